@@ -1,0 +1,222 @@
+"""`assay`: the command-line door into the flows.
+
+Every command takes a workspace PATH (default: the current directory). Errors are one line;
+set ASSAY_DEBUG=1 to see tracebacks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from flows import runtime  # noqa: F401
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    help=(
+        "Assay: a workspace-isolated code memory that [bold]judges[/bold] its evidence.\n\n"
+        "Typical use:\n\n"
+        "  assay index .                      # parse + embed this repo into ./.assay/\n\n"
+        "  assay search 'retry backoff'       # hybrid retrieval only (dense + BM25)\n\n"
+        "  assay ask 'how are retries done?'  # judged, cited answer with receipts\n\n"
+        "  assay mcp                          # stdio MCP server for Cursor / VS Code / Claude Code\n\n"
+        "Runs offline by default (local mode: nothing leaves the machine). Settings come from\n"
+        "ASSAY_* environment variables; see the README's configuration table."
+    ),
+)
+console = Console(stderr=True)
+out = Console()
+
+PathArg = typer.Argument(".", help="workspace folder (default: current directory)", show_default=False)
+
+
+def _settings(**overrides):
+    from stages.config import Settings
+
+    base = Settings()
+    return base.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+
+
+def _fail(exc: BaseException) -> None:
+    if os.environ.get("ASSAY_DEBUG"):
+        raise exc
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    console.print(f"[red]error:[/red] {msg}", highlight=False)
+    raise typer.Exit(2)
+
+
+class _RichSink:
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.tasks: dict[str, int] = {}
+
+    def start(self, stage: str, total: int) -> None:
+        self.tasks[stage] = self.progress.add_task(stage, total=max(total, 1))
+        if total == 0:
+            self.progress.update(self.tasks[stage], completed=1)
+
+    def advance(self, stage: str, n: int = 1) -> None:
+        if stage in self.tasks:
+            self.progress.advance(self.tasks[stage], n)
+
+    def error(self, message: str) -> None:
+        console.print(f"[yellow]warning:[/yellow] {message}")
+
+
+@app.command()
+def index(
+    path: str = PathArg,
+    rebuild: bool = typer.Option(False, "--rebuild", help="drop the vector store and re-embed everything"),
+    as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
+) -> None:
+    """Index a workspace (incremental: only changed files are re-parsed and re-embedded)."""
+    from flows.index import run_index
+    from stages import progress as prog
+    from stages.index_report import summary_lines
+    from stages.workspace import resolve_workspace
+
+    try:
+        root = resolve_workspace(path)
+        columns = (TextColumn("{task.description:>8}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+        with Progress(*columns, console=console, transient=True, disable=as_json) as progress:
+            sink = prog.FanOut(_RichSink(progress), prog.StatusSink(root))
+            prog.register(root, sink)
+            try:
+                report = run_index(str(root), _settings(), rebuild=rebuild)
+            finally:
+                prog.unregister(root)
+    except Exception as exc:  # noqa: BLE001
+        _fail(exc)
+        return
+    if as_json:
+        out.print_json(report.model_dump_json())
+        return
+    for line in summary_lines(report):
+        out.print(line, highlight=False)
+
+
+@app.command()
+def status(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Show what a workspace's index holds and how the last index run went."""
+    from stages.progress import read_status
+    from stages.store import Catalog, load_manifest
+    from stages.workspace import resolve_workspace
+
+    try:
+        root = resolve_workspace(path)
+        manifest = load_manifest(root)
+    except Exception as exc:  # noqa: BLE001
+        _fail(exc)
+        return
+    if manifest is None:
+        out.print(f"{root}: not indexed (run `assay index {path}`)")
+        return
+    catalog = Catalog(root)
+    data = {
+        "workspace": str(root), "files": len(manifest.files), "entities": catalog.count(),
+        "by_kind": catalog.counts("kind"), "by_language": catalog.counts("language"), "embedder": manifest.embedder,
+        "updated_at": manifest.updated_at, "notes": len(manifest.notes),
+        "partial_files": sum(1 for r in manifest.files.values() if r.partial), "last_run": read_status(root),
+    }
+    if as_json:
+        out.print_json(json.dumps(data))
+        return
+    for key in ("workspace", "files", "entities", "notes", "partial_files", "embedder", "updated_at"):
+        out.print(f"{key}: {data[key]}", highlight=False)
+    out.print("by kind: " + ", ".join(f"{k} {v}" for k, v in data["by_kind"].items()), highlight=False)
+
+
+@app.command()
+def search(
+    query: str = typer.Argument(..., help="what to look for, in words or identifiers"),
+    path: str = PathArg,
+    k: int = typer.Option(10, "-k", help="how many results"),
+    mode: str = typer.Option("hybrid", help="hybrid | dense | bm25"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Retrieval only (no judge, no answer): dense + BM25 fused by reciprocal rank fusion."""
+    from stages.embed import get_embedder
+    from stages.retrieve import retrieve
+    from stages.store import load_manifest
+    from stages.workspace import resolve_workspace
+
+    try:
+        settings = _settings()
+        root = resolve_workspace(path)
+        manifest = load_manifest(root)
+        if manifest is None:
+            raise ValueError(f"{root} is not indexed yet; run `assay index {path}` first")
+        result = retrieve(root, query, manifest, get_embedder(settings.embedder, settings.ollama_host),
+                          pool=max(k, settings.pool_size), chroma_url=settings.chroma_url, mode=mode)
+    except Exception as exc:  # noqa: BLE001
+        _fail(exc)
+        return
+    hits = result.candidates[:k]
+    if as_json:
+        out.print_json(json.dumps([c.model_dump(exclude={"body"}) for c in hits]))
+        return
+    if result.note:
+        console.print(f"[yellow]note:[/yellow] {result.note}")
+    table = Table("#", "entity", "kind", "location", "distance", "bm25", "rrf")
+    for c in hits:
+        table.add_row(
+            str(c.fused_rank), c.entity, c.kind, f"{c.file}:{c.start_line}-{c.end_line}",
+            f"{c.distance:.3f}" if c.distance is not None else "-", f"{c.bm25:.2f}" if c.bm25 is not None else "-",
+            f"{c.fused_score:.4f}",
+        )
+    out.print(table)
+
+
+@app.command()
+def ask(
+    question: str = typer.Argument(..., help="a question about the code"),
+    path: str = PathArg,
+    judge: Optional[str] = typer.Option(None, help="local (default) | ollama | cloud | none"),
+    synth: Optional[str] = typer.Option(None, help="extractive (default) | ollama | cloud"),
+    route: Optional[str] = typer.Option(None, help="auto (default) | local | cloud"),
+    top_k: Optional[int] = typer.Option(None, "--top-k", help="passages kept for the answer"),
+    as_json: bool = typer.Option(False, "--json", help="print the full report as JSON"),
+) -> None:
+    """Answer a question with judged, cited evidence and a report of every passage's verdict."""
+    from flows.query import run_query
+
+    try:
+        settings = _settings(judge=judge, synth=synth, route=route, top_k=top_k)
+        report = run_query(path, question, settings)
+    except Exception as exc:  # noqa: BLE001
+        _fail(exc)
+        return
+    if as_json:
+        out.print_json(report.model_dump_json())
+    else:
+        out.print(report.text, highlight=False, markup=False)
+
+
+@app.command()
+def mcp() -> None:
+    """Serve the MCP tools over stdio (configure your IDE to launch `assay mcp`)."""
+    from flows.mcp_server import serve
+
+    serve()
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        console.print("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

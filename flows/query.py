@@ -1,0 +1,76 @@
+"""The query flow: retrieve -> route -> batch-judge -> threshold -> synthesize -> report -> audit snapshot."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from flows import runtime  # noqa: F401
+from prefect import flow
+
+from flows.runtime import Caller, prefect_call, run_flow
+from stages.artifacts import QueryReport
+from stages.config import Settings
+from stages.llm import LLMError, require_loopback
+from stages.report import make_report
+from stages.workspace import resolve_workspace
+from tasks import query as t
+
+
+def check_local_mode(settings: Settings) -> None:
+    """Local mode: every endpoint must be loopback and no cloud backend may be chosen."""
+    if settings.mode != "local":
+        return
+    if settings.judge == "cloud":
+        raise LLMError("local mode: the cloud judge is not allowed; use --judge local|ollama|none or ASSAY_MODE=hybrid")
+    if settings.judge == "ollama" or settings.synth == "ollama" or settings.embedder.startswith("ollama:"):
+        require_loopback(settings.ollama_host, "Ollama")
+    if settings.chroma_url:
+        require_loopback(settings.chroma_url, "the Chroma server")
+
+
+def query_pipeline(workspace: str, question: str, settings: Settings, call: Caller = prefect_call) -> QueryReport:
+    question = " ".join(question.split())
+    if not question:
+        raise ValueError("the question is empty: ask what you want to know about the code")
+    check_local_mode(settings)
+    root = resolve_workspace(workspace)
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        timings[name] = round(now - clock, 4)
+        clock = now
+
+    retrieval = call(t.retrieve, root, question, settings)
+    lap("retrieve")
+    decision = call(t.route, question, settings)
+    lap("route")
+    judgment = call(t.judge, question, retrieval.candidates, settings, decision)
+    lap("judge")
+    selection = call(t.threshold, question, retrieval.candidates, judgment, settings)
+    if retrieval.note:
+        selection.fail_open_reason = "; ".join(x for x in (selection.fail_open_reason, retrieval.note) if x)
+    lap("threshold")
+    answer = call(t.synthesize, question, selection, decision, settings)
+    lap("synthesize")
+    report = make_report(uuid.uuid4().hex[:12], question, str(root), answer, selection, judgment, decision, timings)
+    report = call(t.publish, report)
+    call(t.snapshot, root, report)
+    lap("report")
+    report.timings = timings
+    return report
+
+
+@flow(name="assay-query", log_prints=False, validate_parameters=False)
+def query_flow(workspace: str, question: str, settings: Settings | None = None) -> QueryReport:
+    """Answer a question about a workspace with judged, cited evidence."""
+    return query_pipeline(workspace, question, settings or Settings())
+
+
+def run_query(workspace: str, question: str, settings: Settings | None = None) -> QueryReport:
+    s = settings or Settings()
+    return run_flow(query_flow, lambda workspace, question, settings, call: query_pipeline(workspace, question, settings, call),
+                    workspace, question, settings=s)

@@ -1,0 +1,283 @@
+"""Typed artifacts: the contracts passed between stages.
+
+Every stage takes and returns these models, so a stage can be tested alone and
+a Prefect task can pass them between processes without custom serialisation.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+SCHEMA_VERSION = 1
+
+EntityKind = Literal[
+    "function",
+    "method",
+    "class",
+    "interface",
+    "type",
+    "enum",
+    "struct",
+    "trait",
+    "module",
+    "constant",
+    "section",
+    "rule",
+    "element",
+    "window",
+    "note",
+]
+
+
+class SourceFile(BaseModel):
+    """A file that passed discovery and will be parsed."""
+
+    path: str = Field(description="POSIX path relative to the workspace root")
+    language: str
+    size: int
+    content_hash: str = Field(description="sha256 of the raw bytes")
+
+
+class SkippedFile(BaseModel):
+    """A file discovery or parsing refused, with the reason counted in the report."""
+
+    path: str
+    reason: str
+    detail: str = ""
+
+
+class DiscoveryResult(BaseModel):
+    files: list[SourceFile]
+    skipped: list[SkippedFile] = []
+    unreadable: list[str] = Field(
+        default_factory=list,
+        description="paths that exist but could not be read now; their entities are kept",
+    )
+
+
+class Entity(BaseModel):
+    """One retrievable unit: a definition, a section, a window of text, or a note."""
+
+    id: str
+    kind: EntityKind
+    name: str
+    qualname: str
+    parent: str | None = None
+    signature: str = ""
+    docstring: str = ""
+    body: str = ""
+    start_line: int
+    end_line: int
+    language: str
+    file: str
+    content_hash: str = Field(description="sha256 of this entity's source span")
+    part: int = 0
+    parts: int = 1
+    bases: list[str] = []
+    params: list[str] = []
+
+    def embed_text(self) -> str:
+        """Text the dense model sees: where it is, what it is, then the code itself."""
+        head = f"{self.kind} {self.qualname} in {self.file}"
+        pieces = [head, self.signature]
+        if self.docstring:
+            pieces.append(self.docstring)
+        pieces.append(self.body)
+        return "\n".join(p for p in pieces if p)
+
+    def lexical_text(self) -> str:
+        """Text the BM25 index sees: names weigh twice, then everything else."""
+        return "\n".join([self.qualname, self.qualname, self.file, self.signature, self.docstring, self.body])
+
+
+class ParsedFile(BaseModel):
+    path: str
+    content_hash: str
+    entities: list[Entity]
+    partial: bool = Field(False, description="tree-sitter reported syntax errors; what parsed is kept")
+    error: str = ""
+
+
+class ParseResult(BaseModel):
+    files: list[ParsedFile]
+    skipped: list[SkippedFile] = []
+
+
+class EmbeddedBatch(BaseModel):
+    """Entities with their vectors, ready to store."""
+
+    embedder: str
+    dimension: int
+    ids: list[str]
+    vectors: list[list[float]]
+    truncated: int = Field(0, description="inputs longer than the model window (the lexical index still has all)")
+
+
+class FileRecord(BaseModel):
+    content_hash: str
+    size: int
+    language: str
+    entity_ids: list[str]
+    partial: bool = False
+
+
+class IndexManifest(BaseModel):
+    """What the index holds; written atomically after every successful run."""
+
+    schema_version: int = SCHEMA_VERSION
+    workspace: str
+    embedder: str = ""
+    dimension: int = 0
+    collection: str = Field("", description="the Chroma collection holding this index's vectors")
+    files: dict[str, FileRecord] = {}
+    notes: list[str] = []
+    updated_at: str = ""
+
+
+class IndexPlan(BaseModel):
+    """What an index run must do, from comparing discovery with the manifest."""
+
+    to_parse: list[SourceFile]
+    unchanged: list[str]
+    removed: list[str]
+    kept_unreadable: list[str]
+    rebuild: bool = False
+    rebuild_reason: str = ""
+
+
+class IndexReport(BaseModel):
+    workspace: str
+    files_seen: int
+    files_parsed: int
+    files_unchanged: int
+    files_removed: int
+    files_partial: int
+    skipped: dict[str, int]
+    kept_unreadable: int
+    entities_total: int
+    entities_embedded: int
+    entities_by_kind: dict[str, int]
+    entities_by_language: dict[str, int]
+    embed_truncated: int
+    timings: dict[str, float]
+    embedder: str
+    rebuild_reason: str = ""
+    skipped_examples: list[SkippedFile] = []
+
+
+# ----------------------------------------------------------------------------- query
+
+
+class Candidate(BaseModel):
+    """A retrieved passage with every retrieval signal that chose it."""
+
+    id: str
+    file: str
+    start_line: int
+    end_line: int
+    entity: str
+    kind: str
+    language: str = ""
+    signature: str = ""
+    docstring: str = ""
+    body: str = ""
+    bases: list[str] = []
+    params: list[str] = []
+    distance: float | None = Field(None, description="cosine distance from the dense index; lower is closer")
+    bm25: float | None = None
+    dense_rank: int | None = None
+    lexical_rank: int | None = None
+    fused_rank: int
+    fused_score: float
+
+
+class Retrieval(BaseModel):
+    query: str
+    candidates: list[Candidate]
+    dense_available: bool = True
+    note: str = ""
+
+
+class PassageScores(BaseModel):
+    relevance: float = Field(ge=0, le=1)
+    evidence: float = Field(ge=0, le=1)
+    contradicts: float = Field(ge=0, le=1)
+    injection: float = Field(ge=0, le=1)
+
+
+class Judgment(BaseModel):
+    """The judge's verdict on the whole candidate set."""
+
+    backend: str
+    model: str = ""
+    scores: dict[str, PassageScores] = Field(description="by candidate id; a missing id means the judge failed for it")
+    answerable: float | None = None
+    coverage: int | None = None
+    conflict: float | None = None
+    calls: int = 0
+    failure: str = Field("", description="why the judge failed (for some or all passages); empty when it did not")
+    reasons: dict[str, str] = {}
+
+
+class Thresholds(BaseModel):
+    relevance_min: float
+    evidence_min: float
+    injection_max: float
+    contradicts_min: float
+    answerable_min: float = 0.4
+    top_k: int = 5
+
+
+Verdict = Literal["include", "conflict", "drop"]
+
+
+class RankedPassage(BaseModel):
+    candidate: Candidate
+    scores: PassageScores | None = Field(None, description="None when the judge failed for this passage")
+    verdict: Verdict
+    drop_reason: str = ""
+    rank_score: float
+    final_rank: int | None = None
+
+
+class Selection(BaseModel):
+    """The threshold stage's output: what goes to synthesis, and why the rest does not."""
+
+    included: list[RankedPassage]
+    dropped: list[RankedPassage]
+    thresholds: Thresholds
+    fail_open: bool = False
+    fail_open_reason: str = ""
+    injection_dropped: int = 0
+    conflicts: int = 0
+
+
+class RouteDecision(BaseModel):
+    target: Literal["local", "cloud"]
+    reason: str
+    mode: str
+
+
+class Answer(BaseModel):
+    text: str
+    backend: str
+    model: str = ""
+    redactions: int = 0
+    cited: list[str] = []
+    failure: str = ""
+
+
+class QueryReport(BaseModel):
+    query_id: str
+    query: str
+    workspace: str
+    status: Literal["supported", "partial", "unsupported"]
+    coverage: int
+    answer: Answer
+    selection: Selection
+    judgment: Judgment
+    route: RouteDecision
+    timings: dict[str, float] = {}
+    text: str = ""

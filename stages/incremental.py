@@ -1,0 +1,138 @@
+"""Plan an index run: compare what discovery found with what the manifest says is indexed.
+
+Only changed files are re-parsed and re-embedded; deleted or newly ignored files are removed;
+files that exist but could not be read now keep their entities (a transient error must not purge).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+
+from stages.artifacts import (
+    DiscoveryResult, FileRecord, IndexManifest, IndexPlan, IndexReport, ParseResult, SkippedFile, SourceFile,
+)
+from stages.discover import file_hash
+from stages.parse import parse_source
+
+
+def plan_index(
+    discovery: DiscoveryResult, manifest: IndexManifest | None, embedder: str, rebuild: bool = False,
+    store_count: int | None = None,
+) -> IndexPlan:
+    reason = ""
+    if rebuild:
+        reason = "rebuild requested"
+    elif manifest is None:
+        reason = "no previous index"
+    elif manifest.embedder and manifest.embedder != embedder:
+        reason = f"embedder changed from {manifest.embedder} to {embedder}: re-embedding everything"
+    elif store_count is not None and store_count < sum(len(r.entity_ids) for r in manifest.files.values()):
+        reason = "the vector store is missing entities the manifest lists: re-embedding everything"
+    if reason:
+        return IndexPlan(to_parse=list(discovery.files), unchanged=[], removed=[], kept_unreadable=[],
+                         rebuild=True, rebuild_reason=reason)
+    assert manifest is not None
+    old = manifest.files
+    to_parse: list[SourceFile] = []
+    unchanged: list[str] = []
+    for f in discovery.files:
+        rec = old.get(f.path)
+        if rec is not None and rec.content_hash == f.content_hash:
+            unchanged.append(f.path)
+        else:
+            to_parse.append(f)
+    present = {f.path for f in discovery.files}
+    unreadable = set(discovery.unreadable)
+    kept = sorted(p for p in old if p not in present and p in unreadable)
+    removed = sorted(p for p in old if p not in present and p not in unreadable)
+    return IndexPlan(to_parse=to_parse, unchanged=unchanged, removed=removed, kept_unreadable=kept)
+
+
+def parse_files(root: Path, files: list[SourceFile], max_lines: int, max_chars: int, progress=None) -> ParseResult:
+    """Read and parse each planned file. A file that vanished or became unreadable is skipped, not fatal."""
+    parsed = []
+    skipped: list[SkippedFile] = []
+    for f in files:
+        try:
+            data = (root / f.path).read_bytes()
+        except FileNotFoundError:
+            skipped.append(SkippedFile(path=f.path, reason="vanished", detail="deleted between discovery and parse"))
+            continue
+        except OSError as exc:
+            skipped.append(SkippedFile(path=f.path, reason="unreadable", detail=str(exc)))
+            continue
+        try:
+            parsed.append(parse_source(data, f.path, f.language, file_hash(data), max_lines, max_chars))
+        except Exception as exc:  # noqa: BLE001 - one bad file must not stop the run
+            skipped.append(SkippedFile(path=f.path, reason="parse_error", detail=f"{type(exc).__name__}: {exc}"))
+        if progress is not None:
+            progress(1)
+    return ParseResult(files=parsed, skipped=skipped)
+
+
+def next_collection(previous: IndexManifest | None, plan: IndexPlan, base: str) -> str:
+    """Same collection for an incremental run; a fresh generation for a rebuild, swapped in by the manifest."""
+    if previous is not None and previous.collection and not plan.rebuild:
+        return previous.collection
+    if previous is None or not previous.collection:
+        return f"{base}_g1"
+    gen = int(previous.collection.rsplit("_g", 1)[1]) if "_g" in previous.collection else 0
+    return f"{base}_g{gen + 1}"
+
+
+def next_manifest(
+    root: Path, previous: IndexManifest | None, plan: IndexPlan, parsed: ParseResult,
+    sources: dict[str, SourceFile], embedder: str, dimension: int, collection: str,
+) -> IndexManifest:
+    """The manifest after this run: unchanged and kept files carry over, parsed files are replaced."""
+    files: dict[str, FileRecord] = {}
+    old = previous.files if previous is not None and not plan.rebuild else {}
+    for path in plan.unchanged + plan.kept_unreadable:
+        if path in old:
+            files[path] = old[path]
+    failed = {s.path for s in parsed.skipped}
+    for path in failed:
+        if path in old:
+            files[path] = old[path]  # could not read it now: keep what we had
+    for pf in parsed.files:
+        src = sources[pf.path]
+        files[pf.path] = FileRecord(
+            content_hash=pf.content_hash, size=src.size, language=src.language,
+            entity_ids=[e.id for e in pf.entities], partial=pf.partial,
+        )
+    return IndexManifest(
+        workspace=str(root), embedder=embedder, dimension=dimension, collection=collection,
+        files=dict(sorted(files.items())),
+        notes=previous.notes if previous is not None else [],
+        updated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
+
+
+def stale_ids(stored: set[str], manifest: IndexManifest, note_ids: set[str]) -> list[str]:
+    """Ids the catalog holds that the new index does not (notes are never stale)."""
+    after = {i for rec in manifest.files.values() for i in rec.entity_ids}
+    return sorted(stored - after - note_ids)
+
+
+def build_report(
+    root: Path, discovery: DiscoveryResult, plan: IndexPlan, parsed: ParseResult, manifest: IndexManifest,
+    embedded: int, truncated: int, timings: dict[str, float], kinds: dict[str, int], languages: dict[str, int],
+) -> IndexReport:
+    skipped = [*discovery.skipped, *parsed.skipped]
+    reasons = Counter(s.reason for s in skipped)
+    partial = [pf for pf in parsed.files if pf.partial]
+    for pf in partial:
+        reasons["partial_parse"] += 1
+    examples = skipped[:20] + [SkippedFile(path=pf.path, reason="partial_parse", detail=pf.error) for pf in partial[:10]]
+    return IndexReport(
+        workspace=str(root), files_seen=len(discovery.files) + len(discovery.skipped), files_parsed=len(parsed.files),
+        files_unchanged=len(plan.unchanged), files_removed=len(plan.removed), files_partial=len(partial),
+        skipped=dict(sorted(reasons.items())), kept_unreadable=len(plan.kept_unreadable) + len(
+            [s for s in parsed.skipped if s.path in manifest.files]),
+        entities_total=sum(len(r.entity_ids) for r in manifest.files.values()),
+        entities_embedded=embedded, entities_by_kind=kinds, entities_by_language=languages, embed_truncated=truncated,
+        timings={k: round(v, 3) for k, v in timings.items()}, embedder=manifest.embedder,
+        rebuild_reason=plan.rebuild_reason, skipped_examples=examples,
+    )

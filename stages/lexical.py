@@ -1,0 +1,97 @@
+"""A BM25 index (bm25s) over the same entity ids as the dense store.
+
+Single-node Chroma has no sparse search, so the lexical half lives beside it. Tokens are
+code-aware: `HTTPAdapter.send_request` yields httpadapter, http, adapter, send_request, send, request.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import logging
+
+import bm25s
+
+logging.getLogger("bm25s").setLevel(logging.WARNING)
+
+
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+STOPWORDS = frozenset(
+    "a an and are as at be by can do does for from how i if in into is it its of on or should so that the "
+    "their them then there these this to was what when where which who why will with would you your".split()
+)
+
+
+def tokenize(text: str) -> list[str]:
+    """Identifiers whole and split (snake and camel case), lowercased, minus English stop words."""
+    out: list[str] = []
+    for word in _TOKEN.findall(text):
+        low = word.lower()
+        if low in STOPWORDS or len(low) < 2:
+            continue
+        out.append(low)
+        parts = [p.lower() for chunk in word.split("_") for p in _CAMEL.findall(chunk)]
+        if len(parts) > 1:
+            out.extend(p for p in parts if len(p) > 1 and p not in STOPWORDS)
+    return out
+
+
+class LexicalIndex:
+    """Immutable BM25 index; rebuilt (cheaply) after each index run and swapped in atomically."""
+
+    def __init__(self, retriever: bm25s.BM25 | None, ids: list[str]) -> None:
+        self._retriever = retriever
+        self.ids = ids
+
+    @classmethod
+    def build(cls, ids: list[str], texts: list[str]) -> "LexicalIndex":
+        if not ids:
+            return cls(None, [])
+        retriever = bm25s.BM25()
+        retriever.index([tokenize(t) or ["_empty_"] for t in texts], show_progress=False)
+        return cls(retriever, list(ids))
+
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        tokens = tokenize(query)
+        if self._retriever is None or not tokens or k <= 0:
+            return []
+        k = min(k, len(self.ids))
+        docs, scores = self._retriever.retrieve([tokens], k=k, show_progress=False)
+        return [(self.ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0]) if s > 0]
+
+    def save(self, folder: Path) -> None:
+        """Write to a temporary sibling, then rename over the old index, so readers never see half."""
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".lexical-", dir=folder.parent))
+        if self._retriever is not None:
+            self._retriever.save(str(tmp))
+        (tmp / "ids.json").write_text(json.dumps(self.ids))
+        old = folder.with_name(folder.name + ".old")
+        if folder.exists():
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(folder, old)
+        os.replace(tmp, folder)
+        shutil.rmtree(old, ignore_errors=True)
+
+    @classmethod
+    def load(cls, folder: Path) -> "LexicalIndex":
+        ids_file = folder / "ids.json"
+        if not ids_file.exists():
+            old = folder.with_name(folder.name + ".old")
+            if (old / "ids.json").exists():  # a crash between the two renames
+                folder = old
+                ids_file = old / "ids.json"
+            else:
+                return cls(None, [])
+        ids = json.loads(ids_file.read_text())
+        if not ids:
+            return cls(None, [])
+        return cls(bm25s.BM25.load(str(folder)), ids)
+
+

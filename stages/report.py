@@ -1,0 +1,115 @@
+"""Report stage: the answer with its receipts, as plain text for an agent and as JSON."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from stages.artifacts import Answer, Judgment, QueryReport, RankedPassage, RouteDecision, Selection
+from stages.judge import question_identifiers
+
+LEGEND = (
+    "Legend: relevance, evidence, contradicts and injection are judge scores in [0,1]. High relevance = on the\n"
+    "question's topic; high evidence = concrete support (a definition, a code path); high contradicts = conflicts\n"
+    "with a premise of the question; high injection = the passage tries to steer an AI. verdict: include (used),\n"
+    "conflict (used, but contradicts the question: check the source), drop (not used; reason given).\n"
+    "status: supported | partial | unsupported; coverage N/3 = how much of the question the evidence covers.\n"
+    "Sources list cosine distances from the dense index (lower is closer; a separate scale from the scores)."
+)
+
+
+def status_of(sel: Selection, judgment: Judgment) -> tuple[str, int]:
+    if not sel.included:
+        return "unsupported", 0
+    coverage = judgment.coverage if judgment.coverage is not None else min(3, len(sel.included))
+    low = judgment.answerable is not None and judgment.answerable < sel.thresholds.answerable_min
+    if sel.conflicts or sel.fail_open or low or coverage < 2:
+        return "partial", coverage
+    return "supported", coverage
+
+
+def _row(i: int, rp: RankedPassage) -> str:
+    c = rp.candidate
+    s = rp.scores
+    scores = (
+        f"relevance={s.relevance:.2f} evidence={s.evidence:.2f} contradicts={s.contradicts:.2f} injection={s.injection:.2f}"
+        if s is not None else "relevance=- evidence=- contradicts=- injection=- (not scored)"
+    )
+    why = f" ({rp.drop_reason})" if rp.verdict == "drop" and rp.drop_reason else ""
+    return f"  {i}. {c.file}:{c.start_line} [{c.entity}] {scores} verdict={rp.verdict}{why}"
+
+
+def render_text(report: QueryReport, max_dropped_rows: int = 10) -> str:
+    sel, j = report.selection, report.judgment
+    reasons = Counter(rp.drop_reason or "dropped" for rp in sel.dropped)
+    dropped = f", {len(sel.dropped)} dropped" + (" (" + ", ".join(f"{n} {r}" for r, n in sorted(reasons.items())) + ")" if reasons else "")
+    lines = [LEGEND, "", report.answer.text, "", "Assessment:", f"  status: {report.status}", f"  coverage: {report.coverage}/3",
+             f"  passages: {len(sel.included)} included{dropped}", f"  conflicts: {sel.conflicts}",
+             f"  judge: {j.backend}" + (f" ({j.model})" if j.model else "") + f", {j.calls} call(s)",
+             f"  route: {report.route.target} ({report.route.reason}); answer by {report.answer.backend}"]
+    if sel.fail_open:
+        lines.append(f"  fail-open: {sel.fail_open_reason}")
+    elif j.backend == "none":
+        lines.append("  judge none: passages were re-ranked lexically, not judged")
+    if report.answer.failure:
+        lines.append(f"  synthesis: {report.answer.failure}")
+    lines.append("Evidence:")
+    rows = sel.included + sel.dropped[:max_dropped_rows]
+    lines.extend(_row(i, rp) for i, rp in enumerate(rows, start=1))
+    if len(sel.dropped) > max_dropped_rows:
+        lines.append(f"  ... {len(sel.dropped) - max_dropped_rows} more dropped (see --json)")
+    lines.append("Guidance:")
+    lines.extend("  " + g for g in guidance(report))
+    lines.append("Sources:")
+    for rp in sel.included:
+        c = rp.candidate
+        d = f"distance {c.distance:.2f} (cosine)" if c.distance is not None else "no dense match"
+        b = f", bm25 {c.bm25:.2f}" if c.bm25 is not None else ""
+        lines.append(f"  * {c.file}:{c.start_line}-{c.end_line} [{c.entity}] {d}{b}")
+    if not sel.included:
+        lines.append("  (none)")
+    return "\n".join(lines)
+
+
+def guidance(report: QueryReport) -> list[str]:
+    sel = report.selection
+    out: list[str] = []
+    if report.status == "supported":
+        out += ["trust: high", f"action: answer is supported by {len(sel.included)} included passage(s); cite it directly"]
+    elif report.status == "partial":
+        out.append("trust: medium")
+        if sel.conflicts:
+            out.append("action: answer is partly grounded; cite evidence directly and note the conflicting support")
+        elif sel.fail_open:
+            out.append("action: the judge did not score every passage; verify the cited lines before relying on them")
+        else:
+            out.append("action: answer is partly grounded; cite evidence directly and note the coverage gap")
+    else:
+        out += ["trust: low", "action: nothing retrieved supports an answer; say so rather than guessing"]
+    if sel.injection_dropped:
+        out.append(f"security: {sel.injection_dropped} retrieved passage(s) attempted prompt injection and were dropped")
+    if report.answer.redactions:
+        out.append(f"security: {report.answer.redactions} secret(s) were redacted before the cloud call")
+    seen = " ".join(f"{rp.candidate.entity} {rp.candidate.body}" for rp in sel.included + sel.dropped)
+    missing = [i for i in question_identifiers(report.query) if i.split(".")[-1] not in seen]
+    if missing:
+        out.append("gap: not found in the index: " + ", ".join(missing[:5]))
+    elif report.status == "unsupported":
+        out.append("gap: try naming a function, class, file or error message from the code")
+    return out
+
+
+def make_report(
+    query_id: str, question: str, workspace: str, answer: Answer, selection: Selection, judgment: Judgment,
+    route: RouteDecision, timings: dict[str, float],
+) -> QueryReport:
+    status, coverage = status_of(selection, judgment)
+    report = QueryReport(
+        query_id=query_id, query=question, workspace=workspace, status=status, coverage=coverage,  # type: ignore[arg-type]
+        answer=answer, selection=selection, judgment=judgment, route=route, timings=timings,
+    )
+    report.text = render_text(report)
+    return report
+
+
+def render_markdown(report: QueryReport) -> str:
+    return f"# Assay answer\n\n**Question:** {report.query}\n\n```text\n{report.text}\n```\n"

@@ -1,0 +1,94 @@
+"""Retrieve stage: dense (Chroma) and BM25 candidates, fused by reciprocal rank fusion.
+
+Every candidate keeps all of its signals (cosine distance, BM25 score, both ranks, fused
+rank) so the judge and the report can show why it was chosen.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from stages.artifacts import Candidate, Entity, IndexManifest, Retrieval
+from stages.embed import Embedder
+from stages.lexical import LexicalIndex
+from stages.store import Catalog, VectorStore, lexical_dir
+
+RRF_K = 60
+
+_lexical_cache: dict[str, tuple[float, LexicalIndex]] = {}
+_cache_lock = threading.Lock()
+
+
+def load_lexical(root: Path) -> LexicalIndex:
+    """Load the BM25 index once per process, reloading when an index run replaced it."""
+    folder = lexical_dir(root)
+    try:
+        stamp = (folder / "ids.json").stat().st_mtime
+    except OSError:
+        stamp = -1.0
+    key = str(root)
+    with _cache_lock:
+        hit = _lexical_cache.get(key)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        index = LexicalIndex.load(folder)
+        _lexical_cache[key] = (stamp, index)
+        return index
+
+
+def fuse(dense: list[tuple[str, float]], lexical: list[tuple[str, float]], k: int = RRF_K) -> list[tuple[str, float]]:
+    """Reciprocal rank fusion: score = sum over lists of 1 / (k + rank), ranks from 1."""
+    scores: dict[str, float] = {}
+    for ranked in (dense, lexical):
+        for rank, (eid, _) in enumerate(ranked, start=1):
+            scores[eid] = scores.get(eid, 0.0) + 1.0 / (k + rank)
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def to_candidate(ent: Entity, **signals) -> Candidate:
+    return Candidate(
+        id=ent.id, file=ent.file, start_line=ent.start_line, end_line=ent.end_line, entity=ent.qualname,
+        kind=ent.kind, language=ent.language, signature=ent.signature, docstring=ent.docstring, body=ent.body,
+        bases=ent.bases, params=ent.params, **signals,
+    )
+
+
+def retrieve(
+    root: Path, query: str, manifest: IndexManifest, embedder: Embedder, pool: int = 30,
+    distance_floor: float | None = None, chroma_url: str | None = None, mode: str = "hybrid",
+) -> Retrieval:
+    """mode: hybrid (default), dense or bm25 (the latter two for evaluation)."""
+    note = ""
+    dense: list[tuple[str, float]] = []
+    dense_ok = mode in ("hybrid", "dense")
+    if dense_ok:
+        try:
+            vectors, _ = embedder.embed([query])
+            dense = VectorStore(root, chroma_url, manifest.collection).query(vectors[0].tolist(), pool)
+        except Exception as exc:  # noqa: BLE001 - fall back to BM25 and say so
+            dense_ok = False
+            note = f"dense index unavailable ({type(exc).__name__}: {str(exc)[:120]}); BM25 only. Run `assay index --rebuild`."
+        if distance_floor is not None:
+            dense = [(i, d) for i, d in dense if d <= distance_floor]
+    lexical = load_lexical(root).search(query, pool) if mode in ("hybrid", "bm25") else []
+    fused = fuse(dense, lexical)[:pool]
+    catalog = Catalog(root)
+    records = catalog.get([eid for eid, _ in fused])
+    catalog.close()
+    dist = dict(dense)
+    bm25 = dict(lexical)
+    dense_rank = {eid: r for r, (eid, _) in enumerate(dense, start=1)}
+    lex_rank = {eid: r for r, (eid, _) in enumerate(lexical, start=1)}
+    candidates: list[Candidate] = []
+    for eid, score in fused:
+        ent = records.get(eid)
+        if ent is None:
+            continue  # written by a concurrent index run after our read; skip it
+        candidates.append(
+            to_candidate(
+                ent, distance=dist.get(eid), bm25=bm25.get(eid), dense_rank=dense_rank.get(eid),
+                lexical_rank=lex_rank.get(eid), fused_rank=len(candidates) + 1, fused_score=score,
+            )
+        )
+    return Retrieval(query=query, candidates=candidates, dense_available=dense_ok, note=note)

@@ -1,0 +1,230 @@
+"""Store stage: vectors in Chroma, entity records in a SQLite catalog, BM25 beside them.
+
+All three live in the workspace's own `.assay/` folder (or vectors on a Chroma server when
+ASSAY_CHROMA_URL is set). Writes from any process hold `.assay/write.lock`; readers never
+take it. Upserts use stable ids in bounded batches; nothing is deleted before its
+replacement is written.
+"""
+
+from __future__ import annotations
+
+
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlparse
+
+from filelock import FileLock
+
+from stages.artifacts import EmbeddedBatch, Entity, IndexManifest
+from stages.lexical import LexicalIndex
+from stages.workspace import collection_name, state_dir
+
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+
+class StoreError(RuntimeError):
+    """The store is missing or damaged; the message says how to recover."""
+
+
+def _chroma_settings():
+    from chromadb.config import Settings as ChromaSettings
+
+    return ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+
+
+def chroma_client(root: Path, url: str | None):
+    """PersistentClient in `.assay/chroma`, or HttpClient when a server URL is configured."""
+    import chromadb
+
+    if url:
+        parsed = urlparse(url if "://" in url else f"http://{url}")
+        return chromadb.HttpClient(
+            host=parsed.hostname or "127.0.0.1",
+            port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+            ssl=parsed.scheme == "https",
+            settings=_chroma_settings(),
+        )
+    path = state_dir(root) / "chroma"
+    path.mkdir(parents=True, exist_ok=True)
+    try:
+        return chromadb.PersistentClient(path=str(path), settings=_chroma_settings())
+    except Exception as exc:  # noqa: BLE001 - chroma raises many types for a damaged folder
+        raise StoreError(f"the vector store in {path} cannot be opened ({exc}); run `assay index --rebuild`") from exc
+
+
+@contextmanager
+def write_lock(root: Path, timeout: float = 600.0) -> Iterator[None]:
+    """Serialise writers across processes (two IDEs on one workspace); readers never wait."""
+    folder = state_dir(root)
+    folder.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder / "write.lock"), timeout=timeout):
+        yield
+
+
+class Catalog:
+    """Entity records by id, in SQLite (atomic transactions, safe for concurrent readers)."""
+
+    def __init__(self, root: Path) -> None:
+        folder = state_dir(root)
+        folder.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(folder / "catalog.sqlite"), timeout=60, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS entities (id TEXT PRIMARY KEY, file TEXT NOT NULL, kind TEXT NOT NULL,"
+            " language TEXT NOT NULL, name TEXT NOT NULL, part INTEGER NOT NULL, qualname TEXT NOT NULL, data TEXT NOT NULL)"
+        )
+        self._db.execute("CREATE INDEX IF NOT EXISTS entities_name ON entities(name)")
+        self._db.execute("CREATE INDEX IF NOT EXISTS entities_qualname ON entities(qualname)")
+        self._db.execute("CREATE INDEX IF NOT EXISTS entities_file ON entities(file)")
+        self._db.commit()
+
+    def replace(self, upserts: list[Entity], deletes: Iterable[str]) -> None:
+        with self._db:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO entities (id, file, kind, language, name, part, qualname, data)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(e.id, e.file, e.kind, e.language, e.name, e.part, e.qualname, e.model_dump_json()) for e in upserts],
+            )
+            self._db.executemany("DELETE FROM entities WHERE id = ?", [(i,) for i in deletes])
+
+    def get(self, ids: list[str]) -> dict[str, Entity]:
+        out: dict[str, Entity] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for eid, data in self._db.execute(f"SELECT id, data FROM entities WHERE id IN ({marks})", chunk):
+                out[eid] = Entity.model_validate_json(data)
+        return out
+
+    def by_file(self, file: str) -> list[Entity]:
+        rows = self._db.execute("SELECT data FROM entities WHERE file = ?", (file,))
+        return sorted((Entity.model_validate_json(d) for (d,) in rows), key=lambda e: (e.start_line, e.part))
+
+    def by_name(self, name: str) -> list[Entity]:
+        rows = self._db.execute("SELECT data FROM entities WHERE qualname = ? OR name = ? ORDER BY file, id", (name, name))
+        return [Entity.model_validate_json(d) for (d,) in rows]
+
+    def counts(self, column: str) -> dict[str, int]:
+        if column not in ("kind", "language"):
+            raise ValueError(column)
+        rows = self._db.execute(f"SELECT {column}, COUNT(*) FROM entities WHERE part = 0 GROUP BY {column}")
+        return dict(sorted(rows.fetchall()))
+
+    def all(self) -> Iterator[Entity]:
+        for (d,) in self._db.execute("SELECT data FROM entities ORDER BY id"):
+            yield Entity.model_validate_json(d)
+
+    def ids(self) -> set[str]:
+        return {i for (i,) in self._db.execute("SELECT id FROM entities")}
+
+    def count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM entities").fetchone()[0])
+
+    def clear(self) -> None:
+        with self._db:
+            self._db.execute("DELETE FROM entities")
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class VectorStore:
+    """One Chroma collection per workspace, cosine space, vectors supplied by Assay."""
+
+    def __init__(self, root: Path, url: str | None = None, name: str | None = None) -> None:
+        self.root = root
+        self._client = chroma_client(root, url)
+        self._name = name or collection_name(root)
+        self._collection = None
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def collection(self):
+        if self._collection is None:
+            self._collection = self._client.get_or_create_collection(
+                self._name, metadata={"hnsw:space": "cosine"}, embedding_function=None
+            )
+        return self._collection
+
+    def drop(self, name: str) -> None:
+        """Delete a collection a rebuild has replaced (absent is fine)."""
+        try:
+            self._client.delete_collection(name)
+        except Exception:  # noqa: BLE001
+            pass
+
+    def upsert(self, batch: EmbeddedBatch, entities: dict[str, Entity], batch_size: int = 500) -> None:
+        for start in range(0, len(batch.ids), batch_size):
+            ids = batch.ids[start : start + batch_size]
+            self.collection.upsert(
+                ids=ids,
+                embeddings=batch.vectors[start : start + batch_size],
+                documents=[entities[i].embed_text()[:4000] for i in ids],
+                metadatas=[
+                    {"file": entities[i].file, "kind": entities[i].kind, "qualname": entities[i].qualname,
+                     "start_line": entities[i].start_line, "end_line": entities[i].end_line}
+                    for i in ids
+                ],
+            )
+
+    def delete(self, ids: list[str], batch_size: int = 500) -> None:
+        for start in range(0, len(ids), batch_size):
+            self.collection.delete(ids=ids[start : start + batch_size])
+
+    def count(self) -> int:
+        return int(self.collection.count())
+
+    def query(self, vector: list[float], k: int) -> list[tuple[str, float]]:
+        n = self.count()
+        if n == 0:
+            return []
+        res = self.collection.query(query_embeddings=[vector], n_results=min(k, n), include=["distances"])
+        return list(zip(res["ids"][0], [float(d) for d in res["distances"][0]]))
+
+
+def manifest_path(root: Path) -> Path:
+    return state_dir(root) / "manifest.json"
+
+
+def load_manifest(root: Path) -> IndexManifest | None:
+    path = manifest_path(root)
+    if not path.exists():
+        return None
+    try:
+        return IndexManifest.model_validate_json(path.read_text())
+    except Exception as exc:  # noqa: BLE001
+        raise StoreError(f"the manifest {path} is damaged ({exc}); run `assay index --rebuild`") from exc
+
+
+def write_manifest(root: Path, manifest: IndexManifest) -> None:
+    """Atomic: write a temporary file, fsync it, rename it over the old one."""
+    path = manifest_path(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(manifest.model_dump_json(indent=1))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def lexical_dir(root: Path) -> Path:
+    return state_dir(root) / "lexical"
+
+
+def rebuild_lexical(root: Path, catalog: Catalog) -> int:
+    ids: list[str] = []
+    texts: list[str] = []
+    for ent in catalog.all():
+        ids.append(ent.id)
+        texts.append(ent.lexical_text())
+    LexicalIndex.build(ids, texts).save(lexical_dir(root))
+    return len(ids)
+
+

@@ -1,0 +1,61 @@
+"""Workspace identity and isolation: a workspace is its resolved real path, nothing else."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+
+class WorkspaceError(ValueError):
+    """A path that is not a usable workspace, or that lies outside the allowed roots."""
+
+
+STATE_DIR = ".assay"
+
+
+def resolve_workspace(path: str | os.PathLike[str]) -> Path:
+    """Return the real, absolute directory for a workspace, or raise a one-line error."""
+    real = Path(os.path.realpath(os.path.expanduser(str(path))))
+    if not real.exists():
+        raise WorkspaceError(f"workspace does not exist: {path}")
+    if not real.is_dir():
+        raise WorkspaceError(f"workspace is not a directory: {path}")
+    return real
+
+
+def state_dir(root: Path) -> Path:
+    """The workspace's own `.assay/` folder, where all runtime state lives."""
+    return root / STATE_DIR
+
+
+def workspace_id(root: Path) -> str:
+    """Stable id for a workspace (used for the Chroma collection name)."""
+    return hashlib.sha256(str(root).encode()).hexdigest()[:16]
+
+
+def collection_name(root: Path) -> str:
+    return f"assay_{workspace_id(root)}"
+
+
+def parse_roots(spec: str | None, default: Path) -> list[Path]:
+    if not spec:
+        return [Path(os.path.realpath(default))]
+    return [Path(os.path.realpath(os.path.expanduser(p))) for p in spec.split(os.pathsep) if p.strip()]
+
+
+def check_allowed(root: Path, allowed: list[Path]) -> Path:
+    """Refuse a workspace outside every allowed root (after symlinks and `..` are resolved)."""
+    for base in allowed:
+        if root == base or base in root.parents:
+            return root
+    names = ", ".join(str(a) for a in allowed)
+    raise WorkspaceError(f"{root} is outside the allowed roots ({names}); set ASSAY_ALLOWED_ROOTS to permit it")
+
+
+def inside(root: Path, relative: str) -> Path:
+    """Resolve a workspace-relative path, refusing anything that escapes the workspace."""
+    target = Path(os.path.realpath(root / relative))
+    if target != root and root not in target.parents:
+        raise WorkspaceError(f"path escapes the workspace: {relative}")
+    return target

@@ -1,0 +1,91 @@
+"""Prefect tasks of the index flow: thin wrappers over `stages`, with retries and progress."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from stages import discover as discover_stage
+from stages import incremental
+from stages.artifacts import (
+    DiscoveryResult, EmbeddedBatch, Entity, IndexManifest, IndexPlan, IndexReport, ParseResult,
+)
+from stages.config import Settings
+from stages.embed import embed_entities, get_embedder
+from stages.progress import progress_for
+from stages.store import Catalog, VectorStore, load_manifest, rebuild_lexical, write_manifest
+from tasks.gpu import gpu_slot
+
+
+@task(name="discover", cache_policy=NO_CACHE)
+def discover(root: Path, settings: Settings) -> DiscoveryResult:
+    return discover_stage.discover(root, settings.max_file_bytes)
+
+
+@task(name="plan", cache_policy=NO_CACHE)
+def plan(root: Path, discovery: DiscoveryResult, settings: Settings, rebuild: bool) -> tuple[IndexManifest | None, IndexPlan]:
+    previous = load_manifest(root)
+    embedder = get_embedder(settings.embedder, settings.ollama_host)
+    count = None
+    if previous is not None and previous.collection and not rebuild:
+        try:
+            count = VectorStore(root, settings.chroma_url, previous.collection).count()
+        except Exception:  # noqa: BLE001 - a damaged store means rebuild
+            count = -1
+    return previous, incremental.plan_index(discovery, previous, embedder.name, rebuild, count)
+
+
+@task(name="parse", cache_policy=NO_CACHE)
+def parse(root: Path, index_plan: IndexPlan, settings: Settings) -> ParseResult:
+    sink = progress_for(root)
+    sink.start("parse", len(index_plan.to_parse))
+    return incremental.parse_files(
+        root, index_plan.to_parse, settings.chunk_lines, settings.chunk_chars, progress=lambda n: sink.advance("parse", n)
+    )
+
+
+@task(name="embed", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=2)
+def embed(root: Path, entities: list[Entity], settings: Settings) -> EmbeddedBatch:
+    sink = progress_for(root)
+    sink.start("embed", len(entities))
+    embedder = get_embedder(settings.embedder, settings.ollama_host)
+    advance = lambda n: sink.advance("embed", n)  # noqa: E731
+    if settings.embedder.startswith("ollama:"):
+        with gpu_slot():
+            return embed_entities(entities, embedder, settings.embed_batch, advance)
+    return embed_entities(entities, embedder, settings.embed_batch, advance)
+
+
+@task(name="store", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
+def store(root: Path, collection: str, batch: EmbeddedBatch, entities: list[Entity], settings: Settings) -> None:
+    """Upsert vectors and catalog records; nothing is deleted here."""
+    sink = progress_for(root)
+    sink.start("store", len(entities))
+    by_id = {e.id: e for e in entities}
+    VectorStore(root, settings.chroma_url, collection).upsert(batch, by_id, settings.store_batch)
+    Catalog(root).replace(entities, [])
+    sink.advance("store", len(entities))
+
+
+@task(name="purge", cache_policy=NO_CACHE)
+def purge(root: Path, collection: str, manifest: IndexManifest, settings: Settings) -> int:
+    """Remove entities of deleted, ignored or rewritten files, rebuild BM25, then write the manifest (last)."""
+    catalog = Catalog(root)
+    stale = incremental.stale_ids(catalog.ids(), manifest, set(manifest.notes))
+    if stale:
+        VectorStore(root, settings.chroma_url, collection).delete(stale)
+        catalog.replace([], stale)
+    rebuild_lexical(root, catalog)
+    write_manifest(root, manifest)
+    return len(stale)
+
+
+@task(name="report", cache_policy=NO_CACHE)
+def report(report_data: IndexReport) -> IndexReport:
+    from stages.index_report import render_markdown
+    from tasks.artifacts import publish_markdown
+
+    publish_markdown("index-report", render_markdown(report_data), "Assay index run")
+    return report_data

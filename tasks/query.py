@@ -1,0 +1,102 @@
+"""Prefect tasks of the query flow. Tasks that run a local GPU model hold the `gpu` slot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from stages import judge as local_judge
+from stages import judge_llm, synthesize as synth
+from stages.artifacts import Answer, Candidate, Judgment, QueryReport, Retrieval, RouteDecision, Selection
+from stages.audit import write_snapshot
+from stages.config import Settings
+from stages.embed import get_embedder
+from stages.llm import CloudBackend, OllamaBackend
+from stages.report import render_markdown
+from stages.retrieve import retrieve as retrieve_stage
+from stages.route import decide_route
+from stages.store import StoreError, load_manifest
+from stages.threshold import default_thresholds, select
+from tasks.artifacts import publish_markdown
+from tasks.gpu import gpu_slot
+
+
+class NotIndexed(StoreError):
+    pass
+
+
+@task(name="retrieve", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=1)
+def retrieve(root: Path, question: str, settings: Settings) -> Retrieval:
+    manifest = load_manifest(root)
+    if manifest is None:
+        raise NotIndexed(f"{root} is not indexed yet; run `assay index {root}` first")
+    embedder = get_embedder(settings.embedder, settings.ollama_host)
+    return retrieve_stage(root, question, manifest, embedder, settings.pool_size, settings.distance_floor, settings.chroma_url)
+
+
+@task(name="route", cache_policy=NO_CACHE)
+def route(question: str, settings: Settings) -> RouteDecision:
+    requested = "cloud" if settings.synth == "cloud" and settings.route == "auto" else settings.route
+    return decide_route(question, settings.mode, requested, cloud_configured=bool(settings.cloud_api_key))
+
+
+def ollama_backend(settings: Settings) -> OllamaBackend:
+    return OllamaBackend(settings.ollama_host, timeout=settings.llm_timeout)
+
+
+def cloud_backend(settings: Settings) -> CloudBackend:
+    return CloudBackend(settings.cloud_base_url, settings.cloud_api_key, settings.llm_timeout, settings.llm_retries)
+
+
+@task(name="judge", cache_policy=NO_CACHE)
+def judge(question: str, candidates: list[Candidate], settings: Settings, decision: RouteDecision) -> Judgment:
+    """One batched judgment. Ollama: pinned while cloud synthesis follows, released before a local model loads."""
+    if settings.judge == "local":
+        return local_judge.judge_local(question, candidates)
+    if settings.judge == "none":
+        return Judgment(backend="none", scores={}, calls=0)
+    if settings.judge == "cloud":
+        return judge_llm.judge_with_cloud(cloud_backend(settings), settings.cloud_judge_model, question, candidates)
+    backend = ollama_backend(settings)
+    local_synth_model = decision.target == "local" and settings.synth == "ollama"
+    with gpu_slot(settings.llm_timeout * 4):
+        try:
+            return judge_llm.judge_with_ollama(
+                backend, settings.ollama_judge_model, question, candidates, settings.ollama_num_ctx_max,
+                keep_alive=0 if local_synth_model else -1,
+            )
+        finally:
+            if local_synth_model and settings.ollama_judge_model != settings.ollama_synth_model:
+                backend.release(settings.ollama_judge_model)
+
+
+@task(name="threshold", cache_policy=NO_CACHE)
+def threshold(question: str, candidates: list[Candidate], judgment: Judgment, settings: Settings) -> Selection:
+    th = default_thresholds(judgment.backend, settings.thresholds, settings.top_k)
+    return select(candidates, judgment, th, question)
+
+
+@task(name="synthesize", cache_policy=NO_CACHE)
+def synthesize(question: str, selection: Selection, decision: RouteDecision, settings: Settings) -> Answer:
+    passages = selection.included
+    if decision.target == "cloud":
+        return synth.synthesize_with_cloud(cloud_backend(settings), settings.cloud_model, question, passages)
+    if settings.synth == "ollama":
+        with gpu_slot(settings.llm_timeout * 4):
+            user, _ = synth.build_user_prompt(question, passages, for_cloud=False)
+            ctx = judge_llm.num_ctx_for(synth.SYNTH_SYSTEM, user, 10, settings.ollama_num_ctx_max)
+            return synth.synthesize_with_ollama(ollama_backend(settings), settings.ollama_synth_model, question, passages, ctx)
+    return synth.extractive(question, passages)
+
+
+@task(name="report", cache_policy=NO_CACHE)
+def publish(report: QueryReport) -> QueryReport:
+    publish_markdown("query-report", render_markdown(report), "Assay answer with receipts")
+    return report
+
+
+@task(name="audit-snapshot", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
+def snapshot(root: Path, report: QueryReport) -> str:
+    return str(write_snapshot(root, report))
