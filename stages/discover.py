@@ -102,6 +102,9 @@ def discover(root: Path, max_file_bytes: int = 1_000_000) -> DiscoveryResult:
                 continue
             if _ignored(rel, False, stack) or entry.name in IGNORE_FILES:
                 continue
+            if is_link and os.path.isdir(entry.path):
+                skipped.append(SkippedFile(path=rel, reason="symlink_dir", detail="directory links are not followed"))
+                continue
             if is_link:
                 reason = _check_link(root, Path(entry.path))
                 if reason:

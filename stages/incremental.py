@@ -28,8 +28,8 @@ def plan_index(
         reason = "no previous index"
     elif manifest.embedder and manifest.embedder != embedder:
         reason = f"embedder changed from {manifest.embedder} to {embedder}: re-embedding everything"
-    elif store_count is not None and store_count < sum(len(r.entity_ids) for r in manifest.files.values()):
-        reason = "the vector store is missing entities the manifest lists: re-embedding everything"
+    elif store_count is not None and store_count <= 0 < sum(len(r.entity_ids) for r in manifest.files.values()):
+        reason = "the vector store is empty or unreadable although the manifest lists entities: re-embedding everything"
     if reason:
         return IndexPlan(to_parse=list(discovery.files), unchanged=[], removed=[], kept_unreadable=[],
                          rebuild=True, rebuild_reason=reason)

@@ -230,8 +230,17 @@ class _Extractor:
             return self.spec.function_kinds_in_container
         return kind
 
-    def walk(self, node: Node, scope: list[str], parent: str | None, in_container: bool, out: list[_Draft]) -> None:
-        for child in node.named_children:
+    def walk(self, root: Node, out: list[_Draft]) -> None:
+        """Pre-order walk with an explicit stack: minified code nests far deeper than Python recurses."""
+        stack: list[tuple[Node, list[str], str | None, bool, list[_Draft]]] = [
+            (c, [], None, False, out) for c in reversed(root.named_children)
+        ]
+
+        def push(node: Node, scope: list[str], parent: str | None, in_container: bool, sink: list[_Draft]) -> None:
+            stack.extend((c, scope, parent, in_container, sink) for c in reversed(node.named_children))
+
+        while stack:
+            child, scope, parent, in_container, sink = stack.pop()
             kind = self._def_kind(child, in_container)
             name = self._name(child) if kind else None
             if kind and name:
@@ -254,21 +263,21 @@ class _Extractor:
                     params=self._params(child) if kind in ("function", "method") else [],
                     children=[],
                 )
-                out.append(draft)
-                self.walk(child, [*own_scope, name], qual, kind in _CLASS_KINDS, draft.children)
+                sink.append(draft)
+                push(child, [*own_scope, name], qual, kind in _CLASS_KINDS, draft.children)
                 continue
             if child.type in self.spec.scopes:
                 scope_name = _text(child.child_by_field_name(self.spec.scopes[child.type]))
                 self.scope_spans.append(child)
                 inner = [*scope, scope_name] if scope_name else scope
-                self.walk(child, inner, ".".join(inner) or parent, True, out)
+                push(child, inner, ".".join(inner) or parent, True, sink)
                 continue
             if self.language == "python" and not scope and child.type in ("expression_statement", "assignment"):
-                self._python_constant(child, out)
+                self._python_constant(child, sink)
                 continue
             if self.language in ("javascript", "typescript", "tsx") and not scope and child.type == "lexical_declaration":
-                self._js_constant(child, out)
-            self.walk(child, scope, parent, in_container, out)
+                self._js_constant(child, sink)
+            push(child, scope, parent, in_container, sink)
 
     def _python_constant(self, stmt: Node, out: list[_Draft]) -> None:
         assign = stmt if stmt.type == "assignment" else (stmt.named_children[0] if stmt.named_children else None)
@@ -435,9 +444,8 @@ def _windows(
     out: list[Entity] = []
     n = 0
     for start, lines in runs:
-        meaningful = [ln for ln in lines if ln.strip()]
-        if not meaningful or (label == "top-level" and len(meaningful) < 2):
-            continue
+        if not any(any(ch.isalnum() for ch in ln) for ln in lines):
+            continue  # blank lines and lone braces
         for pstart, plines in _split_parts(lines, start, max_lines, max_chars):
             while plines and not plines[-1].strip():
                 plines = plines[:-1]
@@ -476,7 +484,7 @@ def parse_source(
     ex = _Extractor(source, language, spec)
     tree = _parser(language).parse(source)
     drafts: list[_Draft] = []
-    ex.walk(tree.root_node, [], None, False, drafts)
+    ex.walk(tree.root_node, drafts)
     entities = _make_entities(drafts, ex, path, max_lines, max_chars, {})
     entities.extend(_uncovered_windows(ex, path, drafts, max_lines, max_chars))
     errors: list[str] = []

@@ -52,7 +52,8 @@ def chroma_client(root: Path, url: str | None):
     try:
         return chromadb.PersistentClient(path=str(path), settings=_chroma_settings())
     except Exception as exc:  # noqa: BLE001 - chroma raises many types for a damaged folder
-        raise StoreError(f"the vector store in {path} cannot be opened ({exc}); run `assay index --rebuild`") from exc
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise StoreError(f"the vector store in {path} cannot be opened ({first}); run `assay index --rebuild`") from exc
 
 
 @contextmanager
@@ -199,7 +200,8 @@ def load_manifest(root: Path) -> IndexManifest | None:
     try:
         return IndexManifest.model_validate_json(path.read_text())
     except Exception as exc:  # noqa: BLE001
-        raise StoreError(f"the manifest {path} is damaged ({exc}); run `assay index --rebuild`") from exc
+        first = str(exc).strip().splitlines()[0]
+        raise StoreError(f"the manifest {path} is damaged ({first}); run `assay index --rebuild`") from exc
 
 
 def write_manifest(root: Path, manifest: IndexManifest) -> None:

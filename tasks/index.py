@@ -15,7 +15,7 @@ from stages.artifacts import (
 from stages.config import Settings
 from stages.embed import embed_entities, get_embedder
 from stages.progress import progress_for
-from stages.store import Catalog, VectorStore, load_manifest, rebuild_lexical, write_manifest
+from stages.store import Catalog, StoreError, VectorStore, load_manifest, rebuild_lexical, write_manifest
 from tasks.gpu import gpu_slot
 
 
@@ -26,7 +26,12 @@ def discover(root: Path, settings: Settings) -> DiscoveryResult:
 
 @task(name="plan", cache_policy=NO_CACHE)
 def plan(root: Path, discovery: DiscoveryResult, settings: Settings, rebuild: bool) -> tuple[IndexManifest | None, IndexPlan]:
-    previous = load_manifest(root)
+    try:
+        previous = load_manifest(root)
+    except StoreError:
+        if not rebuild:
+            raise
+        previous = None  # --rebuild recovers from a damaged manifest
     embedder = get_embedder(settings.embedder, settings.ollama_host)
     count = None
     if previous is not None and previous.collection and not rebuild:

@@ -1,0 +1,64 @@
+"""Shared fixtures. Tests run offline; stage tests need neither Prefect nor a network."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+_PREFECT_HOME = tempfile.mkdtemp(prefix="assay-prefect-")
+os.environ.setdefault("PREFECT_HOME", _PREFECT_HOME)
+os.environ["ASSAY_ORCHESTRATION"] = "direct"  # flow tests switch to Prefect explicitly
+os.environ.pop("ASSAY_CHROMA_URL", None)
+os.environ.pop("ASSAY_CLOUD_API_KEY", None)
+os.environ["ASSAY_MODE"] = "local"
+
+from flows import runtime  # noqa: E402,F401  (Prefect defaults before Prefect loads)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+
+
+@pytest.fixture()
+def project(tmp_path: Path) -> Path:
+    """A fresh copy of the small Python project fixture."""
+    dest = tmp_path / "project"
+    shutil.copytree(FIXTURES / "project", dest)
+    return dest
+
+
+@pytest.fixture()
+def langs(tmp_path: Path) -> Path:
+    dest = tmp_path / "langs"
+    shutil.copytree(FIXTURES / "langs", dest)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def indexed_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project fixture, indexed once per session (read-only for the tests that use it)."""
+    from flows.index import run_index
+
+    dest = tmp_path_factory.mktemp("indexed") / "project"
+    shutil.copytree(FIXTURES / "project", dest)
+    run_index(str(dest))
+    return dest
+
+
+@pytest.fixture(scope="session")
+def prefect_server():
+    """A real Prefect API server on loopback for the flow-level tests (~20 s once per session)."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        yield
+
+
+def shared_path(*parts: str) -> Path:
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"{path} is not available here")
+    return path

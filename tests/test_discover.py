@@ -1,0 +1,105 @@
+"""Discovery: ignore semantics (real gitignore rules via pathspec), skips with reasons, safe symlinks."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from stages import discover as discover_mod
+from stages.discover import discover
+
+
+def write(root: Path, rel: str, text: str = "x = 1\n") -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def paths(result) -> set[str]:
+    return {f.path for f in result.files}
+
+
+def reasons(result) -> dict[str, str]:
+    return {s.path: s.reason for s in result.skipped}
+
+
+def test_gitignore_semantics_with_globstar_and_negation(tmp_path: Path) -> None:
+    write(tmp_path, ".gitignore", "**/tests/\n*.log.py\n!keep.log.py\nbuild/\n/rootonly.py\n")
+    for rel in ["a.py", "src/tests/t.py", "tests/t.py", "deep/x/tests/y.py", "debug.log.py", "keep.log.py",
+                "build/out.py", "rootonly.py", "sub/rootonly.py"]:
+        write(tmp_path, rel)
+    found = paths(discover(tmp_path))
+    assert found == {"a.py", "keep.log.py", "sub/rootonly.py"}
+
+
+def test_assayignore_and_nested_gitignore(tmp_path: Path) -> None:
+    write(tmp_path, ".assayignore", "generated/\n")
+    write(tmp_path, "pkg/.gitignore", "*.gen.py\n!important.gen.py\n")
+    for rel in ["generated/g.py", "pkg/a.gen.py", "pkg/important.gen.py", "pkg/b.py", "other/a.gen.py"]:
+        write(tmp_path, rel)
+    assert paths(discover(tmp_path)) == {"pkg/important.gen.py", "pkg/b.py", "other/a.gen.py"}
+
+
+def test_node_modules_and_git_are_pruned_before_walking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path, "node_modules/lib/index.js", "function f() {}\n")
+    write(tmp_path, ".git/config", "[core]\n")
+    write(tmp_path, "app.js", "function g() {}\n")
+    visited: list[str] = []
+    real_scandir = os.scandir
+    monkeypatch.setattr(discover_mod.os, "scandir", lambda p: visited.append(str(p)) or real_scandir(p))
+    assert paths(discover(tmp_path)) == {"app.js"}
+    walked = [os.path.relpath(v, tmp_path) for v in visited]
+    assert walked == ["."]  # the root only: neither node_modules nor .git was opened
+
+
+def test_binary_large_empty_unsupported_and_lockfiles_are_counted(tmp_path: Path) -> None:
+    (tmp_path / "blob.py").write_bytes(b"\x00\x01\x02binary")
+    write(tmp_path, "big.py", "x = 1\n" * 300_000)
+    write(tmp_path, "empty.py", "")
+    (tmp_path / "image.png").write_bytes(b"\x89PNG")
+    write(tmp_path, "package-lock.json", "{}\n")
+    write(tmp_path, "ok.py")
+    result = discover(tmp_path, max_file_bytes=1_000_000)
+    assert paths(result) == {"ok.py"}
+    assert reasons(result) == {"blob.py": "binary", "big.py": "too_large", "empty.py": "empty",
+                               "image.png": "unsupported_type", "package-lock.json": "lockfile"}
+
+
+def test_symlinks_loops_and_escapes_are_refused(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    outside = write(tmp_path, "secret/outside.py", "TOKEN = 'x'\n")
+    write(ws, "real.py")
+    (ws / "escape.py").symlink_to(outside)
+    (ws / "inside.py").symlink_to(ws / "real.py")
+    (ws / "loop_a.py").symlink_to(ws / "loop_b.py")
+    (ws / "loop_b.py").symlink_to(ws / "loop_a.py")
+    (ws / "dirloop").mkdir()
+    (ws / "dirloop" / "again").symlink_to(ws, target_is_directory=True)
+    result = discover(ws)
+    assert paths(result) == {"real.py", "inside.py"}
+    assert reasons(result) == {"escape.py": "symlink_outside", "loop_a.py": "symlink_broken_or_loop",
+                               "loop_b.py": "symlink_broken_or_loop", "dirloop/again": "symlink_dir"}
+
+
+def test_unreadable_files_are_reported_as_unreadable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path, "a.py")
+    locked = write(tmp_path, "locked.py")
+    real = Path.read_bytes
+
+    def read_bytes(self: Path) -> bytes:
+        if self == locked:
+            raise PermissionError(13, "Permission denied")
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    result = discover(tmp_path)
+    assert paths(result) == {"a.py"}
+    assert result.unreadable == ["locked.py"]
+
+
+def test_spaces_and_unicode_in_paths(tmp_path: Path) -> None:
+    write(tmp_path, "dir with space/módulo ünï.py", "def f():\n    return 1\n")
+    assert paths(discover(tmp_path)) == {"dir with space/módulo ünï.py"}

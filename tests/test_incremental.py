@@ -1,0 +1,132 @@
+"""Index behaviour across runs: only changed files re-embedded, deletes purge, failures keep memory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from flows.index import run_index
+from stages.config import Settings
+from stages.embed import get_embedder
+from stages.retrieve import retrieve
+from stages.store import Catalog, VectorStore, load_manifest, manifest_path
+from tests.fakes import FakeOllama
+
+
+def entity_names(root: Path) -> set[str]:
+    return {e.qualname for e in Catalog(root).all()}
+
+
+def search_names(root: Path, query: str, settings: Settings | None = None) -> list[str]:
+    s = settings or Settings()
+    res = retrieve(root, query, load_manifest(root), get_embedder(s.embedder, s.ollama_host), pool=10, chroma_url=s.chroma_url)
+    return [c.entity for c in res.candidates]
+
+
+def test_first_index_then_no_change_embeds_nothing(project: Path) -> None:
+    first = run_index(str(project))
+    assert first.files_parsed == 5 and first.entities_embedded == first.entities_total > 0
+    again = run_index(str(project))
+    assert again.files_parsed == 0 and again.entities_embedded == 0 and again.files_unchanged == 5
+    assert again.entities_total == first.entities_total
+
+
+def test_editing_one_file_reembeds_only_that_file(project: Path) -> None:
+    run_index(str(project))
+    before = {e.id: e for e in Catalog(project).all()}
+    retry = project / "pkg" / "retry.py"
+    retry.write_text(retry.read_text() + "\n\ndef jitter(delay: float) -> float:\n    return delay * 1.1\n")
+    report = run_index(str(project))
+    assert report.files_parsed == 1 and report.files_unchanged == 4
+    retry_entities = [e for e in Catalog(project).all() if e.file == "pkg/retry.py"]
+    assert report.entities_embedded == len(retry_entities)
+    assert "jitter" in entity_names(project)
+    after = {e.id: e for e in Catalog(project).all()}
+    untouched = {i for i, e in before.items() if e.file != "pkg/retry.py"}
+    assert all(after[i] == before[i] for i in untouched)
+    assert "jitter" in search_names(project, "jitter delay")
+
+
+def test_deleted_and_newly_ignored_files_are_purged(project: Path) -> None:
+    run_index(str(project))
+    (project / "pkg" / "session.py").unlink()
+    (project / ".assayignore").write_text("docs/\n")
+    report = run_index(str(project))
+    assert report.files_removed == 2
+    names = entity_names(project)
+    assert "Session" not in names and "merge_cookies" not in names
+    assert not any(n.startswith("Guide") for n in names)
+    manifest = load_manifest(project)
+    ids = {i for rec in manifest.files.values() for i in rec.entity_ids}
+    assert VectorStore(project, None, manifest.collection).count() == len(ids)
+    assert "Session" not in search_names(project, "persistent HTTP session cookies")
+
+
+def test_unreadable_file_keeps_its_entities(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_index(str(project))
+    locked = project / "pkg" / "session.py"
+    real = Path.read_bytes
+
+    def read_bytes(self: Path) -> bytes:
+        if self == locked:
+            raise PermissionError(13, "Permission denied")
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    report = run_index(str(project))
+    assert report.kept_unreadable == 1 and report.skipped.get("unreadable") == 1
+    assert {"Session", "merge_cookies"} <= entity_names(project)
+    assert "pkg/session.py" in load_manifest(project).files
+
+
+def test_crash_before_manifest_leaves_previous_index_queryable(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_index(str(project))
+    old_manifest = manifest_path(project).read_text()
+    (project / "pkg" / "retry.py").write_text("def brand_new_helper():\n    return 42\n")
+    import tasks.index as index_tasks
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("simulated crash before the manifest is written")
+
+    monkeypatch.setattr(index_tasks, "write_manifest", boom)
+    with pytest.raises(RuntimeError):
+        run_index(str(project))
+    assert manifest_path(project).read_text() == old_manifest
+    assert "Session" in search_names(project, "persistent HTTP session")
+    monkeypatch.undo()
+    report = run_index(str(project))
+    assert report.files_parsed == 1
+    assert "brand_new_helper" in entity_names(project) and "retry_call" not in entity_names(project)
+
+
+def test_embedder_change_forces_a_clean_reembed(project: Path) -> None:
+    run_index(str(project))
+    first = load_manifest(project)
+    with FakeOllama(dimension=16) as ollama:
+        settings = Settings(embedder="ollama:fake-embed", ollama_host=ollama.url)
+        report = run_index(str(project), settings)
+        assert report.rebuild_reason.startswith("embedder changed")
+        manifest = load_manifest(project)
+        assert manifest.embedder == "ollama:fake-embed" and manifest.dimension == 16
+        assert manifest.collection != first.collection
+        store = VectorStore(project, None, manifest.collection)
+        got = store.collection.get(include=["embeddings"], limit=3)
+        assert all(len(v) == 16 for v in got["embeddings"])
+        assert store.count() == report.entities_total
+        assert ollama.bodies("/api/embed")
+        assert search_names(project, "cookie", settings)  # queries use the same embedder
+    existing = [c.name for c in VectorStore(project).collection._client.list_collections()]
+    assert first.collection not in existing  # the old vectors were dropped, never mixed
+
+
+def test_rebuild_flag_and_damaged_manifest(project: Path) -> None:
+    run_index(str(project))
+    report = run_index(str(project), rebuild=True)
+    assert report.rebuild_reason == "rebuild requested" and report.files_parsed == 5
+    manifest_path(project).write_text("{not json")
+    with pytest.raises(Exception, match="run `assay index --rebuild`"):
+        run_index(str(project))
+    report = run_index(str(project), rebuild=True)
+    assert json.loads(manifest_path(project).read_text())["files"]

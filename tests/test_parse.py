@@ -1,0 +1,164 @@
+"""Entity extraction per language, spans, chunking and bad input (stage only, no Prefect)."""
+
+from __future__ import annotations
+
+import pytest
+
+from stages.discover import file_hash
+from stages.languages import language_for
+from stages.parse import parse_source
+from tests.conftest import FIXTURES
+
+LANGS = FIXTURES / "langs"
+
+# file -> {(kind, qualname): (start_line, end_line)} read off the fixture files by hand
+EXPECTED = {
+    "sample.py": {
+        ("constant", "MAX_RETRIES"): (2, 2), ("class", "Base"): (5, 6), ("class", "Greeter"): (9, 20),
+        ("method", "Greeter.greet"): (12, 14), ("method", "Greeter.helper"): (16, 20),
+        ("function", "Greeter.helper.inner"): (18, 19), ("function", "add"): (24, 25),
+    },
+    "sample.js": {
+        ("constant", "MAX_SIZE"): (1, 1), ("function", "add"): (4, 6), ("function", "multiply"): (8, 8),
+        ("class", "Shape"): (10, 14), ("method", "Shape.area"): (11, 13), ("function", "exported"): (16, 16),
+    },
+    "sample.ts": {
+        ("interface", "Point"): (1, 4), ("type", "Id"): (6, 6), ("enum", "Color"): (8, 8),
+        ("class", "Circle"): (10, 15), ("method", "Circle.area"): (12, 14), ("function", "dist"): (17, 19),
+    },
+    "sample.tsx": {("interface", "Props"): (1, 1), ("function", "Header"): (3, 5), ("function", "Footer"): (7, 7)},
+    "sample.go": {
+        ("constant", "MaxItems"): (3, 3), ("struct", "Server"): (6, 8), ("interface", "Handler"): (10, 12),
+        ("method", "Server.Start"): (15, 17), ("function", "NewServer"): (19, 21),
+    },
+    "sample.rs": {
+        ("constant", "LIMIT"): (1, 1), ("struct", "Point"): (4, 6), ("enum", "Shape"): (8, 8),
+        ("trait", "Area"): (10, 12), ("method", "Point.new"): (16, 18), ("function", "main"): (21, 23),
+    },
+    "Sample.java": {
+        ("class", "Calculator"): (4, 13), ("method", "Calculator.add"): (10, 12),
+        ("method", "Calculator.Calculator"): (7, 7), ("interface", "Op"): (15, 17), ("enum", "Mode"): (19, 19),
+    },
+    "sample.c": {
+        ("constant", "BUF_SIZE"): (3, 3), ("struct", "point"): (5, 8), ("type", "color_t"): (10, 10),
+        ("function", "add"): (13, 15), ("function", "make_buffer"): (17, 19),
+    },
+    "sample.cpp": {
+        ("module", "geo"): (3, 14), ("class", "geo.Shape"): (5, 8), ("method", "geo.Shape.area"): (7, 7),
+        ("struct", "geo.Vec"): (10, 10), ("function", "geo.Shape2"): (12, 12), ("function", "square"): (17, 19),
+    },
+    "Sample.cs": {
+        ("module", "Demo"): (1, 13), ("class", "Demo.Service"): (3, 6), ("method", "Demo.Service.Run"): (5, 5),
+        ("interface", "Demo.IRunner"): (8, 8), ("enum", "Demo.Level"): (10, 10), ("struct", "Demo.Pair"): (12, 12),
+    },
+    "sample.rb": {
+        ("module", "Billing"): (1, 12), ("class", "Billing.Invoice"): (3, 11),
+        ("method", "Billing.Invoice.total"): (4, 6), ("method", "Billing.Invoice.build"): (8, 10),
+        ("function", "helper"): (14, 16),
+    },
+    "sample.php": {
+        ("interface", "Shape"): (2, 2), ("trait", "Loggable"): (4, 4), ("class", "Square"): (7, 9),
+        ("method", "Square.area"): (8, 8), ("function", "make_square"): (11, 11),
+    },
+    "sample.md": {
+        ("section", "Title"): (1, 15), ("section", "Title > Install"): (5, 12),
+        ("section", "Title > Install > Details"): (9, 12), ("section", "Title > Usage"): (13, 15),
+    },
+    "sample.html": {
+        ("element", "style"): (4, 4), ("element", "nav#main-nav"): (7, 7), ("element", "main"): (8, 10),
+        ("element", "main.div#content"): (9, 9), ("element", "script"): (11, 11),
+    },
+    "sample.css": {("rule", ".button"): (1, 3), ("rule", "#header, .top"): (5, 7), ("rule", "@media (max-width: 600px)"): (9, 11)},
+}
+
+
+def parse_fixture(name: str, **kw):
+    data = (LANGS / name).read_bytes()
+    return parse_source(data, name, language_for(name), file_hash(data), **kw)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_entities_and_line_spans(name: str) -> None:
+    parsed = parse_fixture(name)
+    assert not parsed.partial, parsed.error
+    got = {(e.kind, e.qualname): (e.start_line, e.end_line) for e in parsed.entities if e.part == 0}
+    for key, span in EXPECTED[name].items():
+        assert key in got, f"{name}: missing {key}; got {sorted(got)}"
+        assert got[key] == span, f"{name}: {key} spans {got[key]}, expected {span}"
+
+
+def test_python_facts_docstrings_bases_params() -> None:
+    ents = {e.qualname: e for e in parse_fixture("sample.py").entities}
+    assert ents["Greeter"].bases == ["Base"]
+    assert ents["Greeter"].docstring == "Greets people."
+    assert ents["Greeter.greet"].docstring == "Return a greeting."
+    assert ents["Greeter.greet"].params == ["self", "name"]
+    assert ents["Greeter.greet"].signature == "def greet(self, name: str) -> str"
+    assert ents["Greeter.greet"].parent == "Greeter"
+    assert ents["Greeter.helper.inner"].parent == "Greeter.helper"
+    assert ents["MAX_RETRIES"].docstring == "how often to retry"
+    assert ents["add"].docstring == "Adds two numbers."  # leading comment
+
+
+def test_leading_comments_become_docstrings_in_other_languages() -> None:
+    assert {e.qualname: e for e in parse_fixture("sample.go").entities}["Server.Start"].docstring == "Start starts the server."
+    assert {e.qualname: e for e in parse_fixture("sample.rs").entities}["Point"].docstring == "A point in space."
+    assert {e.qualname: e for e in parse_fixture("Sample.java").entities}["Calculator.add"].docstring == "Adds."
+    assert {e.qualname: e for e in parse_fixture("sample.c").entities}["add"].docstring == "Add two ints."
+
+
+def test_bodies_are_indexed_and_classes_keep_a_skeleton() -> None:
+    ents = {e.qualname: e for e in parse_fixture("sample.py").entities}
+    assert 'return f"hello {name}"' in ents["Greeter.greet"].body
+    skeleton = ents["Greeter"].body
+    assert "def greet(self, name: str) -> str: ..." in skeleton
+    assert "hello" not in skeleton  # member bodies are not stored twice
+
+
+def test_window_fallback_for_other_text() -> None:
+    parsed = parse_fixture("config.yaml")
+    assert [e.kind for e in parsed.entities] == ["window"]
+    assert (parsed.entities[0].start_line, parsed.entities[0].end_line) == (1, 5)
+
+
+def test_long_bodies_split_on_line_boundaries_with_signature_repeated() -> None:
+    body = "\n".join(f"    x{i} = {i}" for i in range(100))
+    src = f"def big(a):\n{body}\n    return a\n".encode()
+    parsed = parse_source(src, "big.py", "python", file_hash(src), max_lines=40, max_chars=100_000)
+    parts = [e for e in parsed.entities if e.qualname == "big"]
+    assert len(parts) == 3 and all(p.parts == 3 for p in parts)
+    assert all(p.signature == "def big(a)" for p in parts)
+    covered = [ln for p in parts for ln in p.body.splitlines()]
+    assert covered == src.decode().splitlines()  # nothing cut, nothing repeated
+    assert [p.start_line for p in parts] == [1, 41, 81]
+    assert parts[-1].end_line == 102
+    assert len({p.id for p in parts}) == 3
+
+
+def test_syntax_errors_keep_what_parses() -> None:
+    src = b"def good(a):\n    return a\n\ndef broken(:\n    pass\n\nclass Fine:\n    def ok(self):\n        return 1\n"
+    parsed = parse_source(src, "bad.py", "python", file_hash(src))
+    assert parsed.partial and "syntax errors" in parsed.error
+    names = {e.qualname for e in parsed.entities}
+    assert {"good", "Fine", "Fine.ok"} <= names
+
+
+def test_invalid_utf8_is_a_partial_parse_not_a_crash() -> None:
+    src = b"def caf\xe9():\n    return '\xff\xfe'\n"
+    parsed = parse_source(src, "latin.py", "python", file_hash(src))
+    assert parsed.partial and "UTF-8" in parsed.error
+    assert parsed.entities
+
+
+def test_minified_single_line_is_split_by_characters() -> None:
+    src = ("var a=" + "1+" * 50_000 + "1;").encode()
+    parsed = parse_source(src, "min.js", "javascript", file_hash(src), max_chars=1000)
+    text = "".join(e.body for e in parsed.entities)
+    assert len(text) == len(src.decode())
+    assert all(len(e.body) <= 1000 for e in parsed.entities)
+
+
+def test_ids_are_deterministic() -> None:
+    a = [e.id for e in parse_fixture("sample.ts").entities]
+    b = [e.id for e in parse_fixture("sample.ts").entities]
+    assert a == b and len(set(a)) == len(a)
