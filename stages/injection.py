@@ -50,11 +50,17 @@ SIGNALS: tuple[Signal, ...] = (
         r"\b(in|to|into|from|throughout|within|at the (start|end|beginning) of)\s+(your|the)\s+"
         r"(response|answer|reply|output|summary|explanation|completion)s?\b|"
         r"\b(your|the)\s+(response|answer|reply|output)\s+(must|should|shall|will)\b|"
-        r"\b(respond|reply|answer)\s+(only\s+)?(with|in|using)\b|"
+        r"\byour\s+(responses?|answers?|answer's|replies|reply|reply's)\b|"
+        r"\b(modify|enhance|render|rewrite|rephrase|format|provide|jumble|scramble)\b[^.\n]{0,30}\byour\s+(message|output|text)\b|"
+        r"\b(always|only|must|should)\s+(respond|reply|answer)\s+(with|in|using)\b|"
+        r"\b(respond|reply|answer)\s+only\s+(with|in)\b|"
         r"\b(do not|don't|never)\s+(tell|mention|reveal|inform|show|warn)\s+(the\s+)?(user|human|developer)\b", _F)),
-    Signal("steers_code", 0.6, re.compile(
+    Signal("steers_code", 0.65, re.compile(
         r"\b(incorporate|integrate|meld|embed|append|include|insert|add|enlist|utili[sz]e|execute|ensure)\b[^.\n]{0,60}"
-        r"\b(in|into|to|within|as a part of)\s+(your|the user'?s)\s+(code|codebase|solution|implementation|program|script)\b", _F)),
+        r"\b(in|into|to|within|as a part of)\s+(your|the user'?s)\s+(code|codebase|solution|implementation|program|script)\b|"
+        r"\b(following|subsequent|below)\s+code\s+(section|snippet|block|excerpt)s?\b[\s\S]{0,240}?\b(your|the code you)\b|"
+        r"\byour\s+(code|codebase|solution|implementation|algorithm|program)\b[\s\S]{0,240}?"
+        r"\b(following|subsequent|below)\s+code\s+(section|snippet|block|excerpt)s?\b", _F)),
     Signal("chat_request", 0.55, re.compile(
         r"^\W*(can|could|would|will) you\s+(please\s+)?(show|tell|give|write|explain|help|generate|provide|list)\b|"
         r"^\W*(please\s+)?(tell me|show me|give me|explain to me)\b|"
