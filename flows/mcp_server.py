@@ -1,0 +1,339 @@
+"""`assay mcp`: a stdio MCP server (official SDK) that is the IDE agent's door into the flows.
+
+One warm process per IDE: Prefect, Chroma and the embedder load once. Blocking work runs in
+worker threads so the server keeps answering (index_status works while indexing). Every
+tool takes a workspace path, resolved to its real path and checked against the allowed roots
+(ASSAY_ALLOWED_ROOTS, default: the server's working directory), so results never cross
+workspaces and `..` or symlink tricks are refused.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import CallToolResult, TextContent
+
+from flows import runtime  # noqa: F401
+from stages import progress as prog
+from stages import registry
+from stages.config import Settings
+from stages.workspace import WorkspaceError, check_allowed, inside, parse_roots, resolve_workspace, state_dir
+
+INSTRUCTIONS = (
+    "Assay is this workspace's code memory. Call index_workspace once (it returns at once; poll index_status), "
+    "then use search for cheap lookups and ask for judged, cited answers. Every answer carries receipts "
+    "(file:line, scores, verdicts); cite them. Use get_entity to read an exact source span, and remember to "
+    "store decisions and conventions verbatim."
+)
+
+server = MCPServer("assay", instructions=INSTRUCTIONS)
+_jobs: dict[str, threading.Thread] = {}
+_sinks: dict[str, prog.StatusSink] = {}
+_jobs_lock = threading.Lock()
+
+
+def _settings(**overrides: Any) -> Settings:
+    return Settings().model_copy(update={k: v for k, v in overrides.items() if v is not None})
+
+
+def allowed_roots() -> list[Path]:
+    return parse_roots(os.environ.get("ASSAY_ALLOWED_ROOTS"), Path.cwd())
+
+
+def workspace(path: str) -> Path:
+    """Resolve and authorise a workspace path (one readable error when refused)."""
+    return check_allowed(resolve_workspace(path), allowed_roots())
+
+
+def result(text: str, data: dict[str, Any], error: bool = False) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data, is_error=error)
+
+
+def failure(exc: BaseException) -> CallToolResult:
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if os.environ.get("ASSAY_DEBUG"):
+        msg += "\n" + traceback.format_exc()
+    return result(f"error: {msg}", {"error": msg}, error=True)
+
+
+async def _run(fn, ctx: Context | None, label: str, *args: Any) -> Any:
+    """Run blocking work in a thread, sending a progress notification every second (keeps clients' timers alive)."""
+    done = anyio.Event()
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["value"] = fn(*args)
+        except BaseException as exc:  # noqa: BLE001
+            outcome["error"] = exc
+
+    async def runner() -> None:
+        await anyio.to_thread.run_sync(work)
+        done.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(runner)
+        ticks = 0
+        while not done.is_set():
+            with anyio.move_on_after(1.0):
+                await done.wait()
+            if not done.is_set() and ctx is not None:
+                ticks += 1
+                try:
+                    await ctx.report_progress(ticks, None, f"{label}: {ticks}s")
+                except Exception:  # noqa: BLE001 - a client without a progress token
+                    pass
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
+@server.tool(description=(
+    "Start indexing a workspace folder in the background and return at once. Re-indexing is incremental "
+    "(only changed files). Poll index_status(path) for progress."))
+def index_workspace(path: str, rebuild: bool = False) -> CallToolResult:
+    from flows.index import run_index
+
+    try:
+        root = workspace(path)
+    except Exception as exc:  # noqa: BLE001
+        return failure(exc)
+    key = str(root)
+    with _jobs_lock:
+        job = _jobs.get(key)
+        if job is not None and job.is_alive():
+            return result(f"already indexing {root}; poll index_status", {"workspace": key, "state": "running"})
+        sink = prog.StatusSink(root)
+        _sinks[key] = sink
+        prog.register(root, sink)
+
+        def work() -> None:
+            try:
+                report = run_index(key, _settings(), rebuild=rebuild)
+                registry.register(root)
+                sink.finish("done", {"entities": report.entities_total, "files": report.files_seen,
+                                     "embedded": report.entities_embedded, "skipped": report.skipped})
+            except Exception as exc:  # noqa: BLE001
+                sink.error(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+                sink.finish("failed")
+            finally:
+                prog.unregister(root)
+
+        job = threading.Thread(target=work, name=f"index {key}", daemon=True)
+        _jobs[key] = job
+        job.start()
+    return result(f"indexing started for {root}; poll index_status(path) for progress", {"workspace": key, "state": "running"})
+
+
+@server.tool(description="Progress of the latest index run of a workspace: files done/total, entities, ETA, last error.")
+def index_status(path: str) -> CallToolResult:
+    from stages.store import load_manifest
+
+    try:
+        root = workspace(path)
+        sink = _sinks.get(str(root))
+        state = sink.state if sink is not None else prog.read_status(root)
+        manifest = load_manifest(root)
+    except Exception as exc:  # noqa: BLE001
+        return failure(exc)
+    if state is None:
+        indexed = manifest is not None
+        text = f"{root}: " + ("indexed, no run in this session" if indexed else "not indexed; call index_workspace")
+        return result(text, {"workspace": str(root), "state": "idle" if indexed else "not_indexed",
+                             "entities": sum(len(r.entity_ids) for r in manifest.files.values()) if manifest else 0})
+    stages = state.get("stages", {})
+    stage = state.get("stage", "")
+    cur = stages.get(stage, {"done": 0, "total": 0, "started": time.time()})
+    eta = None
+    if state.get("state") == "running" and cur["done"] and cur["total"]:
+        rate = cur["done"] / max(time.time() - cur["started"], 1e-6)
+        eta = round((cur["total"] - cur["done"]) / rate, 1)
+    summary = state.get("summary", {})
+    data = {
+        "workspace": str(root), "state": state.get("state"), "stage": stage, "done": cur["done"], "total": cur["total"],
+        "files_total": stages.get("parse", {}).get("total", 0), "files_done": stages.get("parse", {}).get("done", 0),
+        "entities": summary.get("entities", sum(len(r.entity_ids) for r in manifest.files.values()) if manifest else 0),
+        "eta_seconds": eta, "last_error": state.get("last_error", ""), "elapsed_seconds": round(
+            state.get("finished", time.time()) - state.get("started", time.time()), 1),
+    }
+    text = (f"{root}: {data['state']} ({stage} {data['done']}/{data['total']}); files {data['files_done']}/"
+            f"{data['files_total']}; entities {data['entities']}" + (f"; ETA {eta}s" if eta is not None else "")
+            + (f"; last error: {data['last_error']}" if data["last_error"] else ""))
+    return result(text, data)
+
+
+@server.tool(description=(
+    "Answer a question about the code in a workspace. Retrieves passages, judges each (relevance, evidence, "
+    "contradiction with your premise, prompt-injection risk), drops weak or unsafe ones and answers with "
+    "file:line citations plus a report of every verdict. judge: local|ollama|cloud|none; synth: extractive|ollama|cloud."))
+async def ask(question: str, path: str, ctx: Context, judge: str | None = None, synth: str | None = None) -> CallToolResult:
+    from flows.query import run_query
+
+    try:
+        root = workspace(path)
+        settings = _settings(judge=judge, synth=synth)
+        report = await _run(run_query, ctx, "answering", str(root), question, settings)
+    except Exception as exc:  # noqa: BLE001
+        return failure(exc)
+    data = report.model_dump(mode="json", exclude={"text"})
+    return result(report.text, data)
+
+
+@server.tool(description="Cheap retrieval only (no judge, no answer): the k best entities for a query, with file:line and scores.")
+async def search(query: str, path: str, ctx: Context, k: int = 10) -> CallToolResult:
+    from stages.embed import get_embedder
+    from stages.retrieve import retrieve
+    from stages.store import load_manifest
+
+    def work():
+        root = workspace(path)
+        s = _settings()
+        manifest = load_manifest(root)
+        if manifest is None:
+            raise ValueError(f"{root} is not indexed yet; call index_workspace first")
+        return retrieve(root, query, manifest, get_embedder(s.embedder, s.ollama_host), pool=max(k, s.pool_size),
+                        chroma_url=s.chroma_url)
+
+    try:
+        res = await _run(work, ctx, "searching")
+    except Exception as exc:  # noqa: BLE001
+        return failure(exc)
+    hits = res.candidates[: max(1, min(k, 100))]
+    rows = [
+        {"entity": c.entity, "kind": c.kind, "file": c.file, "start_line": c.start_line, "end_line": c.end_line,
+         "distance": c.distance, "bm25": c.bm25, "rank": c.fused_rank, "signature": c.signature}
+        for c in hits
+    ]
+    text = "\n".join(
+        f"{r['rank']}. {r['file']}:{r['start_line']}-{r['end_line']} [{r['entity']}] ({r['kind']}) "
+        f"distance={r['distance'] if r['distance'] is None else round(r['distance'], 3)} "
+        f"bm25={r['bm25'] if r['bm25'] is None else round(r['bm25'], 2)}"
+        for r in rows
+    ) or "no results"
+    if res.note:
+        text += f"\nnote: {res.note}"
+    return result(text, {"query": query, "results": rows, "note": res.note})
+
+
+@server.tool(description="The exact source span of an entity, by file and line, or by (qualified) name.")
+def get_entity(path: str, file: str | None = None, line: int | None = None, name: str | None = None) -> CallToolResult:
+    from stages.store import Catalog
+
+    try:
+        root = workspace(path)
+        catalog = Catalog(root)
+        if name:
+            found = [e for e in catalog.by_name(name) if file is None or e.file == file]
+        elif file and line is not None:
+            inside(root, file)
+            found = sorted((e for e in catalog.by_file(file) if e.start_line <= line <= e.end_line),
+                           key=lambda e: e.end_line - e.start_line)
+            found = [e for e in catalog.by_file(file) if found and e.qualname == found[0].qualname and e.kind == found[0].kind]
+        else:
+            raise ValueError("give file and line, or name")
+        if not found:
+            raise ValueError("no entity matches; try search first")
+        first = found[0]
+        parts = [e for e in found if e.qualname == first.qualname and e.file == first.file]
+        start, end = min(p.start_line for p in parts), max(p.end_line for p in parts)
+        if first.kind == "note":
+            source = first.body
+        else:
+            lines = inside(root, first.file).read_text(encoding="utf-8", errors="replace").splitlines()
+            source = "\n".join(lines[start - 1 : end])
+    except Exception as exc:  # noqa: BLE001
+        return failure(exc)
+    data = {"entity": first.qualname, "kind": first.kind, "file": first.file, "start_line": start, "end_line": end,
+            "signature": first.signature, "source": source, "others": len({(e.file, e.qualname) for e in found}) - 1}
+    return result(f"{first.file}:{start}-{end} [{first.qualname}] ({first.kind})\n{source}", data)
+
+
+@server.tool(description="Workspaces this machine has indexed that this server may access.")
+def list_workspaces() -> CallToolResult:
+    rows = []
+    roots = allowed_roots()
+    for item in registry.known():
+        p = Path(item)
+        try:
+            check_allowed(p, roots)
+        except WorkspaceError:
+            continue
+        if (state_dir(p) / "manifest.json").exists():
+            rows.append(item)
+    return result("\n".join(rows) or "no indexed workspaces", {"workspaces": rows})
+
+
+@server.tool(description="Delete a workspace's index, notes and audit snapshots (its .assay folder). Cannot be undone.")
+def forget_workspace(path: str) -> CallToolResult:
+    from stages.store import VectorStore, load_manifest, write_lock
+
+    try:
+        root = workspace(path)
+        with write_lock(root):
+            manifest = load_manifest(root)
+            s = _settings()
+            if manifest is not None and manifest.collection and s.chroma_url:
+                VectorStore(root, s.chroma_url).drop(manifest.collection)
+            folder = state_dir(root)
+            for child in folder.iterdir():
+                if child.name != "write.lock":
+                    shutil.rmtree(child) if child.is_dir() else child.unlink()
+        registry.forget(root)
+    except Exception as exc:  # noqa: BLE001
+        return failure(exc)
+    return result(f"forgot {root}", {"workspace": str(root), "forgotten": True})
+
+
+@server.tool(description="Store a note (a decision, a convention) verbatim as a searchable entity of kind `note`.")
+async def remember(path: str, note: str, ctx: Context) -> CallToolResult:
+    from stages.embed import get_embedder
+    from stages.notes import add_note
+
+    def work():
+        root = workspace(path)
+        s = _settings()
+        return add_note(root, note, get_embedder(s.embedder, s.ollama_host), s.chroma_url)
+
+    try:
+        ent = await _run(work, ctx, "remembering")
+    except Exception as exc:  # noqa: BLE001
+        return failure(exc)
+    return result(f"remembered as {ent.id}", {"id": ent.id, "note": ent.body})
+
+
+@server.tool(description="The notes stored in a workspace, verbatim, oldest first.")
+def notes(path: str) -> CallToolResult:
+    from stages.notes import list_notes
+
+    try:
+        items = list_notes(workspace(path))
+    except Exception as exc:  # noqa: BLE001
+        return failure(exc)
+    rows = [{"id": n.id, "note": n.body} for n in items]
+    return result("\n".join(f"- {n.body}" for n in items) or "no notes", {"notes": rows})
+
+
+def _warm() -> None:
+    """Load the heavy parts once, in the background, so the first call is fast."""
+    try:
+        from stages.embed import get_embedder
+
+        s = Settings()
+        get_embedder(s.embedder, s.ollama_host)
+        import flows.index  # noqa: F401
+        import flows.query  # noqa: F401
+    except Exception:  # noqa: BLE001 - warming is best effort
+        pass
+
+
+def serve() -> None:
+    threading.Thread(target=_warm, daemon=True).start()
+    server.run("stdio")

@@ -1,0 +1,44 @@
+"""Known workspaces, for `list_workspaces`: a small JSON file in ~/.assay (paths only, no content)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from filelock import FileLock
+
+
+def registry_path() -> Path:
+    base = Path(os.environ.get("ASSAY_HOME", Path.home() / ".assay"))
+    base.mkdir(parents=True, exist_ok=True)
+    return base / "workspaces.json"
+
+
+def _update(change) -> list[str]:
+    path = registry_path()
+    with FileLock(str(path) + ".lock", timeout=30):
+        try:
+            items = json.loads(path.read_text())
+        except (OSError, ValueError):
+            items = []
+        items = sorted(set(change(items)))
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(items, indent=1))
+        os.replace(tmp, path)
+        return items
+
+
+def register(root: Path) -> None:
+    _update(lambda items: [*items, str(root)])
+
+
+def forget(root: Path) -> None:
+    _update(lambda items: [i for i in items if i != str(root)])
+
+
+def known() -> list[str]:
+    try:
+        return sorted(json.loads(registry_path().read_text()))
+    except (OSError, ValueError):
+        return []
