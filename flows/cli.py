@@ -203,6 +203,41 @@ def ask(
 
 
 @app.command()
+def audit(
+    path: str = PathArg,
+    rejudge: Optional[str] = typer.Option(None, help="re-score stored passages with this judge (local|ollama|cloud|none)"),
+    judge: Optional[str] = typer.Option(None, help="judge for calibration and the injection baseline (default: ASSAY_JUDGE)"),
+    labels: Optional[Path] = typer.Option(None, help="your labelled passages (CSV or JSONL) for calibration"),
+    since: Optional[str] = typer.Option(None, help="first day to include (YYYY-MM-DD)"),
+    until: Optional[str] = typer.Option(None, help="last day to include (YYYY-MM-DD)"),
+    baseline: int = typer.Option(50, help="clean functions scored for the injection baseline"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Audit the judge: score distributions, judge agreement, calibration, and an injection baseline.
+
+    Exits with status 1 when any clean function of the workspace scores above 0.15 for injection."""
+    from datetime import date
+
+    from flows.audit import run_audit
+
+    try:
+        data = run_audit(
+            path, _settings(), rejudge=rejudge, labels=str(labels) if labels else None, baseline_n=baseline, judge=judge,
+            start=date.fromisoformat(since) if since else None, end=date.fromisoformat(until) if until else None,
+        )
+    except Exception as exc:  # noqa: BLE001
+        _fail(exc)
+        return
+    if as_json:
+        out.print_json(json.dumps(data, default=str))
+    else:
+        out.print(Path(data["report_path"]).read_text(), highlight=False, markup=False)
+        out.print(f"report: {data['report_path']}", highlight=False)
+    if not data["passed"]:
+        raise typer.Exit(1)
+
+
+@app.command()
 def mcp() -> None:
     """Serve the MCP tools over stdio (configure your IDE to launch `assay mcp`)."""
     from flows.mcp_server import serve

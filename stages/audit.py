@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from stages.artifacts import QueryReport
+from stages.artifacts import Judgment, QueryReport, Selection
 from stages.workspace import state_dir
 
 SNAPSHOT_VERSION = 1
@@ -61,33 +61,42 @@ def judgments_dir(root: Path) -> Path:
 
 
 def snapshot_rows(report: QueryReport, when: datetime) -> list[dict]:
-    th = report.selection.thresholds
+    return selection_rows(report.query_id, report.query, report.judgment, report.selection, report.status, when)
+
+
+def selection_rows(
+    query_id: str, query: str, judgment: Judgment, selection: Selection, status: str, when: datetime
+) -> list[dict]:
+    th = selection.thresholds
     rows = []
-    for rp in report.selection.included + report.selection.dropped:
+    for rp in selection.included + selection.dropped:
         c, s = rp.candidate, rp.scores
         rows.append({
-            "schema_version": SNAPSHOT_VERSION, "query_id": report.query_id, "query": report.query, "timestamp": when,
-            "judge_backend": report.judgment.backend, "judge_model": report.judgment.model,
+            "schema_version": SNAPSHOT_VERSION, "query_id": query_id, "query": query, "timestamp": when,
+            "judge_backend": judgment.backend, "judge_model": judgment.model,
             "relevance_min": th.relevance_min, "evidence_min": th.evidence_min, "injection_max": th.injection_max,
-            "contradicts_min": th.contradicts_min, "top_k": th.top_k, "fail_open": report.selection.fail_open,
+            "contradicts_min": th.contradicts_min, "top_k": th.top_k, "fail_open": selection.fail_open,
             "passage_id": c.id, "file": c.file, "start_line": c.start_line, "end_line": c.end_line,
             "entity": c.entity, "kind": c.kind, "language": c.language, "body": c.body,
             "distance": c.distance, "bm25": c.bm25, "fused_rank": c.fused_rank, "fused_score": c.fused_score,
             "relevance": s.relevance if s else None, "evidence": s.evidence if s else None,
             "contradicts": s.contradicts if s else None, "injection": s.injection if s else None,
-            "verdict": rp.verdict, "drop_reason": rp.drop_reason, "rank": rp.final_rank, "status": report.status,
+            "verdict": rp.verdict, "drop_reason": rp.drop_reason, "rank": rp.final_rank, "status": status,
         })
     return rows
 
 
-def write_snapshot(root: Path, report: QueryReport, when: datetime | None = None, folder: Path | None = None) -> Path:
-    """Write atomically (temporary name, then rename) so a reader never sees half a file."""
+def write_snapshot(root: Path, report: QueryReport, when: datetime | None = None) -> Path:
     when = when or datetime.now(timezone.utc)
-    base = folder or judgments_dir(root)
-    part = base / f"date={when:%Y-%m-%d}"
+    return write_rows(root, snapshot_rows(report, when), report.query_id, when)
+
+
+def write_rows(root: Path, rows: list[dict], query_id: str, when: datetime, tag: str = "") -> Path:
+    """Write atomically (temporary name, then rename) so a reader never sees half a file."""
+    part = judgments_dir(root) / f"date={when:%Y-%m-%d}"
     part.mkdir(parents=True, exist_ok=True)
-    table = pa.Table.from_pylist(snapshot_rows(report, when), schema=SNAPSHOT_SCHEMA)
-    path = part / f"{when:%H%M%S%f}-{report.query_id}.parquet"
+    table = pa.Table.from_pylist(rows, schema=SNAPSHOT_SCHEMA)
+    path = part / f"{when:%H%M%S%f}-{query_id}{tag}.parquet"
     tmp = part / f".{path.name}.tmp"
     pq.write_table(table, tmp)
     os.replace(tmp, path)

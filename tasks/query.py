@@ -7,13 +7,13 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from stages import judge as local_judge
-from stages import judge_llm, synthesize as synth
+from stages import judge_llm
+from stages import synthesize as synth
 from stages.artifacts import Answer, Candidate, Judgment, QueryReport, Retrieval, RouteDecision, Selection
 from stages.audit import write_snapshot
 from stages.config import Settings
 from stages.embed import get_embedder
-from stages.llm import CloudBackend, OllamaBackend
+from stages.judging import cloud_backend, ollama_backend, run_judge
 from stages.report import render_markdown
 from stages.retrieve import retrieve as retrieve_stage
 from stages.route import decide_route
@@ -42,31 +42,16 @@ def route(question: str, settings: Settings) -> RouteDecision:
     return decide_route(question, settings.mode, requested, cloud_configured=bool(settings.cloud_api_key))
 
 
-def ollama_backend(settings: Settings) -> OllamaBackend:
-    return OllamaBackend(settings.ollama_host, timeout=settings.llm_timeout)
-
-
-def cloud_backend(settings: Settings) -> CloudBackend:
-    return CloudBackend(settings.cloud_base_url, settings.cloud_api_key, settings.llm_timeout, settings.llm_retries)
-
-
 @task(name="judge", cache_policy=NO_CACHE)
 def judge(question: str, candidates: list[Candidate], settings: Settings, decision: RouteDecision) -> Judgment:
     """One batched judgment. Ollama: pinned while cloud synthesis follows, released before a local model loads."""
-    if settings.judge == "local":
-        return local_judge.judge_local(question, candidates)
-    if settings.judge == "none":
-        return Judgment(backend="none", scores={}, calls=0)
-    if settings.judge == "cloud":
-        return judge_llm.judge_with_cloud(cloud_backend(settings), settings.cloud_judge_model, question, candidates)
+    if settings.judge != "ollama":
+        return run_judge(settings.judge, question, candidates, settings)
     backend = ollama_backend(settings)
     local_synth_model = decision.target == "local" and settings.synth == "ollama"
     with gpu_slot(settings.llm_timeout * 4):
         try:
-            return judge_llm.judge_with_ollama(
-                backend, settings.ollama_judge_model, question, candidates, settings.ollama_num_ctx_max,
-                keep_alive=0 if local_synth_model else -1,
-            )
+            return run_judge("ollama", question, candidates, settings, keep_alive=0 if local_synth_model else -1, ollama=backend)
         finally:
             if local_synth_model and settings.ollama_judge_model != settings.ollama_synth_model:
                 backend.release(settings.ollama_judge_model)

@@ -1,0 +1,40 @@
+"""The audit report: one dict of figures, rendered as markdown with the PNG charts beside it."""
+
+from __future__ import annotations
+
+
+def render_markdown(data: dict, charts: dict[str, str]) -> str:
+    lines = [f"# Assay judgment audit: {data['workspace']}", "",
+             f"{data['snapshots']['passages']} judged passages over {data['snapshots']['queries']} queries.", ""]
+    lines += ["## Score distributions", "", "| judge | passages | " + " | ".join(f"{s} mean (p50)" for s in
+              ("relevance", "evidence", "contradicts", "injection")) + " | verdicts |", "|---" * 7 + "|"]
+    for key, e in data["distributions"].items():
+        cells = [f"{e[s]['mean']:.2f} ({e[s]['p50']:.2f})" if e[s].get("n") else "-" for s in
+                 ("relevance", "evidence", "contradicts", "injection")]
+        verdicts = ", ".join(f"{k} {v}" for k, v in e["verdicts"].items())
+        lines.append(f"| {key} | {e['passages']} | " + " | ".join(cells) + f" | {verdicts} |")
+    if data.get("agreement"):
+        a = data["agreement"]
+        c = a["confusion"]
+        lines += ["", f"## Agreement: {a['first']} vs {a['second']}", "",
+                  f"{a['pairs']} shared passages; verdict agreement {a['agreement']:.1%}; Cohen's kappa {a['kappa']:.3f}", "",
+                  f"| {a['first']} \\ {a['second']} | keep | drop |", "|---|---|---|",
+                  f"| keep | {c['keep']['keep']} | {c['keep']['drop']} |", f"| drop | {c['drop']['keep']} | {c['drop']['drop']} |"]
+    cal = data.get("calibration")
+    if cal and cal.get("best"):
+        b = cal["best"]
+        lines += ["", f"## Calibration ({cal['judge']} judge, {cal['labelled']} labelled passages)", "",
+                  f"Best: relevance_min {b['relevance_min']:.2f}, evidence_min {b['evidence_min']:.2f}: "
+                  f"precision {b['precision']:.2f}, recall {b['recall']:.2f}, F1 {b['f1']:.2f}.", "",
+                  f"Current defaults ({cal['current']['relevance_min']:.2f}/{cal['current']['evidence_min']:.2f}): "
+                  f"precision {cal['current']['precision']:.2f}, recall {cal['current']['recall']:.2f}, F1 {cal['current']['f1']:.2f}."]
+    base = data["injection_baseline"]
+    verdict = "PASSED" if base["passed"] else "FAILED"
+    lines += ["", f"## Injection baseline: {verdict}", "",
+              f"{base['functions']} clean functions scored by the {base['judge']} judge: max {base['max']:.2f}, mean "
+              f"{base['mean']:.3f} (limit {base['limit']:.2f})."]
+    for name, score in base["offenders"]:
+        lines.append(f"- {name}: {score:.2f}")
+    for title, path in charts.items():
+        lines += ["", f"![{title}]({path})"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,107 @@
+"""Audits over snapshots written by the real query flow; figures checked against hand-computed values."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from typer.testing import CliRunner
+
+from flows.audit import run_audit
+from flows.cli import app
+from flows.index import run_index
+from flows.query import run_query
+from stages import audit_stats
+from stages.artifacts import Judgment, PassageScores
+from stages.audit import SNAPSHOT_SCHEMA, judgments_dir
+from stages.config import Settings
+from tests.fakes import FakeOllama
+
+
+def row(qid: str, pid: str, backend: str, verdict: str, rel: float, evid: float, inj: float = 0.0, day: int = 1) -> dict:
+    return {"schema_version": 1, "query_id": qid, "query": "q", "timestamp": datetime(2026, 11, day, tzinfo=timezone.utc),
+            "judge_backend": backend, "judge_model": "", "relevance_min": 0.3, "evidence_min": 0.2, "injection_max": 0.5,
+            "contradicts_min": 0.5, "top_k": 5, "fail_open": False, "passage_id": pid, "file": "a.py", "start_line": 1,
+            "end_line": 2, "entity": pid, "kind": "function", "language": "python", "body": "def f(): pass",
+            "distance": 0.5, "bm25": 1.0, "fused_rank": 1, "fused_score": 0.016, "relevance": rel, "evidence": evid,
+            "contradicts": 0.0, "injection": inj, "verdict": verdict, "drop_reason": "", "rank": 1, "status": "supported"}
+
+
+def test_distributions_agreement_and_kappa_by_hand() -> None:
+    rows = [row("q1", "a", "local", "include", 0.9, 0.8), row("q1", "b", "local", "drop", 0.1, 0.5),
+            row("q1", "c", "local", "include", 0.5, 0.2), row("q1", "d", "local", "drop", 0.35, 0.3),
+            row("q1", "a", "cloud", "include", 0.8, 0.9), row("q1", "b", "cloud", "drop", 0.2, 0.2),
+            row("q1", "c", "cloud", "drop", 0.1, 0.1), row("q1", "d", "cloud", "conflict", 0.6, 0.6)]
+    table = pa.Table.from_pylist(rows, schema=SNAPSHOT_SCHEMA)
+    dist = audit_stats.distributions(table)
+    local = dist["local/-"]
+    assert local["passages"] == 4 and local["verdicts"] == {"drop": 2, "include": 2}
+    assert local["relevance"]["mean"] == pytest.approx((0.9 + 0.1 + 0.5 + 0.35) / 4)
+    assert local["relevance"]["p50"] == pytest.approx(0.425)
+    assert local["relevance"]["histogram"] == [0, 1, 0, 1, 0, 1, 0, 0, 0, 1]
+    agree = audit_stats.agreement(table, "local", "cloud")
+    # keep/drop: local K D K D; cloud K D D K -> 2 of 4 agree; p_o = .5, p_e = .5 -> kappa 0
+    assert agree["pairs"] == 4 and agree["agreement"] == 0.5 and agree["kappa"] == 0.0
+    assert agree["confusion"] == {"keep": {"keep": 1, "drop": 1}, "drop": {"keep": 1, "drop": 1}}
+    assert audit_stats.cohen_kappa(["a", "a", "b", "b"], ["a", "a", "b", "a"]) == pytest.approx(0.5)
+
+
+def test_calibration_sweep_and_injection_baseline_by_hand() -> None:
+    from stages.audit_stats import LabelledPassage, calibrate
+    from tests.test_judge import cand
+
+    items = [LabelledPassage("q", cand(str(i), f"f{i}", "def f(): pass"), rel) for i, rel in enumerate([True, True, False, False])]
+    scores = {"0": (0.9, 0.9), "1": (0.6, 0.3), "2": (0.7, 0.1), "3": (0.2, 0.9)}
+    j = Judgment(backend="local", scores={k: PassageScores(relevance=r, evidence=e, contradicts=0, injection=0) for k, (r, e) in scores.items()})
+    result = calibrate(items, {"q": j})
+    at = {(g["relevance_min"], g["evidence_min"]): g for g in result["grid"]}
+    assert at[(0.5, 0.2)] == {"relevance_min": 0.5, "evidence_min": 0.2, "precision": 1.0, "recall": 1.0, "f1": 1.0}
+    assert at[(0.1, 0.1)]["precision"] == 0.5 and at[(0.1, 0.1)]["recall"] == 1.0
+    assert result["best"]["f1"] == 1.0
+    base = audit_stats.injection_baseline([("a", 0.0), ("b", 0.1), ("c", 0.4)])
+    assert not base["passed"] and base["offenders"] == [("c", 0.4)] and base["max"] == 0.4
+
+
+def test_audit_over_real_query_snapshots_with_rejudge(project: Path) -> None:
+    run_index(str(project))
+    for q in ("how does retry_call back off?", "merge cookies", "what does Session.send do?"):
+        run_query(str(project), q, Settings(judge="none"))
+    before = list(judgments_dir(project).rglob("*.parquet"))
+    assert len(before) == 3
+    data = run_audit(str(project), rejudge="local")
+    after = list(judgments_dir(project).rglob("*.parquet"))
+    assert len(after) == 6 and data["rejudged_queries"] == 3
+    assert all(p.parent == before[0].parent for p in after)  # beside the originals, same date partition
+    assert set(data["distributions"]) == {"none/-", "local/assay-local-1"}
+    assert data["agreement"]["first"] == "none" and data["agreement"]["second"] == "local"
+    assert data["agreement"]["pairs"] == data["distributions"]["none/-"]["passages"]
+    assert data["injection_baseline"]["passed"] and data["calibration"]["best"]["f1"] > 0.5
+    report = Path(data["report_path"])
+    assert report.exists() and (report.parent / "scores.png").exists() and (report.parent / "calibration.png").exists()
+    assert "Cohen's kappa" in report.read_text()
+    ranged = run_audit(str(project), start=date(2000, 1, 1), end=date(2000, 1, 2))
+    assert ranged["snapshots"]["passages"] == 0
+
+
+def test_injection_guard_fails_on_a_judge_that_scores_clean_code_high(project: Path) -> None:
+    run_index(str(project))
+
+    def paranoid(body: dict) -> dict:
+        import re
+
+        labels = re.findall(r'<passage id="(p\d+)"', body["messages"][-1]["content"])
+        return {"passages": [{"id": x, "relevance": 0.5, "evidence": 0.5, "contradicts": 0.0, "injection": 0.9} for x in labels],
+                "answerable": 0.5, "coverage": 1, "conflict": 0.0}
+
+    with FakeOllama(judge=paranoid) as ollama:
+        settings = Settings(judge="ollama", ollama_host=ollama.url)
+        data = run_audit(str(project), settings, baseline_n=10)
+        assert not data["passed"] and data["injection_baseline"]["offenders"]
+        result = CliRunner().invoke(app, ["audit", str(project), "--json"], env={"ASSAY_JUDGE": "ollama", "ASSAY_OLLAMA_HOST": ollama.url})
+    assert result.exit_code == 1, result.output
+    assert json.loads(result.stdout)["injection_baseline"]["passed"] is False
+    ok = CliRunner().invoke(app, ["audit", str(project)])
+    assert ok.exit_code == 0 and "Injection baseline: PASSED" in ok.stdout
