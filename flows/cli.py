@@ -145,7 +145,7 @@ def search(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Retrieval only (no judge, no answer): dense + BM25 fused by reciprocal rank fusion."""
-    from stages.embed import get_embedder
+    from stages.embed import embedder_for
     from stages.retrieve import retrieve
     from stages.store import load_manifest
     from stages.workspace import resolve_workspace
@@ -156,7 +156,7 @@ def search(
         manifest = load_manifest(root)
         if manifest is None:
             raise ValueError(f"{root} is not indexed yet; run `assay index {path}` first")
-        result = retrieve(root, query, manifest, get_embedder(settings.embedder, settings.ollama_host),
+        result = retrieve(root, query, manifest, embedder_for(settings),
                           pool=max(k, settings.pool_size), chroma_url=settings.chroma_url, mode=mode)
     except Exception as exc:  # noqa: BLE001
         _fail(exc)
@@ -235,6 +235,34 @@ def audit(
         out.print(f"report: {data['report_path']}", highlight=False)
     if not data["passed"]:
         raise typer.Exit(1)
+
+
+@app.command(name="eval")
+def evaluate(
+    corpus: list[str] = typer.Option(["requests", "pytest"], help="corpora to evaluate on (requests, pytest)"),
+    judge: list[str] = typer.Option(["local", "none"], help="judges to compare (local, none, ollama, cloud)"),
+    limit: Optional[int] = typer.Option(None, help="only the first N questions of each corpus"),
+    questions: Optional[Path] = typer.Option(None, help="folder with <corpus>.jsonl SWE-QA files (default: ../shared/eval/swe-qa)"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Evaluate retrieval and judging on SWE-QA questions over the requests and pytest sdists.
+
+    The first run downloads each sdist with pip (into ~/.assay/eval, or ASSAY_EVAL_DIR); later runs are offline.
+    Prints hit@1/5/10, MRR, entity and file recall@10 per configuration, judge keep/drop precision and recall,
+    injection detection on planted BIPIA attacks, and answer cost in tokens."""
+    from flows.evaluate import run_evaluate
+
+    try:
+        data = run_evaluate(_settings(), corpora=corpus, judges=judge, limit=limit,
+                            questions_dir=str(questions) if questions else None)
+    except Exception as exc:  # noqa: BLE001
+        _fail(exc)
+        return
+    if as_json:
+        out.print_json(json.dumps({k: v for k, v in data.items() if k != "markdown"}, default=str))
+    else:
+        out.print(data["markdown"], highlight=False, markup=False)
+        out.print(f"results: {data['output_dir']}", highlight=False)
 
 
 @app.command()

@@ -11,11 +11,15 @@ from prefect import flow
 from flows.runtime import Caller, prefect_call, run_flow
 from stages.artifacts import IndexReport
 from stages.config import Settings
-from stages.embed import get_embedder
+from stages.embed import embedder_for
 from stages.incremental import build_report, next_collection, next_manifest
+from stages.progress import progress_for
 from stages.store import Catalog, VectorStore, write_lock
 from stages.workspace import collection_name, resolve_workspace
 from tasks import index as t
+
+
+EMBED_STORE_BATCH = 1024
 
 
 def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, call: Caller = prefect_call) -> IndexReport:
@@ -40,11 +44,17 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
         entities = [e for pf in parsed.files for e in pf.entities]
         if plan.rebuild and previous is not None and previous.notes:
             entities.extend(Catalog(root).get(previous.notes).values())
-        embedded = call(t.embed, root, entities, settings)
-        lap("embed")
-        call(t.store, root, collection, embedded, entities, settings)
-        lap("store")
-        embedder = get_embedder(settings.embedder, settings.ollama_host)
+        sink = progress_for(root)
+        sink.start("embed", len(entities))
+        truncated = 0
+        for start in range(0, max(len(entities), 1), EMBED_STORE_BATCH):
+            batch = entities[start : start + EMBED_STORE_BATCH]  # bounded memory: embed and store in slices
+            embedded = call(t.embed, root, batch, settings)
+            truncated += embedded.truncated
+            lap("embed")
+            call(t.store, root, collection, embedded, batch, settings)
+            lap("store")
+        embedder = embedder_for(settings)
         sources = {f.path: f for f in plan.to_parse}
         manifest = next_manifest(root, previous, plan, parsed, sources, embedder.name, embedder.dimension, collection)
         call(t.purge, root, collection, manifest, settings)
@@ -53,7 +63,7 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
             VectorStore(root, settings.chroma_url).drop(previous.collection)
     catalog = Catalog(root)
     data = build_report(
-        root, discovery, plan, parsed, manifest, len(entities), embedded.truncated, timings,
+        root, discovery, plan, parsed, manifest, len(entities), truncated, timings,
         catalog.counts("kind"), catalog.counts("language"),
     )
     return call(t.report, data)

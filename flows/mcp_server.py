@@ -189,7 +189,7 @@ async def ask(question: str, path: str, ctx: Context, judge: str | None = None, 
 
 @server.tool(description="Cheap retrieval only (no judge, no answer): the k best entities for a query, with file:line and scores.")
 async def search(query: str, path: str, ctx: Context, k: int = 10) -> CallToolResult:
-    from stages.embed import get_embedder
+    from stages.embed import embedder_for
     from stages.retrieve import retrieve
     from stages.store import load_manifest
 
@@ -199,7 +199,7 @@ async def search(query: str, path: str, ctx: Context, k: int = 10) -> CallToolRe
         manifest = load_manifest(root)
         if manifest is None:
             raise ValueError(f"{root} is not indexed yet; call index_workspace first")
-        return retrieve(root, query, manifest, get_embedder(s.embedder, s.ollama_host), pool=max(k, s.pool_size),
+        return retrieve(root, query, manifest, embedder_for(s), pool=max(k, s.pool_size),
                         chroma_url=s.chroma_url)
 
     try:
@@ -294,13 +294,13 @@ def forget_workspace(path: str) -> CallToolResult:
 
 @server.tool(description="Store a note (a decision, a convention) verbatim as a searchable entity of kind `note`.")
 async def remember(path: str, note: str, ctx: Context) -> CallToolResult:
-    from stages.embed import get_embedder
+    from stages.embed import embedder_for
     from stages.notes import add_note
 
     def work():
         root = workspace(path)
         s = _settings()
-        return add_note(root, note, get_embedder(s.embedder, s.ollama_host), s.chroma_url)
+        return add_note(root, note, embedder_for(s), s.chroma_url)
 
     try:
         ent = await _run(work, ctx, "remembering")
@@ -324,10 +324,10 @@ def notes(path: str) -> CallToolResult:
 def _warm() -> None:
     """Load the heavy parts once, in the background, so the first call is fast."""
     try:
-        from stages.embed import get_embedder
+        from stages.embed import embedder_for
 
         s = Settings()
-        get_embedder(s.embedder, s.ollama_host)
+        embedder_for(s)
         import flows.index  # noqa: F401
         import flows.query  # noqa: F401
     except Exception:  # noqa: BLE001 - warming is best effort

@@ -107,10 +107,10 @@ class OllamaEmbedder:
 
 
 @lru_cache(maxsize=4)
-def get_embedder(spec: str, ollama_host: str = "http://127.0.0.1:11434") -> Embedder:
+def get_embedder(spec: str, ollama_host: str = "http://127.0.0.1:11434", tokens: int = MINILM_MAX_TOKENS) -> Embedder:
     """One embedder per spec per process (loading the ONNX session costs ~0.5 s)."""
     if spec == "minilm":
-        return MiniLMEmbedder()
+        return MiniLMEmbedder(max_tokens=tokens)
     if spec.startswith("ollama:"):
         return OllamaEmbedder(spec.split(":", 1)[1], ollama_host)
     raise EmbedderError(f"unknown embedder {spec!r}; use 'minilm' or 'ollama:<model>'")
@@ -132,3 +132,8 @@ def embed_entities(entities: list[Entity], embedder: Embedder, batch_size: int =
     return EmbeddedBatch(
         embedder=embedder.name, dimension=embedder.dimension, ids=[e.id for e in entities], vectors=vectors, truncated=truncated
     )
+
+
+def embedder_for(settings) -> Embedder:
+    """The embedder a Settings object names (cached per process)."""
+    return get_embedder(settings.embedder, settings.ollama_host, settings.embed_tokens)

@@ -163,10 +163,9 @@ class VectorStore:
     def upsert(self, batch: EmbeddedBatch, entities: dict[str, Entity], batch_size: int = 500) -> None:
         for start in range(0, len(batch.ids), batch_size):
             ids = batch.ids[start : start + batch_size]
-            self.collection.upsert(
+            self.collection.upsert(  # no documents: the catalog holds the text, Chroma only vectors
                 ids=ids,
                 embeddings=batch.vectors[start : start + batch_size],
-                documents=[entities[i].embed_text()[:4000] for i in ids],
                 metadatas=[
                     {"file": entities[i].file, "kind": entities[i].kind, "qualname": entities[i].qualname,
                      "start_line": entities[i].start_line, "end_line": entities[i].end_line}

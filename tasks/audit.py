@@ -12,7 +12,7 @@ from prefect.cache_policies import NO_CACHE
 from stages import audit_stats
 from stages.audit import judgments_dir, selection_rows, write_rows
 from stages.config import Settings
-from stages.embed import get_embedder
+from stages.embed import embedder_for
 from stages.judging import run_judge
 from stages.report import status_of
 from stages.retrieve import to_candidate
@@ -54,7 +54,7 @@ def rejudge(root: Path, table: pa.Table, backend: str, settings: Settings) -> in
 
 @task(name="calibrate", cache_policy=NO_CACHE)
 def calibrate(labels: Path, backend: str, settings: Settings) -> dict:
-    items = audit_stats.with_retrieval_signals(audit_stats.load_labels(labels), get_embedder(settings.embedder, settings.ollama_host))
+    items = audit_stats.with_retrieval_signals(audit_stats.load_labels(labels), embedder_for(settings))
     by_q: dict[str, list] = {}
     for it in items:
         by_q.setdefault(it.question, []).append(it.candidate)

@@ -13,7 +13,7 @@ from stages.artifacts import (
     DiscoveryResult, EmbeddedBatch, Entity, IndexManifest, IndexPlan, IndexReport, ParseResult,
 )
 from stages.config import Settings
-from stages.embed import embed_entities, get_embedder
+from stages.embed import embed_entities, embedder_for
 from stages.progress import progress_for
 from stages.store import Catalog, StoreError, VectorStore, load_manifest, rebuild_lexical, write_manifest
 from tasks.gpu import gpu_slot
@@ -32,7 +32,7 @@ def plan(root: Path, discovery: DiscoveryResult, settings: Settings, rebuild: bo
         if not rebuild:
             raise
         previous = None  # --rebuild recovers from a damaged manifest
-    embedder = get_embedder(settings.embedder, settings.ollama_host)
+    embedder = embedder_for(settings)
     count = None
     if previous is not None and previous.collection and not rebuild:
         try:
@@ -54,8 +54,7 @@ def parse(root: Path, index_plan: IndexPlan, settings: Settings) -> ParseResult:
 @task(name="embed", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=2)
 def embed(root: Path, entities: list[Entity], settings: Settings) -> EmbeddedBatch:
     sink = progress_for(root)
-    sink.start("embed", len(entities))
-    embedder = get_embedder(settings.embedder, settings.ollama_host)
+    embedder = embedder_for(settings)
     advance = lambda n: sink.advance("embed", n)  # noqa: E731
     if settings.embedder.startswith("ollama:"):
         with gpu_slot():
@@ -66,12 +65,9 @@ def embed(root: Path, entities: list[Entity], settings: Settings) -> EmbeddedBat
 @task(name="store", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
 def store(root: Path, collection: str, batch: EmbeddedBatch, entities: list[Entity], settings: Settings) -> None:
     """Upsert vectors and catalog records; nothing is deleted here."""
-    sink = progress_for(root)
-    sink.start("store", len(entities))
     by_id = {e.id: e for e in entities}
     VectorStore(root, settings.chroma_url, collection).upsert(batch, by_id, settings.store_batch)
     Catalog(root).replace(entities, [])
-    sink.advance("store", len(entities))
 
 
 @task(name="purge", cache_policy=NO_CACHE)

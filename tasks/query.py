@@ -12,7 +12,7 @@ from stages import synthesize as synth
 from stages.artifacts import Answer, Candidate, Judgment, QueryReport, Retrieval, RouteDecision, Selection
 from stages.audit import write_snapshot
 from stages.config import Settings
-from stages.embed import get_embedder
+from stages.embed import embedder_for
 from stages.judging import cloud_backend, ollama_backend, run_judge
 from stages.report import render_markdown
 from stages.retrieve import retrieve as retrieve_stage
@@ -32,7 +32,7 @@ def retrieve(root: Path, question: str, settings: Settings) -> Retrieval:
     manifest = load_manifest(root)
     if manifest is None:
         raise NotIndexed(f"{root} is not indexed yet; run `assay index {root}` first")
-    embedder = get_embedder(settings.embedder, settings.ollama_host)
+    embedder = embedder_for(settings)
     return retrieve_stage(root, question, manifest, embedder, settings.pool_size, settings.distance_floor, settings.chroma_url)
 
 

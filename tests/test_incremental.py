@@ -9,7 +9,7 @@ import pytest
 
 from flows.index import run_index
 from stages.config import Settings
-from stages.embed import get_embedder
+from stages.embed import embedder_for
 from stages.retrieve import retrieve
 from stages.store import Catalog, VectorStore, load_manifest, manifest_path
 from tests.fakes import FakeOllama
@@ -21,7 +21,7 @@ def entity_names(root: Path) -> set[str]:
 
 def search_names(root: Path, query: str, settings: Settings | None = None) -> list[str]:
     s = settings or Settings()
-    res = retrieve(root, query, load_manifest(root), get_embedder(s.embedder, s.ollama_host), pool=10, chroma_url=s.chroma_url)
+    res = retrieve(root, query, load_manifest(root), embedder_for(s), pool=10, chroma_url=s.chroma_url)
     return [c.entity for c in res.candidates]
 
 
