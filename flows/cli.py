@@ -51,7 +51,7 @@ def _fail(exc: BaseException) -> None:
     if os.environ.get("ASSAY_DEBUG"):
         raise exc
     msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    console.print(f"[red]error:[/red] {msg}", highlight=False)
+    typer.echo(f"error: {msg}", err=True)  # one line, never wrapped
     raise typer.Exit(2)
 
 
@@ -88,7 +88,7 @@ def index(
     try:
         root = resolve_workspace(path)
         columns = (TextColumn("{task.description:>8}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-        with Progress(*columns, console=console, transient=True, disable=as_json) as progress:
+        with Progress(*columns, console=console, transient=True, disable=as_json or not console.is_terminal) as progress:
             sink = prog.FanOut(_RichSink(progress), prog.StatusSink(root))
             prog.register(root, sink)
             try:
@@ -99,10 +99,9 @@ def index(
         _fail(exc)
         return
     if as_json:
-        out.print_json(report.model_dump_json())
+        typer.echo(report.model_dump_json(indent=1))
         return
-    for line in summary_lines(report):
-        out.print(line, highlight=False)
+    typer.echo("\n".join(summary_lines(report)))
 
 
 @app.command()
@@ -119,7 +118,7 @@ def status(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -
         _fail(exc)
         return
     if manifest is None:
-        out.print(f"{root}: not indexed (run `assay index {path}`)")
+        typer.echo(f"{root}: not indexed (run `assay index {path}`)")
         return
     catalog = Catalog(root)
     data = {
@@ -129,11 +128,11 @@ def status(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -
         "partial_files": sum(1 for r in manifest.files.values() if r.partial), "last_run": read_status(root),
     }
     if as_json:
-        out.print_json(json.dumps(data))
+        typer.echo(json.dumps(data))
         return
     for key in ("workspace", "files", "entities", "notes", "partial_files", "embedder", "updated_at"):
-        out.print(f"{key}: {data[key]}", highlight=False)
-    out.print("by kind: " + ", ".join(f"{k} {v}" for k, v in data["by_kind"].items()), highlight=False)
+        typer.echo(f"{key}: {data[key]}")
+    typer.echo("by kind: " + ", ".join(f"{k} {v}" for k, v in data["by_kind"].items()))
 
 
 @app.command()
@@ -163,10 +162,10 @@ def search(
         return
     hits = result.candidates[:k]
     if as_json:
-        out.print_json(json.dumps([c.model_dump(exclude={"body"}) for c in hits]))
+        typer.echo(json.dumps([c.model_dump(exclude={"body"}) for c in hits]))
         return
     if result.note:
-        console.print(f"[yellow]note:[/yellow] {result.note}")
+        typer.echo(f"note: {result.note}", err=True)
     table = Table("#", "entity", "kind", "location", "distance", "bm25", "rrf")
     for c in hits:
         table.add_row(
@@ -197,9 +196,9 @@ def ask(
         _fail(exc)
         return
     if as_json:
-        out.print_json(report.model_dump_json())
+        typer.echo(report.model_dump_json(indent=1))
     else:
-        out.print(report.text, highlight=False, markup=False)
+        typer.echo(report.text)
 
 
 @app.command()
@@ -229,10 +228,10 @@ def audit(
         _fail(exc)
         return
     if as_json:
-        out.print_json(json.dumps(data, default=str))
+        typer.echo(json.dumps(data, default=str))
     else:
-        out.print(Path(data["report_path"]).read_text(), highlight=False, markup=False)
-        out.print(f"report: {data['report_path']}", highlight=False)
+        typer.echo(Path(data["report_path"]).read_text())
+        typer.echo(f"report: {data['report_path']}")
     if not data["passed"]:
         raise typer.Exit(1)
 
@@ -259,10 +258,10 @@ def evaluate(
         _fail(exc)
         return
     if as_json:
-        out.print_json(json.dumps({k: v for k, v in data.items() if k != "markdown"}, default=str))
+        typer.echo(json.dumps({k: v for k, v in data.items() if k != "markdown"}, default=str))
     else:
-        out.print(data["markdown"], highlight=False, markup=False)
-        out.print(f"results: {data['output_dir']}", highlight=False)
+        typer.echo(data["markdown"])
+        typer.echo(f"results: {data['output_dir']}")
 
 
 @app.command()

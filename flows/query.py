@@ -51,12 +51,11 @@ def query_pipeline(workspace: str, question: str, settings: Settings, call: Call
     judgment = call(t.judge, question, retrieval.candidates, settings, decision)
     lap("judge")
     selection = call(t.threshold, question, retrieval.candidates, judgment, settings)
-    if retrieval.note:
-        selection.fail_open_reason = "; ".join(x for x in (selection.fail_open_reason, retrieval.note) if x)
     lap("threshold")
     answer = call(t.synthesize, question, selection, decision, settings)
     lap("synthesize")
-    report = make_report(uuid.uuid4().hex[:12], question, str(root), answer, selection, judgment, decision, timings)
+    notes = [retrieval.note] if retrieval.note else []
+    report = make_report(uuid.uuid4().hex[:12], question, str(root), answer, selection, judgment, decision, timings, notes)
     report = call(t.publish, report)
     call(t.snapshot, root, report)
     lap("report")

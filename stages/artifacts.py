@@ -279,5 +279,6 @@ class QueryReport(BaseModel):
     selection: Selection
     judgment: Judgment
     route: RouteDecision
+    notes: list[str] = Field(default_factory=list, description="degradations the reader must know about")
     timings: dict[str, float] = {}
     text: str = ""

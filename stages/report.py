@@ -52,6 +52,7 @@ def render_text(report: QueryReport, max_dropped_rows: int = 10) -> str:
         lines.append("  judge none: passages were re-ranked lexically, not judged")
     if report.answer.failure:
         lines.append(f"  synthesis: {report.answer.failure}")
+    lines.extend(f"  note: {n}" for n in report.notes)
     lines.append("Evidence:")
     rows = sel.included + sel.dropped[:max_dropped_rows]
     lines.extend(_row(i, rp) for i, rp in enumerate(rows, start=1))
@@ -100,12 +101,14 @@ def guidance(report: QueryReport) -> list[str]:
 
 def make_report(
     query_id: str, question: str, workspace: str, answer: Answer, selection: Selection, judgment: Judgment,
-    route: RouteDecision, timings: dict[str, float],
+    route: RouteDecision, timings: dict[str, float], notes: list[str] | None = None,
 ) -> QueryReport:
     status, coverage = status_of(selection, judgment)
+    if notes and status == "supported":
+        status = "partial"  # retrieval was degraded (e.g. BM25 only): do not claim full support
     report = QueryReport(
         query_id=query_id, query=question, workspace=workspace, status=status, coverage=coverage,  # type: ignore[arg-type]
-        answer=answer, selection=selection, judgment=judgment, route=route, timings=timings,
+        answer=answer, selection=selection, judgment=judgment, route=route, timings=timings, notes=notes or [],
     )
     report.text = render_text(report)
     return report

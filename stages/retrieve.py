@@ -69,6 +69,9 @@ def retrieve(
         except Exception as exc:  # noqa: BLE001 - fall back to BM25 and say so
             dense_ok = False
             note = f"dense index unavailable ({type(exc).__name__}: {str(exc)[:120]}); BM25 only. Run `assay index --rebuild`."
+        if dense_ok and not dense and any(rec.entity_ids for rec in manifest.files.values()):
+            dense_ok = False
+            note = "the vector store is empty although the index lists entities; BM25 only. Run `assay index --rebuild`."
         if distance_floor is not None:
             dense = [(i, d) for i, d in dense if d <= distance_floor]
     lexical = load_lexical(root).search(query, pool) if mode in ("hybrid", "bm25") else []

@@ -35,6 +35,21 @@ def _chroma_settings():
     return ChromaSettings(anonymized_telemetry=False, allow_reset=False)
 
 
+def set_aside_damaged_store(root: Path) -> Path | None:
+    """Move a vector store that cannot be opened out of the way (kept, not deleted) so a rebuild can start."""
+    path = state_dir(root) / "chroma"
+    if not path.exists():
+        return None
+    import time
+
+    from chromadb.api.client import SharedSystemClient
+
+    target = path.with_name(f"chroma.damaged-{time.strftime('%Y%m%dT%H%M%S')}")
+    os.replace(path, target)
+    SharedSystemClient.clear_system_cache()  # chroma caches one system per path, including a broken one
+    return target
+
+
 def chroma_client(root: Path, url: str | None):
     """PersistentClient in `.assay/chroma`, or HttpClient when a server URL is configured."""
     import chromadb

@@ -98,8 +98,9 @@ def select(candidates: list[Candidate], judgment: Judgment, th: Thresholds, ques
                 rp.verdict = "conflict"
             included.append(rp)
     included.sort(key=lambda r: (-r.rank_score, r.candidate.distance if r.candidate.distance is not None else 9.0, r.candidate.fused_rank))
-    failed.sort(key=lambda r: r.candidate.fused_rank)
     merged = included + failed
+    if failed:  # fail open: what the judge kept plus what it could not score, in lexical (fused) order
+        merged.sort(key=lambda r: r.candidate.fused_rank)
     kept, extra = merged[: th.top_k], merged[th.top_k :]
     for rp in extra:
         rp.verdict, rp.drop_reason = "drop", "beyond top-k"

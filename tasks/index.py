@@ -15,7 +15,9 @@ from stages.artifacts import (
 from stages.config import Settings
 from stages.embed import embed_entities, embedder_for
 from stages.progress import progress_for
-from stages.store import Catalog, StoreError, VectorStore, load_manifest, rebuild_lexical, write_manifest
+from stages.store import (
+    Catalog, StoreError, VectorStore, load_manifest, rebuild_lexical, set_aside_damaged_store, write_manifest,
+)
 from tasks.gpu import gpu_slot
 
 
@@ -32,6 +34,11 @@ def plan(root: Path, discovery: DiscoveryResult, settings: Settings, rebuild: bo
         if not rebuild:
             raise
         previous = None  # --rebuild recovers from a damaged manifest
+    if rebuild and not settings.chroma_url:
+        try:
+            VectorStore(root, None)
+        except StoreError:
+            set_aside_damaged_store(root)  # --rebuild recovers from a damaged vector store
     embedder = embedder_for(settings)
     count = None
     if previous is not None and previous.collection and not rebuild:

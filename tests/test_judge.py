@@ -147,7 +147,7 @@ def test_missing_scores_fail_open_to_lexical_order_not_to_nothing() -> None:
     partial = Judgment(backend="ollama", scores={"2": PassageScores(relevance=0.9, evidence=0.9, contradicts=0, injection=0)},
                        failure="judge gave no valid scores for 2 of 3 passages")
     sel = select(cands, partial, th)
-    assert [r.candidate.id for r in sel.included] == ["2", "0", "1"]
+    assert [r.candidate.id for r in sel.included] == ["0", "1", "2"]
     assert sel.fail_open and "2 unscored passage(s) kept in lexical order" in sel.fail_open_reason
     down = select(cands, Judgment(backend="ollama", scores={}, failure="Ollama is not reachable"), th)
     assert [r.candidate.id for r in down.included] == ["0", "1", "2"] and down.fail_open
