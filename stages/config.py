@@ -47,3 +47,13 @@ class Settings(BaseSettings):
     orchestration: Literal["prefect", "direct"] = Field(
         "prefect", description="prefect runs the flows; direct calls the same stages without an API server"
     )
+
+
+def settings_table() -> str:
+    """The README's configuration table, generated from the fields above."""
+    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    for name, field in Settings.model_fields.items():
+        default = field.default
+        shown = "(none)" if default is None else "(empty)" if default == "" else f"`{default}`"
+        rows.append(f"| `ASSAY_{name.upper()}` | {shown} | {field.description or ''} |")
+    return "\n".join(rows)

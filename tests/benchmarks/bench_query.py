@@ -1,0 +1,78 @@
+"""Query latency p50/p95 in a warm process, split into Prefect overhead and stage time; judge calls per query.
+
+    python -m tests.benchmarks.bench_query [--queries 20] [--workspace PATH]
+
+Runs the query flow on Prefect twice: with Prefect's defaults (flow heartbeat on, INFO logs) and with
+Assay's settings (heartbeat off, WARNING logs, no result persistence), plus the same stages called
+directly. Prefect overhead = wall time of the flow call - the time inside the stages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+from tests.benchmarks.common import median, pct, sdist
+
+QUESTIONS = [
+    "How does pytest discover test files?", "What does the monkeypatch fixture do?", "How are fixtures finalized?",
+    "How does approx compare floats?", "Where is the exit code for interrupted sessions defined?",
+    "How does the capture plugin redirect stdout?", "How are markers registered?", "What does tmp_path return?",
+]
+
+
+def measure(run, root: str, n: int) -> tuple[list[float], list[float], list[int]]:
+    walls, stages, calls = [], [], []
+    for i in range(n):
+        start = time.perf_counter()
+        report = run(root, QUESTIONS[i % len(QUESTIONS)])
+        walls.append(time.perf_counter() - start)
+        stages.append(sum(report.timings.values()))
+        calls.append(report.judgment.calls)
+    return walls, stages, calls
+
+
+def line(label: str, walls: list[float], stages: list[float], calls: list[int]) -> None:
+    over = [w - s for w, s in zip(walls, stages)]
+    print(f"{label:<34} p50 {median(walls) * 1000:7.0f} ms  p95 {pct(walls, 0.95) * 1000:7.0f} ms  "
+          f"stage p50 {median(stages) * 1000:6.0f} ms  Prefect overhead p50 {median(over) * 1000:6.0f} ms "
+          f"p95 {pct(over, 0.95) * 1000:6.0f} ms  judge calls/query {max(calls)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--queries", type=int, default=20)
+    parser.add_argument("--workspace", default=None, help="an indexed workspace (default: the pytest sdist)")
+    opts = parser.parse_args()
+    os.environ["ASSAY_ORCHESTRATION"] = "direct"
+    from flows.index import run_index
+
+    root = opts.workspace or str(sdist("pytest==8.4.2"))
+    run_index(root)
+
+    from flows.query import query_flow, query_pipeline
+    from flows.runtime import direct_call, quiet_prefect
+    from stages.config import Settings
+
+    settings = Settings()
+    direct = measure(lambda r, q: query_pipeline(r, q, settings, call=direct_call), root, opts.queries)
+    line("direct (no Prefect)", *direct)
+
+    query_flow(root, QUESTIONS[0], settings)  # start the API server and warm everything up
+    from prefect.settings import PREFECT_LOGGING_LEVEL, temporary_settings
+
+    with temporary_settings(updates={PREFECT_LOGGING_LEVEL: "INFO"}):
+        before = measure(lambda r, q: query_flow(r, q, settings), root, opts.queries)
+    line("Prefect defaults (heartbeat on)", *before)
+    with quiet_prefect():
+        after = measure(lambda r, q: query_flow(r, q, settings), root, opts.queries)
+    line("Assay settings (heartbeat off)", *after)
+    ob = median([w - s for w, s in zip(before[0], before[1])])
+    oa = median([w - s for w, s in zip(after[0], after[1])])
+    print(f"Prefect overhead ratio after/before: {oa / ob:.2f}" if ob else "")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""Helpers shared by the benchmark scripts (they print figures; they are not tests)."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+CACHE = Path(os.environ.get("ASSAY_BENCH_DIR", Path.home() / ".assay" / "bench"))
+
+
+def sdist(requirement: str) -> Path:
+    """Download (once) and unpack a PyPI sdist; returns a fresh copy's folder each call."""
+    name, version = requirement.split("==")
+    downloads = CACHE / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    archive = next(downloads.glob(f"{name}-{version}.tar.gz"), None)
+    if archive is None:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", requirement,
+                        "-d", str(downloads), "-q"], check=True)
+        archive = next(downloads.glob(f"{name}-{version}.tar.gz"))
+    work = CACHE / "work"
+    target = work / f"{name}-{version}"
+    if target.exists():
+        subprocess.run(["rm", "-rf", str(target)], check=True)
+    work.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(work, filter="data")
+    return target
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    k = (len(ordered) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0
