@@ -23,9 +23,10 @@ QUESTIONS = [
 ]
 
 
-def measure(run, root: str, n: int) -> tuple[list[float], list[float], list[int]]:
+def measure(run, root: str, n: int, gap: float = 0.0) -> tuple[list[float], list[float], list[int]]:
     walls, stages, calls = [], [], []
     for i in range(n):
+        time.sleep(gap)  # an agent's queries arrive seconds apart; back-to-back runs contend for Prefect's SQLite
         start = time.perf_counter()
         report = run(root, QUESTIONS[i % len(QUESTIONS)])
         walls.append(time.perf_counter() - start)
@@ -45,6 +46,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--queries", type=int, default=20)
     parser.add_argument("--workspace", default=None, help="an indexed workspace (default: the pytest sdist)")
+    parser.add_argument("--gaps", default="0,3", help="seconds between queries, one measurement per value")
     opts = parser.parse_args()
     os.environ["ASSAY_ORCHESTRATION"] = "direct"
     from flows.index import run_index
@@ -63,15 +65,16 @@ def main() -> None:
     query_flow(root, QUESTIONS[0], settings)  # start the API server and warm everything up
     from prefect.settings import PREFECT_LOGGING_LEVEL, temporary_settings
 
-    with temporary_settings(updates={PREFECT_LOGGING_LEVEL: "INFO"}):
-        before = measure(lambda r, q: query_flow(r, q, settings), root, opts.queries)
-    line("Prefect defaults (heartbeat on)", *before)
-    with quiet_prefect():
-        after = measure(lambda r, q: query_flow(r, q, settings), root, opts.queries)
-    line("Assay settings (heartbeat off)", *after)
-    ob = median([w - s for w, s in zip(before[0], before[1])])
-    oa = median([w - s for w, s in zip(after[0], after[1])])
-    print(f"Prefect overhead ratio after/before: {oa / ob:.2f}" if ob else "")
+    for gap in [float(g) for g in opts.gaps.split(",")]:
+        with temporary_settings(updates={PREFECT_LOGGING_LEVEL: "INFO"}):
+            before = measure(lambda r, q: query_flow(r, q, settings), root, opts.queries, gap)
+        line(f"gap {gap:.0f}s: Prefect defaults", *before)
+        with quiet_prefect():
+            after = measure(lambda r, q: query_flow(r, q, settings), root, opts.queries, gap)
+        line(f"gap {gap:.0f}s: heartbeat off", *after)
+        ob = median([w - s for w, s in zip(before[0], before[1])])
+        oa = median([w - s for w, s in zip(after[0], after[1])])
+        print(f"gap {gap:.0f}s: Prefect overhead ratio after/before: {oa / ob:.2f}" if ob else "")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,48 @@
+"""The CLI as a person uses it: help that teaches, readable output, JSON for tools, the README in step."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from flows.cli import app
+from stages.config import settings_table
+
+runner = CliRunner()
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_help_teaches_the_commands() -> None:
+    res = runner.invoke(app, ["--help"])
+    assert res.exit_code == 0
+    for command in ("index", "status", "search", "ask", "audit", "eval", "mcp"):
+        assert command in res.stdout
+    ask = runner.invoke(app, ["ask", "--help"]).stdout
+    assert "local (default) | ollama | cloud | none" in ask and "--json" in ask
+
+
+def test_index_status_search_ask(project: Path) -> None:
+    res = runner.invoke(app, ["index", str(project)])
+    assert res.exit_code == 0 and "entities:" in res.stdout and "full re-index: no previous index" in res.stdout
+    status = json.loads(runner.invoke(app, ["status", str(project), "--json"]).stdout)
+    assert status["files"] == 5 and status["by_kind"]["function"] >= 3
+    hits = json.loads(runner.invoke(app, ["search", "exponential backoff delays", str(project), "-k", "3", "--json"]).stdout)
+    assert hits[0]["entity"] == "backoff_delays" and hits[0]["start_line"] == 12
+    table = runner.invoke(app, ["search", "merge cookies", str(project)]).stdout
+    assert "merge_cookies" in table and "pkg/session.py" in table
+    text = runner.invoke(app, ["ask", "how are cookies merged?", str(project)]).stdout
+    assert "(pkg/session.py:" in text and "Assessment:" in text
+    report = json.loads(runner.invoke(app, ["ask", "how are cookies merged?", str(project), "--json", "--judge", "none"]).stdout)
+    assert report["judgment"]["backend"] == "none" and report["selection"]["included"]
+
+
+def test_readme_configuration_table_matches_the_code() -> None:
+    assert settings_table() in README.read_text()
+
+
+def test_readme_commands_are_the_ci_command() -> None:
+    ci = (README.parent / ".ci" / "run").read_text()
+    test_cmd = "python3 -m venv .venv && . .venv/bin/activate && pip install -q -e '.[test]' && python -m pytest -q"
+    assert test_cmd in README.read_text() and test_cmd in ci
