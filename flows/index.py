@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from flows import runtime  # noqa: F401  (Prefect settings before Prefect loads)
 from prefect import flow
 
-from flows.runtime import Caller, prefect_call, run_flow
+from flows.runtime import Caller, Stopwatch, prefect_call, run_flow
 from stages.artifacts import IndexReport
 from stages.config import Settings
 from stages.embed import embedder_for
@@ -24,14 +23,8 @@ EMBED_STORE_BATCH = 1024
 
 def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, call: Caller = prefect_call) -> IndexReport:
     root = resolve_workspace(workspace)
-    timings: dict[str, float] = {}
-    clock = time.perf_counter()
-
-    def lap(name: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        timings[name] = timings.get(name, 0.0) + now - clock
-        clock = now
+    watch = Stopwatch()
+    lap = watch.lap
 
     discovery = call(t.discover, root, settings)
     lap("discover")
@@ -63,7 +56,7 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
             VectorStore(root, settings.chroma_url).drop(previous.collection)
     catalog = Catalog(root)
     data = build_report(
-        root, discovery, plan, parsed, manifest, len(entities), truncated, timings,
+        root, discovery, plan, parsed, manifest, len(entities), truncated, watch.timings,
         catalog.counts("kind"), catalog.counts("language"),
     )
     return call(t.report, data)

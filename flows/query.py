@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 
 from flows import runtime  # noqa: F401
 from prefect import flow
 
-from flows.runtime import Caller, prefect_call, run_flow
+from flows.runtime import Caller, Stopwatch, prefect_call, run_flow
 from stages.artifacts import QueryReport
 from stages.config import Settings
 from stages.llm import LLMError, require_loopback
@@ -35,14 +34,8 @@ def query_pipeline(workspace: str, question: str, settings: Settings, call: Call
         raise ValueError("the question is empty: ask what you want to know about the code")
     check_local_mode(settings)
     root = resolve_workspace(workspace)
-    timings: dict[str, float] = {}
-    clock = time.perf_counter()
-
-    def lap(name: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        timings[name] = round(now - clock, 4)
-        clock = now
+    watch = Stopwatch()
+    lap = watch.lap
 
     retrieval = call(t.retrieve, root, question, settings)
     lap("retrieve")
@@ -55,11 +48,11 @@ def query_pipeline(workspace: str, question: str, settings: Settings, call: Call
     answer = call(t.synthesize, question, selection, decision, settings)
     lap("synthesize")
     notes = [retrieval.note] if retrieval.note else []
-    report = make_report(uuid.uuid4().hex[:12], question, str(root), answer, selection, judgment, decision, timings, notes)
+    report = make_report(uuid.uuid4().hex[:12], question, str(root), answer, selection, judgment, decision, watch.timings, notes)
     report = call(t.publish, report)
     call(t.snapshot, root, report)
     lap("report")
-    report.timings = timings
+    report.timings = watch.timings
     return report
 
 

@@ -56,6 +56,22 @@ def direct_call(task: Any, *args: Any, **kwargs: Any) -> Any:
 Caller = Callable[..., Any]
 
 
+class Stopwatch:
+    """Accumulates wall time per stage name between successive `lap` calls."""
+
+    def __init__(self) -> None:
+        import time
+
+        self._now = time.perf_counter
+        self._clock = self._now()
+        self.timings: dict[str, float] = {}
+
+    def lap(self, name: str) -> None:
+        now = self._now()
+        self.timings[name] = round(self.timings.get(name, 0.0) + now - self._clock, 4)
+        self._clock = now
+
+
 def run_flow(flow: Any, body: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run a pipeline body as a Prefect flow (tasks tracked) or directly (same stages, no API)."""
     if orchestrated():

@@ -57,6 +57,18 @@ def prefect_server():
         yield
 
 
+def make_unreadable(monkeypatch: pytest.MonkeyPatch, locked: Path) -> None:
+    """Make one file raise PermissionError on read (tests run as root, where chmod 000 does not stop reads)."""
+    real = Path.read_bytes
+
+    def read_bytes(self: Path) -> bytes:
+        if self == locked:
+            raise PermissionError(13, "Permission denied")
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+
+
 def shared_path(*parts: str) -> Path:
     path = SHARED.joinpath(*parts)
     if not path.exists():

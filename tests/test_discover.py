@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+
 from stages import discover as discover_mod
 from stages.discover import discover
+from tests.conftest import make_unreadable
 
 
 def write(root: Path, rel: str, text: str = "x = 1\n") -> Path:
@@ -87,14 +89,7 @@ def test_symlinks_loops_and_escapes_are_refused(tmp_path: Path) -> None:
 def test_unreadable_files_are_reported_as_unreadable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write(tmp_path, "a.py")
     locked = write(tmp_path, "locked.py")
-    real = Path.read_bytes
-
-    def read_bytes(self: Path) -> bytes:
-        if self == locked:
-            raise PermissionError(13, "Permission denied")
-        return real(self)
-
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    make_unreadable(monkeypatch, locked)
     result = discover(tmp_path)
     assert paths(result) == {"a.py"}
     assert result.unreadable == ["locked.py"]

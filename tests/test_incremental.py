@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
+
 from flows.index import run_index
 from stages.config import Settings
 from stages.embed import embedder_for
 from stages.retrieve import retrieve
 from stages.store import Catalog, VectorStore, load_manifest, manifest_path
+from tests.conftest import make_unreadable
 from tests.fakes import FakeOllama
 
 
@@ -67,14 +69,7 @@ def test_deleted_and_newly_ignored_files_are_purged(project: Path) -> None:
 def test_unreadable_file_keeps_its_entities(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run_index(str(project))
     locked = project / "pkg" / "session.py"
-    real = Path.read_bytes
-
-    def read_bytes(self: Path) -> bytes:
-        if self == locked:
-            raise PermissionError(13, "Permission denied")
-        return real(self)
-
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    make_unreadable(monkeypatch, locked)
     report = run_index(str(project))
     assert report.kept_unreadable == 1 and report.skipped.get("unreadable") == 1
     assert {"Session", "merge_cookies"} <= entity_names(project)

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
+
 from flows.index import run_index
 from stages import incremental
 from stages.store import Catalog
+from tests.conftest import make_unreadable
 
 
 def names(root: Path) -> set[str]:
@@ -51,14 +53,7 @@ def test_hostile_files_are_skipped_or_partially_parsed(indexed, ledger) -> None:
 def test_unreadable_files_keep_their_entities(indexed, ledger, monkeypatch: pytest.MonkeyPatch) -> None:
     root, before = indexed
     locked = root / "pkg" / "retry.py"
-    real = Path.read_bytes
-
-    def read_bytes(self: Path) -> bytes:
-        if self == locked:
-            raise PermissionError(13, "Permission denied")
-        return real(self)
-
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    make_unreadable(monkeypatch, locked)
     report = run_index(str(root))
     assert report.skipped["unreadable"] == 1 and report.kept_unreadable == 1
     ledger.kept(before, names(root))
