@@ -231,18 +231,17 @@ def get_entity(path: str, file: str | None = None, line: int | None = None, name
         root = workspace(path)
         catalog = Catalog(root)
         if name:
-            found = [e for e in catalog.by_name(name) if file is None or e.file == file]
+            matches = [e for e in catalog.by_name(name) if file is None or e.file == file]
         elif file and line is not None:
             inside(root, file)
-            found = sorted((e for e in catalog.by_file(file) if e.start_line <= line <= e.end_line),
-                           key=lambda e: e.end_line - e.start_line)
-            found = [e for e in catalog.by_file(file) if found and e.qualname == found[0].qualname and e.kind == found[0].kind]
+            covering = [e for e in catalog.by_file(file) if e.start_line <= line <= e.end_line]
+            matches = sorted(covering, key=lambda e: e.end_line - e.start_line)[:1]  # the innermost entity
         else:
             raise ValueError("give file and line, or name")
-        if not found:
+        if not matches:
             raise ValueError("no entity matches; try search first")
-        first = found[0]
-        parts = [e for e in found if e.qualname == first.qualname and e.file == first.file]
+        first = matches[0]
+        parts = [e for e in catalog.by_file(first.file) if e.qualname == first.qualname and e.kind == first.kind]
         start, end = min(p.start_line for p in parts), max(p.end_line for p in parts)
         if first.kind == "note":
             source = first.body
@@ -252,7 +251,7 @@ def get_entity(path: str, file: str | None = None, line: int | None = None, name
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
     data = {"entity": first.qualname, "kind": first.kind, "file": first.file, "start_line": start, "end_line": end,
-            "signature": first.signature, "source": source, "others": len({(e.file, e.qualname) for e in found}) - 1}
+            "signature": first.signature, "source": source, "others": len({(e.file, e.qualname) for e in matches}) - 1}
     return result(f"{first.file}:{start}-{end} [{first.qualname}] ({first.kind})\n{source}", data)
 
 

@@ -123,8 +123,8 @@ def build_report(
     skipped = [*discovery.skipped, *parsed.skipped]
     reasons = Counter(s.reason for s in skipped)
     partial = [pf for pf in parsed.files if pf.partial]
-    for pf in partial:
-        reasons["partial_parse"] += 1
+    if partial:
+        reasons["partial_parse"] += len(partial)
     examples = skipped[:20] + [SkippedFile(path=pf.path, reason="partial_parse", detail=pf.error) for pf in partial[:10]]
     return IndexReport(
         workspace=str(root), files_seen=len(discovery.files) + len(discovery.skipped), files_parsed=len(parsed.files),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from urllib.parse import urlparse
 
 import httpx
@@ -51,7 +51,6 @@ class ChatResult:
 class OllamaBackend:
     host: str
     timeout: float = 60.0
-    calls: list[dict] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         import ollama
@@ -81,7 +80,6 @@ class OllamaBackend:
             raise LLMError(f"Ollama is not reachable at {self.host} ({type(exc).__name__})") from exc
         except Exception as exc:  # noqa: BLE001 - the client can raise pydantic errors on odd replies
             raise LLMError(f"Ollama {model} returned an unreadable reply ({type(exc).__name__})") from exc
-        self.calls.append({"model": model, "keep_alive": keep_alive, "num_ctx": num_ctx})
         return ChatResult(
             text=reply.message.content or "", model=model,
             prompt_tokens=reply.prompt_eval_count or 0, completion_tokens=reply.eval_count or 0,
@@ -91,7 +89,6 @@ class OllamaBackend:
         """Unload a model now (keep_alive=0) so the next one has the GPU to itself."""
         try:
             self._client.generate(model=model, prompt="", keep_alive=0, stream=False)
-            self.calls.append({"model": model, "keep_alive": 0, "release": True})
         except Exception:  # noqa: BLE001 - releasing is best effort; the server evicts anyway
             pass
 

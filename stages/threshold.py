@@ -55,7 +55,7 @@ def select(candidates: list[Candidate], judgment: Judgment, th: Thresholds, ques
     injection_dropped = 0
     if judgment.backend == "none":
         ordered = anchor_rerank(question, candidates)
-        for i, c in enumerate(ordered):
+        for c in ordered:
             inj, _ = passage_injection(c)
             rp = RankedPassage(candidate=c, verdict="include", rank_score=0.0)
             if inj >= th.injection_max:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from pathlib import Path
 
 from tests.benchmarks.common import median, pct, sdist
 

@@ -65,7 +65,7 @@ def main() -> None:
         lex = LexicalIndex.build([e.id for e in ents], [e.lexical_text() for e in ents])
         build = time.perf_counter() - t0
         blat = []
-        for i in range(opts.queries):
+        for _ in range(opts.queries):
             t0 = time.perf_counter()
             lex.search(" ".join(rng.choice(WORDS, size=3)), 30)
             blat.append(time.perf_counter() - t0)

@@ -66,7 +66,7 @@ def test_planted_attacks_are_dropped_counted_and_never_reach_the_writer(project:
     with FakeOllama(judge=flag_injections) as ollama:
         for judge in ("local", "ollama"):
             s = Settings(judge=judge, synth="ollama", ollama_host=ollama.url)
-            for topic, attack in list(planted.items())[:12]:
+            for topic in list(planted)[:12]:
                 report = run_query(str(project), f"what does {topic} do?", s)
                 dropped_total += report.selection.injection_dropped
                 kept = " ".join(f"{r.candidate.body} {r.candidate.docstring}" for r in report.selection.included)
