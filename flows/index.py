@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from flows import runtime  # noqa: F401  (Prefect settings before Prefect loads)
 from prefect import flow
 

@@ -230,6 +230,32 @@ def write_manifest(root: Path, manifest: IndexManifest) -> None:
     os.replace(tmp, path)
 
 
+def inspect_store(root: Path, url: str | None, rebuild: bool) -> tuple[IndexManifest | None, int | None]:
+    """The previous manifest and how many vectors its collection holds (-1: unreadable, None: unknown).
+
+    With `rebuild`, a damaged manifest is ignored and a damaged local store is set aside, so a
+    rebuild can always start."""
+    try:
+        previous = load_manifest(root)
+    except StoreError:
+        if not rebuild:
+            raise
+        previous = None
+    if rebuild:
+        if not url:
+            try:
+                VectorStore(root, None)
+            except StoreError:
+                set_aside_damaged_store(root)
+        return previous, None
+    if previous is None or not previous.collection:
+        return previous, None
+    try:
+        return previous, VectorStore(root, url, previous.collection).count()
+    except Exception:  # noqa: BLE001 - any failure to read it means: re-embed
+        return previous, -1
+
+
 def lexical_dir(root: Path) -> Path:
     return state_dir(root) / "lexical"
 

@@ -15,9 +15,7 @@ from stages.artifacts import (
 from stages.config import Settings
 from stages.embed import embed_entities, embedder_for
 from stages.progress import progress_for
-from stages.store import (
-    Catalog, StoreError, VectorStore, load_manifest, rebuild_lexical, set_aside_damaged_store, write_manifest,
-)
+from stages.store import Catalog, VectorStore, inspect_store, rebuild_lexical, write_manifest
 from tasks.gpu import gpu_slot
 
 
@@ -28,25 +26,8 @@ def discover(root: Path, settings: Settings) -> DiscoveryResult:
 
 @task(name="plan", cache_policy=NO_CACHE)
 def plan(root: Path, discovery: DiscoveryResult, settings: Settings, rebuild: bool) -> tuple[IndexManifest | None, IndexPlan]:
-    try:
-        previous = load_manifest(root)
-    except StoreError:
-        if not rebuild:
-            raise
-        previous = None  # --rebuild recovers from a damaged manifest
-    if rebuild and not settings.chroma_url:
-        try:
-            VectorStore(root, None)
-        except StoreError:
-            set_aside_damaged_store(root)  # --rebuild recovers from a damaged vector store
-    embedder = embedder_for(settings)
-    count = None
-    if previous is not None and previous.collection and not rebuild:
-        try:
-            count = VectorStore(root, settings.chroma_url, previous.collection).count()
-        except Exception:  # noqa: BLE001 - a damaged store means rebuild
-            count = -1
-    return previous, incremental.plan_index(discovery, previous, embedder.name, rebuild, count)
+    previous, count = inspect_store(root, settings.chroma_url, rebuild)
+    return previous, incremental.plan_index(discovery, previous, embedder_for(settings).name, rebuild, count)
 
 
 @task(name="parse", cache_policy=NO_CACHE)
