@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 DEFAULTS = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "PREFECT_LOGGING_LEVEL": "WARNING",
+    "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",  # the temporary server logs harmless flush errors at exit
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
     "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "false",
     "PREFECT_LOGGING_TO_API_ENABLED": "false",

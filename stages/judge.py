@@ -89,7 +89,8 @@ def contradiction(c: Candidate, claims: list[Claim]) -> float:
                 score = max(score, 0.9 if c.bases or "(" not in c.signature else 0.8)
         elif cl.relation == "param" and c.kind in ("function", "method"):
             if c.params and cl.value not in c.params:
-                score = max(score, 0.85)
+                # a **kwargs catch-all may still accept it: doubt, not contradiction
+                score = max(score, 0.3 if "**" in c.signature else 0.85)
         elif cl.relation == "kind":
             claimed = _KIND_WORDS.get(cl.value.lower(), cl.value.lower())
             same = {claimed, c.kind} <= {"function", "method"} or claimed == c.kind

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from stages.artifacts import Answer, RankedPassage
+from stages.languages import CONTAINER_KINDS
 from stages.lexical import tokenize
 from stages.redact import redact
 
@@ -48,6 +49,8 @@ def extractive(question: str, passages: list[RankedPassage], max_lines: int = 3)
         what = f"`{c.entity}` ({c.kind})"
         lead = f"{what}: {_first_sentence(c.docstring)}" if c.docstring else f"{what} is defined as `{c.signature[:160]}`" if c.signature else what
         sentences.append(f"- {lead} ({cite(rp)})")
+        if c.kind in CONTAINER_KINDS:
+            continue  # a container's body is a skeleton: its offsets are not file lines
         picked = 0
         for offset, line in enumerate(c.body.splitlines()):
             stripped = line.strip()

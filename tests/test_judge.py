@@ -118,6 +118,10 @@ def test_local_judge_relevance_evidence_and_contradiction() -> None:
     assert s["b"].contradicts >= 0.8 and s["a"].contradicts == 0.0
     j2 = judge_local("Session inherits from BaseSession", [session])
     assert j2.scores["b"].contradicts == 0.0
+    wrong = judge_local("Session.send takes a parameter named timeout", [send]).scores["a"].contradicts
+    catch_all = cand("k", "Session.send", "def send(self, request, **kwargs):\n    pass\n", kind="method",
+                     signature="def send(self, request, **kwargs)", params=["self", "request", "kwargs"])
+    assert wrong >= 0.8 and judge_local("Session.send takes a parameter named timeout", [catch_all]).scores["k"].contradicts < 0.5
 
 
 def test_threshold_keeps_flags_drops_and_ranks() -> None:
