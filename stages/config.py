@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -35,7 +35,7 @@ class Settings(BaseSettings):
     ollama_synth_model: str = Field("qwen2.5-coder:7b", description="Ollama model that writes answers")
     ollama_num_ctx_max: int = Field(8192, description="largest context window to ask Ollama for")
     cloud_base_url: str = Field("https://api.deepseek.com/v1", description="OpenAI-compatible endpoint")
-    cloud_api_key: str = Field("", description="API key for the cloud endpoint")
+    cloud_api_key: SecretStr = Field(SecretStr(""), description="API key for the cloud endpoint (never logged or stored)")
     cloud_model: str = Field("deepseek-chat", description="cloud model for synthesis")
     cloud_judge_model: str = Field("deepseek-chat", description="cloud model for judging")
     llm_timeout: float = Field(60.0, description="seconds per LLM call")
@@ -54,6 +54,7 @@ def settings_table() -> str:
     rows = ["| variable | default | meaning |", "|---|---|---|"]
     for name, field in Settings.model_fields.items():
         default = field.default
-        shown = "(none)" if default is None else "(empty)" if default == "" else f"`{default}`"
+        empty = default == "" or (isinstance(default, SecretStr) and not default.get_secret_value())
+        shown = "(none)" if default is None else "(empty)" if empty else f"`{default}`"
         rows.append(f"| `ASSAY_{name.upper()}` | {shown} | {field.description or ''} |")
     return "\n".join(rows)

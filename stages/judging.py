@@ -14,7 +14,7 @@ def ollama_backend(settings: Settings) -> OllamaBackend:
 
 
 def cloud_backend(settings: Settings) -> CloudBackend:
-    return CloudBackend(settings.cloud_base_url, settings.cloud_api_key, settings.llm_timeout, settings.llm_retries)
+    return CloudBackend(settings.cloud_base_url, settings.cloud_api_key.get_secret_value(), settings.llm_timeout, settings.llm_retries)
 
 
 def run_judge(

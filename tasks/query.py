@@ -39,7 +39,7 @@ def retrieve(root: Path, question: str, settings: Settings) -> Retrieval:
 @task(name="route", cache_policy=NO_CACHE)
 def route(question: str, settings: Settings) -> RouteDecision:
     requested = "cloud" if settings.synth == "cloud" and settings.route == "auto" else settings.route
-    return decide_route(question, settings.mode, requested, cloud_configured=bool(settings.cloud_api_key))
+    return decide_route(question, settings.mode, requested, cloud_configured=bool(settings.cloud_api_key.get_secret_value()))
 
 
 @task(name="judge", cache_policy=NO_CACHE)

@@ -48,3 +48,44 @@ def test_index_and_query_flows_run_as_prefect_task_graphs(project: Path, on_pref
         assert {"index-report", "query-report"} <= keys
         gpu = client.read_global_concurrency_limit_by_name("gpu")
         assert gpu.limit == 1 and gpu.active_slots == 0  # created on first use, released after
+
+
+def test_mcp_ask_triggers_the_query_flow(prefect_server, project: Path, tmp_path: Path) -> None:
+    """The MCP server (a subprocess) runs its tools' work as Prefect flows on the same API server."""
+    import asyncio
+    import os
+
+    from mcp import Client
+    from prefect.settings import PREFECT_API_URL
+
+    from tests.test_mcp import call, params, wait_indexed
+
+    async def scenario() -> str:
+        env = {"ASSAY_ORCHESTRATION": "prefect", "PREFECT_API_URL": PREFECT_API_URL.value()}
+        async with Client(params(project.parent, tmp_path / "home", **env)) as client:
+            await call(client, "index_workspace", path=str(project))
+            assert (await wait_indexed(client, str(project)))["state"] == "done"
+            res = await call(client, "ask", question="how are cookies merged?", path=str(project))
+            assert not res.is_error, res.content[0].text
+            return res.structured_content["query_id"]
+
+    query_id = asyncio.run(scenario())
+    with _client() as client:
+        runs = [r for r in client.read_flow_runs() if r.parameters.get("question") == "how are cookies merged?"]
+        assert runs and all(r.state.is_completed() for r in runs)
+        assert client.read_flow(runs[0].flow_id).name == "assay-query"
+    assert os.environ.get("ASSAY_ORCHESTRATION") == "direct"  # the test process itself stayed direct
+    assert query_id
+
+
+def test_the_cloud_key_never_reaches_prefects_database(project: Path, on_prefect: None) -> None:
+    from tests.fakes import FakeCloud
+
+    run_index(str(project))
+    with FakeCloud() as cloud:
+        s = Settings(mode="hybrid", route="cloud", cloud_base_url=cloud.url + "/v1", cloud_api_key="sk-live-TOPSECRET-123456")
+        report = run_query(str(project), "what does the guide say about retries?", s)
+        assert report.answer.backend == "cloud" and cloud.requests[0][1]["_auth"] == "Bearer sk-live-TOPSECRET-123456"
+    with _client() as client:
+        stored = str([r.parameters for r in client.read_flow_runs()])
+    assert "TOPSECRET" not in stored and "**********" in stored
