@@ -81,11 +81,9 @@ def discover(root: Path, max_file_bytes: int = 1_000_000) -> DiscoveryResult:
     def walk(directory: Path, rel_dir: str, stack: list[_Rules]) -> None:
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
-        except PermissionError as exc:
-            skipped.append(SkippedFile(path=rel_dir or ".", reason="unreadable_dir", detail=str(exc.strerror)))
-            return
         except OSError as exc:
-            skipped.append(SkippedFile(path=rel_dir or ".", reason="unreadable_dir", detail=str(exc)))
+            skipped.append(SkippedFile(path=rel_dir or ".", reason="unreadable_dir", detail=str(exc.strerror or exc)))
+            unreadable.append(f"{rel_dir}/" if rel_dir else "")  # a prefix: everything below keeps its entities
             return
         for entry in entries:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
@@ -94,6 +92,7 @@ def discover(root: Path, max_file_bytes: int = 1_000_000) -> DiscoveryResult:
                 is_dir = entry.is_dir(follow_symlinks=False)
             except OSError as exc:
                 skipped.append(SkippedFile(path=rel, reason="unreadable", detail=str(exc)))
+                unreadable.append(rel)
                 continue
             if is_dir:
                 if entry.name in ALWAYS_PRUNED or _ignored(rel, True, stack):
@@ -127,6 +126,7 @@ def discover(root: Path, max_file_bytes: int = 1_000_000) -> DiscoveryResult:
             return
         except OSError as exc:
             skipped.append(SkippedFile(path=rel, reason="unreadable", detail=str(exc)))
+            unreadable.append(rel)
             return
         if not stat.S_ISREG(st.st_mode):
             skipped.append(SkippedFile(path=rel, reason="not_regular"))

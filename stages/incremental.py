@@ -44,9 +44,14 @@ def plan_index(
         else:
             to_parse.append(f)
     present = {f.path for f in discovery.files}
-    unreadable = set(discovery.unreadable)
-    kept = sorted(p for p in old if p not in present and p in unreadable)
-    removed = sorted(p for p in old if p not in present and p not in unreadable)
+    unreadable = {u for u in discovery.unreadable if not u.endswith("/") and u}
+    folders = tuple(u for u in discovery.unreadable if u.endswith("/") or u == "")
+
+    def unreadable_now(path: str) -> bool:
+        return path in unreadable or any(path.startswith(f) for f in folders)
+
+    kept = sorted(p for p in old if p not in present and unreadable_now(p))
+    removed = sorted(p for p in old if p not in present and not unreadable_now(p))
     return IndexPlan(to_parse=to_parse, unchanged=unchanged, removed=removed, kept_unreadable=kept)
 
 

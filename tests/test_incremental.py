@@ -125,3 +125,22 @@ def test_rebuild_flag_and_damaged_manifest(project: Path) -> None:
         run_index(str(project))
     report = run_index(str(project), rebuild=True)
     assert json.loads(manifest_path(project).read_text())["files"]
+
+
+def test_unreadable_folder_keeps_everything_below_it(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from stages import discover as discover_mod
+
+    run_index(str(project))
+    real_scandir = os.scandir
+
+    def scandir(path):
+        if str(path).endswith("/pkg"):
+            raise PermissionError(13, "Permission denied")
+        return real_scandir(path)
+
+    monkeypatch.setattr(discover_mod.os, "scandir", scandir)
+    report = run_index(str(project))
+    assert report.skipped["unreadable_dir"] == 1 and report.files_removed == 0 and report.kept_unreadable == 3
+    assert {"retry_call", "Session", "merge_cookies"} <= entity_names(project)
