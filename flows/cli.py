@@ -145,7 +145,7 @@ def search(
 ) -> None:
     """Retrieval only (no judge, no answer): dense + BM25 fused by reciprocal rank fusion."""
     from stages.embed import embedder_for
-    from stages.retrieve import retrieve
+    from stages.retrieve import collapse_parts, retrieve
     from stages.store import load_manifest
     from stages.workspace import resolve_workspace
 
@@ -160,19 +160,27 @@ def search(
     except Exception as exc:  # noqa: BLE001
         _fail(exc)
         return
-    hits = result.candidates[:k]
+    hits = collapse_parts(root, result.candidates)[:k]
     if as_json:
         typer.echo(json.dumps([c.model_dump(exclude={"body"}) for c in hits]))
         return
     if result.note:
         typer.echo(f"note: {result.note}", err=True)
+    rows = [
+        (str(position), c.entity, c.kind, f"{c.file}:{c.start_line}-{c.end_line}",
+         f"{c.distance:.3f}" if c.distance is not None else "-", f"{c.bm25:.2f}" if c.bm25 is not None else "-",
+         f"{c.fused_score:.4f}")
+        for position, c in enumerate(hits, start=1)
+    ]
+    if not out.is_terminal:  # pipes and agents get whole lines, never truncated cells
+        for rank, entity, kind, loc, dist, bm25, rrf in rows:
+            typer.echo(f"{rank}. {loc} [{entity}] ({kind}) distance={dist} bm25={bm25} rrf={rrf}")
+        return
     table = Table("#", "entity", "kind", "location", "distance", "bm25", "rrf")
-    for c in hits:
-        table.add_row(
-            str(c.fused_rank), c.entity, c.kind, f"{c.file}:{c.start_line}-{c.end_line}",
-            f"{c.distance:.3f}" if c.distance is not None else "-", f"{c.bm25:.2f}" if c.bm25 is not None else "-",
-            f"{c.fused_score:.4f}",
-        )
+    for row in rows:
+        table.add_row(*row)
+    for column in table.columns:
+        column.overflow = "fold"
     out.print(table)
 
 

@@ -190,7 +190,7 @@ async def ask(question: str, path: str, ctx: Context, judge: str | None = None, 
 @server.tool(description="Cheap retrieval only (no judge, no answer): the k best entities for a query, with file:line and scores.")
 async def search(query: str, path: str, ctx: Context, k: int = 10) -> CallToolResult:
     from stages.embed import embedder_for
-    from stages.retrieve import retrieve
+    from stages.retrieve import collapse_parts, retrieve
     from stages.store import load_manifest
 
     def work():
@@ -206,11 +206,11 @@ async def search(query: str, path: str, ctx: Context, k: int = 10) -> CallToolRe
         res = await _run(work, ctx, "searching")
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
-    hits = res.candidates[: max(1, min(k, 100))]
+    hits = collapse_parts(workspace(path), res.candidates)[: max(1, min(k, 100))]
     rows = [
         {"entity": c.entity, "kind": c.kind, "file": c.file, "start_line": c.start_line, "end_line": c.end_line,
-         "distance": c.distance, "bm25": c.bm25, "rank": c.fused_rank, "signature": c.signature}
-        for c in hits
+         "distance": c.distance, "bm25": c.bm25, "rank": position, "signature": c.signature}
+        for position, c in enumerate(hits, start=1)
     ]
     text = "\n".join(
         f"{r['rank']}. {r['file']}:{r['start_line']}-{r['end_line']} [{r['entity']}] ({r['kind']}) "

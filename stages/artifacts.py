@@ -185,6 +185,8 @@ class Candidate(BaseModel):
     body: str = ""
     bases: list[str] = []
     params: list[str] = []
+    part: int = 0
+    parts: int = Field(1, description="a long body is split into parts; each part is a passage")
     distance: float | None = Field(None, description="cosine distance from the dense index; lower is closer")
     bm25: float | None = None
     dense_rank: int | None = None

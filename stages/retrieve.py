@@ -50,8 +50,28 @@ def to_candidate(ent: Entity, **signals) -> Candidate:
     return Candidate(
         id=ent.id, file=ent.file, start_line=ent.start_line, end_line=ent.end_line, entity=ent.qualname,
         kind=ent.kind, language=ent.language, signature=ent.signature, docstring=ent.docstring, body=ent.body,
-        bases=ent.bases, params=ent.params, **signals,
+        bases=ent.bases, params=ent.params, part=ent.part, parts=ent.parts, **signals,
     )
+
+
+def collapse_parts(root: Path, candidates: list[Candidate]) -> list[Candidate]:
+    """One row per entity for people and agents: the best-ranked part, widened to the entity's whole span."""
+    seen: set[tuple[str, str, str]] = set()
+    out: list[Candidate] = []
+    catalog = Catalog(root)
+    for c in candidates:
+        key = (c.file, c.entity, c.kind)
+        if key in seen:
+            continue
+        seen.add(key)
+        if c.parts > 1:
+            siblings = [e for e in catalog.by_file(c.file) if e.qualname == c.entity and e.kind == c.kind]
+            if siblings:
+                c = c.model_copy(update={"start_line": min(e.start_line for e in siblings),
+                                         "end_line": max(e.end_line for e in siblings)})
+        out.append(c)
+    catalog.close()
+    return out
 
 
 def retrieve(

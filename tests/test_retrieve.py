@@ -1,0 +1,32 @@
+"""Retrieval: reciprocal rank fusion, modes, and one row per entity for search."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from flows.index import run_index
+from stages.config import Settings
+from stages.embed import embedder_for
+from stages.retrieve import collapse_parts, fuse, retrieve
+from stages.store import load_manifest
+
+
+def test_rrf_by_hand() -> None:
+    fused = fuse([("a", 0.1), ("b", 0.2)], [("b", 9.0), ("c", 5.0)], k=60)
+    assert [eid for eid, _ in fused] == ["b", "a", "c"]
+    assert dict(fused)["b"] == 1 / 62 + 1 / 61 and dict(fused)["a"] == 1 / 61 and dict(fused)["c"] == 1 / 62
+
+
+def test_modes_and_collapsed_parts(project: Path) -> None:
+    long_body = "\n".join(f"    step_{i} = compute_checksum_part({i})" for i in range(90))
+    (project / "pkg" / "checksum.py").write_text(f"def compute_checksum(data):\n    '''Checksum data.'''\n{long_body}\n    return data\n")
+    run_index(str(project))
+    manifest, emb = load_manifest(project), embedder_for(Settings())
+    bm25 = retrieve(project, "compute_checksum_part", manifest, emb, mode="bm25")
+    dense = retrieve(project, "checksum the data", manifest, emb, mode="dense")
+    assert all(c.bm25 is not None and c.distance is None for c in bm25.candidates)
+    assert all(c.distance is not None and c.bm25 is None for c in dense.candidates)
+    parts = [c for c in bm25.candidates if c.entity == "compute_checksum"]
+    assert len(parts) >= 2 and {p.parts for p in parts} == {len(parts)}
+    rows = [c for c in collapse_parts(project, bm25.candidates) if c.entity == "compute_checksum"]
+    assert len(rows) == 1 and (rows[0].start_line, rows[0].end_line) == (1, 93)
