@@ -9,10 +9,15 @@ from pathlib import Path
 from filelock import FileLock
 
 
-def registry_path() -> Path:
+def assay_home() -> Path:
+    """Per-user state that belongs to no workspace: the workspace list and the no-Prefect GPU lock."""
     base = Path(os.environ.get("ASSAY_HOME", Path.home() / ".assay"))
     base.mkdir(parents=True, exist_ok=True)
-    return base / "workspaces.json"
+    return base
+
+
+def registry_path() -> Path:
+    return assay_home() / "workspaces.json"
 
 
 def _update(change) -> list[str]:

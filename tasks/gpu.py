@@ -10,9 +10,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
-
 from filelock import FileLock
+
+from stages.registry import assay_home
 
 GPU_LIMIT = "gpu"
 _created = threading.Event()
@@ -52,7 +52,5 @@ def gpu_slot(timeout: float = 600.0) -> Iterator[str]:
         with concurrency(GPU_LIMIT, occupy=1, timeout_seconds=timeout, strict=True):
             yield "prefect"
         return
-    folder = Path.home() / ".assay"
-    folder.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(folder / "gpu.lock"), timeout=timeout):
+    with FileLock(str(assay_home() / "gpu.lock"), timeout=timeout):
         yield "filelock"

@@ -11,6 +11,7 @@ import pytest
 
 _PREFECT_HOME = tempfile.mkdtemp(prefix="assay-prefect-")
 os.environ.setdefault("PREFECT_HOME", _PREFECT_HOME)
+os.environ["ASSAY_HOME"] = tempfile.mkdtemp(prefix="assay-home-")  # never the developer's own ~/.assay
 os.environ["ASSAY_ORCHESTRATION"] = "direct"  # flow tests switch to Prefect explicitly
 os.environ.pop("ASSAY_CHROMA_URL", None)
 os.environ.pop("ASSAY_CLOUD_API_KEY", None)
