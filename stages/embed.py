@@ -17,7 +17,7 @@ import numpy as np
 from stages.artifacts import EmbeddedBatch, Entity
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
-MINILM_MAX_TOKENS = 256  # the window all-MiniLM-L6-v2 was trained with
+MINILM_MAX_TOKENS = 128  # all-MiniLM-L6-v2 was trained on 128-token inputs (256 max)
 
 
 class EmbedderError(RuntimeError):
