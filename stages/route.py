@@ -41,3 +41,9 @@ def decide_route(question: str, mode: str, requested: str = "auto", cloud_config
     if target == "cloud" and not cloud_configured:
         return RouteDecision(target="local", reason=reason + "; no cloud API key, so local", mode=mode)
     return RouteDecision(target=target, reason=reason, mode=mode)  # type: ignore[arg-type]
+
+
+def route_for(question: str, settings) -> RouteDecision:
+    """Route with a Settings object: `--synth cloud` is a request for the cloud route."""
+    requested = "cloud" if settings.synth == "cloud" and settings.route == "auto" else settings.route
+    return decide_route(question, settings.mode, requested, bool(settings.cloud_api_key.get_secret_value()))

@@ -80,14 +80,16 @@ def build_user_prompt(question: str, passages: list[RankedPassage], for_cloud: b
     return text, 0
 
 
-def synthesize_with_ollama(backend, model: str, question: str, passages: list[RankedPassage], num_ctx: int) -> Answer:
+def synthesize_with_ollama(backend, model: str, question: str, passages: list[RankedPassage], ceiling: int) -> Answer:
+    """Local writer; the context window is sized from the prompt (plus ~600 tokens of answer), capped."""
+    from stages.judge_llm import num_ctx_for
     from stages.llm import LLMError
 
     if not passages:
         return Answer(text=NO_EVIDENCE, backend="ollama", model=model)
     user, _ = build_user_prompt(question, passages, for_cloud=False)
     try:
-        reply = backend.chat(model, SYNTH_SYSTEM, user, num_ctx=num_ctx)
+        reply = backend.chat(model, SYNTH_SYSTEM, user, num_ctx=num_ctx_for(SYNTH_SYSTEM, user, 10, ceiling))
     except LLMError as exc:
         fallback = extractive(question, passages)
         return fallback.model_copy(update={"failure": f"{exc}; answered extractively instead"})

@@ -7,7 +7,6 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from stages import judge_llm
 from stages import synthesize as synth
 from stages.artifacts import Answer, Candidate, Judgment, QueryReport, Retrieval, RouteDecision, Selection
 from stages.audit import write_snapshot
@@ -16,7 +15,7 @@ from stages.embed import embedder_for
 from stages.judging import cloud_backend, ollama_backend, run_judge
 from stages.report import render_markdown
 from stages.retrieve import retrieve as retrieve_stage
-from stages.route import decide_route
+from stages.route import route_for
 from stages.store import StoreError, load_manifest
 from stages.threshold import default_thresholds, select
 from tasks.artifacts import publish_markdown
@@ -27,7 +26,7 @@ class NotIndexed(StoreError):
     pass
 
 
-@task(name="retrieve", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=1)
+@task(name="retrieve", cache_policy=NO_CACHE)
 def retrieve(root: Path, question: str, settings: Settings) -> Retrieval:
     manifest = load_manifest(root)
     if manifest is None:
@@ -38,8 +37,7 @@ def retrieve(root: Path, question: str, settings: Settings) -> Retrieval:
 
 @task(name="route", cache_policy=NO_CACHE)
 def route(question: str, settings: Settings) -> RouteDecision:
-    requested = "cloud" if settings.synth == "cloud" and settings.route == "auto" else settings.route
-    return decide_route(question, settings.mode, requested, cloud_configured=bool(settings.cloud_api_key.get_secret_value()))
+    return route_for(question, settings)
 
 
 @task(name="judge", cache_policy=NO_CACHE)
@@ -70,9 +68,9 @@ def synthesize(question: str, selection: Selection, decision: RouteDecision, set
         return synth.synthesize_with_cloud(cloud_backend(settings), settings.cloud_model, question, passages)
     if settings.synth == "ollama":
         with gpu_slot(settings.llm_timeout * 4):
-            user, _ = synth.build_user_prompt(question, passages, for_cloud=False)
-            ctx = judge_llm.num_ctx_for(synth.SYNTH_SYSTEM, user, 10, settings.ollama_num_ctx_max)
-            return synth.synthesize_with_ollama(ollama_backend(settings), settings.ollama_synth_model, question, passages, ctx)
+            return synth.synthesize_with_ollama(
+                ollama_backend(settings), settings.ollama_synth_model, question, passages, settings.ollama_num_ctx_max
+            )
     return synth.extractive(question, passages)
 
 
