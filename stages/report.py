@@ -54,7 +54,8 @@ def render_text(report: QueryReport, max_dropped_rows: int = 10) -> str:
         lines.append(f"  synthesis: {report.answer.failure}")
     lines.extend(f"  note: {n}" for n in report.notes)
     lines.append("Evidence:")
-    rows = sel.included + sel.dropped[:max_dropped_rows]
+    shown = sorted(sel.dropped, key=lambda r: (not r.drop_reason.startswith("injection"), -r.rank_score))
+    rows = sel.included + shown[:max_dropped_rows]  # injection drops first: they are the security receipts
     lines.extend(_row(i, rp) for i, rp in enumerate(rows, start=1))
     if len(sel.dropped) > max_dropped_rows:
         lines.append(f"  ... {len(sel.dropped) - max_dropped_rows} more dropped (see --json)")
