@@ -72,6 +72,7 @@ SIGNALS: tuple[Signal, ...] = (
         r"\b(curl|wget)\b[^\n|]{0,120}\|\s*(ba)?sh\b", _F)),
 )
 
+_QUOTED = re.compile(r"`[^`\n]{1,120}`|\"[^\"\n]{1,60}\"|\u201c[^\u201d\n]{1,60}\u201d")
 _HIDDEN = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]|[\U000e0000-\U000e007f]")
 _B64 = re.compile(r"[A-Za-z0-9+/]{60,}={0,2}")
 
@@ -84,9 +85,12 @@ def _parser(language: str):
 
 
 def prose_regions(text: str, language: str) -> list[str]:
-    """Comments, docstrings and string literals of code; the whole text for prose formats."""
+    """Comments, docstrings and string literals of code; the whole text for prose formats.
+
+    In prose, short quoted phrases and inline code are mentions, not instructions (a security guide that
+    quotes "ignore previous instructions" is not an attack), so they are left out."""
     if not uses_tree_sitter(language) or language in ("markdown",) or language not in SPECS:
-        return [text]
+        return [_QUOTED.sub(" ", text)]
     tree = _parser(language).parse(text.encode("utf-8", "replace"))
     out: list[str] = []
     stack = [tree.root_node]
