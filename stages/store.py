@@ -196,10 +196,8 @@ class VectorStore:
         return int(self.collection.count())
 
     def query(self, vector: list[float], k: int) -> list[tuple[str, float]]:
-        n = self.count()
-        if n == 0:
-            return []
-        res = self.collection.query(query_embeddings=[vector], n_results=min(k, n), include=["distances"])
+        """Top-k by cosine distance (Chroma returns fewer when the collection is smaller, none when empty)."""
+        res = self.collection.query(query_embeddings=[vector], n_results=k, include=["distances"])
         return list(zip(res["ids"][0], [float(d) for d in res["distances"][0]]))
 
 
