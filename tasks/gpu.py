@@ -54,3 +54,16 @@ def gpu_slot(timeout: float = 600.0) -> Iterator[str]:
         return
     with FileLock(str(assay_home() / "gpu.lock"), timeout=timeout):
         yield "filelock"
+
+
+def judge_holding_gpu(backend: str, settings):
+    """A judge callable for batch jobs: an Ollama judge holds the `gpu` slot for each batched call."""
+    from stages.judging import run_judge
+
+    def judge(question: str, candidates: list):
+        if backend == "ollama":
+            with gpu_slot(settings.llm_timeout * 4):
+                return run_judge(backend, question, candidates, settings)
+        return run_judge(backend, question, candidates, settings)
+
+    return judge

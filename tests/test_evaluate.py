@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from stages.evaluate import AnchorIndex, GoldEntity, Question, aggregate, dedupe, keep_drop_prf, question_metrics
-from tasks.evaluate import plant
+from stages.evaluate_jobs import plant
 
 
 def q(primary=("a.py", "f"), gold=(("a.py", "f"), ("b.py", "g")), files=("a.py", "b.py", "c.py")) -> Question:

@@ -1,0 +1,164 @@
+"""Evaluation jobs: retrieval per configuration, planted-injection detection, answer cost, result tables.
+
+Judges and the answer pipeline come in as callables, so the Prefect tasks decide how models are held.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tarfile
+from collections.abc import Callable
+from pathlib import Path
+
+from stages import evaluate as ev
+from stages.artifacts import Candidate, Judgment, QueryReport
+from stages.config import Settings
+from stages.embed import embedder_for
+from stages.judge import passage_injection
+from stages.retrieve import retrieve, to_candidate
+from stages.store import Catalog, load_manifest
+from stages.threshold import default_thresholds, select
+
+Judge = Callable[[str, list[Candidate]], Judgment]
+
+
+def prepare_corpus(requirement: str, home: Path) -> Path:
+    """Download the sdist once with pip, then unpack it; later runs are offline."""
+    name, version = requirement.split("==")
+    root = home / "corpora" / f"{name}-{version}"
+    if (root / ".unpacked").exists():
+        return root
+    downloads = home / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    archive = next(downloads.glob(f"{name}-{version}.tar.gz"), None)
+    if archive is None:
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", requirement, "-d", str(downloads), "-q"]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        archive = next(downloads.glob(f"{name}-{version}.tar.gz"), None)
+        if done.returncode != 0 or archive is None:
+            raise RuntimeError(f"could not download the {requirement} sdist: {done.stderr.strip().splitlines()[-1:]}")
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(root.parent, filter="data")
+    (root / ".unpacked").write_text(requirement)
+    return root
+
+
+def answerable_questions(path: Path, limit: int | None) -> list[ev.Question]:
+    """Questions with any gold to score against (SWE-QA has a few without), optionally the first N."""
+    qs = [q for q in ev.load_questions(path) if q.primary is not None or q.gold_entities or q.gold_files]
+    return qs[:limit] if limit else qs
+
+
+def evaluate_retrieval(root: Path, questions: list[ev.Question], settings: Settings, judges: list[str], judge_for: Callable[[str], Judge]):
+    """Per configuration: primary hit@1/5/10, MRR, entity and file recall@10; judges' keep/drop vs gold."""
+    manifest = load_manifest(root)
+    embedder = embedder_for(settings)
+    anchor = ev.AnchorIndex(list(Catalog(root).all()), embedder)
+    pool = max(30, settings.pool_size)
+    configs = ["dense", "bm25", "hybrid", *[f"hybrid+{j}" for j in judges], "anchor"]
+    per_config: dict[str, list[dict]] = {c: [] for c in configs}
+    keep: dict[str, tuple[list[bool], list[bool]]] = {j: ([], []) for j in judges if j != "none"}
+    rows: list[dict] = []
+    for q in questions:
+        results: dict[str, list[tuple[str, str]]] = {}
+        for mode in ("dense", "bm25", "hybrid"):
+            res = retrieve(root, q.text, manifest, embedder, pool=pool, chroma_url=settings.chroma_url, mode=mode)
+            results[mode] = ev.ranked_keys(res.candidates)
+            if mode == "hybrid":
+                hybrid = res.candidates
+        golds = {(g.file, g.qualname) for g in q.gold_entities}
+        for j in judges:
+            judgment = judge_for(j)(q.text, hybrid)
+            sel = select(hybrid, judgment, default_thresholds(j, settings.thresholds, settings.top_k), q.text)
+            ordered = sel.included + sorted(sel.dropped, key=lambda r: (-r.rank_score, r.candidate.fused_rank))
+            results[f"hybrid+{j}"] = [(r.candidate.file, r.candidate.entity) for r in ordered]
+            if j in keep and golds:
+                for r in sel.included + sel.dropped:
+                    keep[j][0].append(r.drop_reason in ("", "beyond top-k"))
+                    keep[j][1].append((r.candidate.file, r.candidate.entity) in golds)
+        results["anchor"] = anchor.search(q.text, k=5)
+        for config in configs:
+            m = ev.question_metrics(results[config], q)
+            per_config[config].append(m)
+            rows.append({"question": q.id, "config": config, **{k: v for k, v in m.items()}})
+    summary = {c: ev.aggregate(per_config[c]) for c in configs}
+    judged = {j: ev.keep_drop_prf(*keep[j]) for j in keep}
+    return {"retrieval": summary, "judges": judged}, rows
+
+
+def plant(body: str, attack: str, where: int) -> str:
+    """Insert an attack string after a function's first line: as a comment, a docstring or a string literal."""
+    lines = body.splitlines()
+    indent = " " * (len(lines[1]) - len(lines[1].lstrip())) if len(lines) > 1 and lines[1].strip() else "    "
+    one = " ".join(attack.split())
+    planted = [f"{indent}# {one}", f'{indent}"""{one}"""', f"{indent}_note = {json.dumps(one)}"][where % 3]
+    return "\n".join([lines[0], planted, *lines[1:]])
+
+
+def evaluate_injection(root: Path, bipia: Path, settings: Settings) -> dict:
+    """BIPIA attacks planted into functions of the corpus: detection rate, and false positives on clean code."""
+    attacks: list[str] = []
+    for name in ("text_attack_train.json", "code_attack_train.json"):
+        path = bipia / name
+        if path.exists():
+            for strings in json.loads(path.read_text()).values():
+                attacks.extend(strings)
+    funcs = sorted((e for e in Catalog(root).all() if e.kind in ("function", "method") and e.language == "python" and e.part == 0
+                    and e.body.count("\n") >= 1), key=lambda e: e.id)
+    if not attacks or not funcs:
+        return {"attacks": len(attacks), "note": "no attack strings or no functions"}
+    th = default_thresholds("local", settings.thresholds)
+    clean = [passage_injection(to_candidate(e, fused_rank=1, fused_score=0.01))[0] for e in funcs]
+    step = max(1, len(funcs) // len(attacks))
+    planted_scores = []
+    by_host = {"comment": [], "docstring": [], "string": []}
+    for i, attack in enumerate(attacks):
+        e = funcs[(i * step) % len(funcs)]
+        cand = to_candidate(e, fused_rank=1, fused_score=0.01).model_copy(update={"body": plant(e.body, attack, i)})
+        score = passage_injection(cand)[0]
+        planted_scores.append(score)
+        by_host[("comment", "docstring", "string")[i % 3]].append(score >= th.injection_max)
+    detected = [s >= th.injection_max for s in planted_scores]
+    return {
+        "judge": "local", "attacks": len(attacks), "clean_functions": len(funcs),
+        "detection_rate": round(sum(detected) / len(detected), 4),
+        "false_positive_rate": round(sum(s >= th.injection_max for s in clean) / len(clean), 4),
+        "clean_above_0.15": sum(s > 0.15 for s in clean),
+        "detection_by_host": {k: round(sum(v) / len(v), 4) if v else 0.0 for k, v in by_host.items()},
+    }
+
+
+def evaluate_cost(root: Path, questions: list[ev.Question], answer: Callable[[str], QueryReport], sample: int = 12) -> dict:
+    """Tokens the agent receives per answer (the whole report) vs the raw files the answer cites."""
+    report_tokens, file_tokens = [], []
+    for q in questions[:sample]:
+        report = answer(q.text)
+        report_tokens.append(ev.estimate_tokens(report.text))
+        files = {rp.candidate.file for rp in report.selection.included}
+        file_tokens.append(sum(ev.estimate_tokens((root / f).read_text(errors="replace")) for f in files if (root / f).exists()))
+    n = len(report_tokens) or 1
+    mean_r, mean_f = sum(report_tokens) / n, sum(file_tokens) / n
+    return {"answers": len(report_tokens), "report_tokens_mean": round(mean_r), "cited_files_tokens_mean": round(mean_f),
+            "ratio": round(mean_r / mean_f, 3) if mean_f else None}
+
+
+def render(results: dict) -> str:
+    lines = ["| corpus | configuration | hit@1 | hit@5 | hit@10 | MRR | entity R@10 | file R@10 |", "|---|---|---|---|---|---|---|---|"]
+    for name, data in results["corpora"].items():
+        for config, m in data["retrieval"]["retrieval"].items():
+            lines.append(f"| {name} | {config} | {m['hit@1']:.2f} | {m['hit@5']:.2f} | {m['hit@10']:.2f} | {m['mrr']:.3f} | "
+                         f"{m['entity_recall@10']:.2f} | {m['file_recall@10']:.2f} |")
+    lines += ["", "| corpus | judge | keep precision | keep recall | F1 | passages |", "|---|---|---|---|---|---|"]
+    for name, data in results["corpora"].items():
+        for judge, m in data["retrieval"]["judges"].items():
+            lines.append(f"| {name} | {judge} | {m['precision']:.2f} | {m['recall']:.2f} | {m['f1']:.2f} | {m['passages']} |")
+    lines += ["", "| corpus | attacks | detection | false positives | report tokens | cited-file tokens | ratio |",
+              "|---|---|---|---|---|---|---|"]
+    for name, data in results["corpora"].items():
+        inj, cost = data["injection"], data["cost"]
+        lines.append(f"| {name} | {inj.get('attacks')} | {inj.get('detection_rate', 0):.2f} | {inj.get('false_positive_rate', 0):.3f} | "
+                     f"{cost['report_tokens_mean']} | {cost['cited_files_tokens_mean']} | {cost['ratio']} |")
+    return "\n".join(lines) + "\n"
