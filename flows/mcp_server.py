@@ -272,7 +272,7 @@ def list_workspaces() -> CallToolResult:
 
 @server.tool(description="Delete a workspace's index, notes and audit snapshots (its .assay folder). Cannot be undone.")
 def forget_workspace(path: str) -> CallToolResult:
-    from stages.store import VectorStore, load_manifest, write_lock
+    from stages.store import VectorStore, forget_cached_client, load_manifest, write_lock
 
     try:
         root = workspace(path)
@@ -285,6 +285,7 @@ def forget_workspace(path: str) -> CallToolResult:
             for child in folder.iterdir():
                 if child.name != "write.lock":
                     shutil.rmtree(child) if child.is_dir() else child.unlink()
+            forget_cached_client(root)
         registry.forget(root)
     except Exception as exc:  # noqa: BLE001
         return failure(exc)

@@ -42,12 +42,19 @@ def set_aside_damaged_store(root: Path) -> Path | None:
         return None
     import time
 
-    from chromadb.api.client import SharedSystemClient
-
     target = path.with_name(f"chroma.damaged-{time.strftime('%Y%m%dT%H%M%S')}")
     os.replace(path, target)
-    SharedSystemClient.clear_system_cache()  # chroma caches one system per path, including a broken one
+    forget_cached_client(root)
     return target
+
+
+def forget_cached_client(root: Path) -> None:
+    """Chroma caches one client system per folder (a broken one too); drop only this workspace's."""
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    key = str(state_dir(root) / "chroma")
+    SharedSystemClient._identifier_to_system.pop(key, None)
+    SharedSystemClient._identifier_to_refcount.pop(key, None)
 
 
 def chroma_client(root: Path, url: str | None):

@@ -115,6 +115,10 @@ def test_mcp_tools_end_to_end(roots: Path, tmp_path: Path) -> None:
             gone = await call(client, "forget_workspace", path=beta)
             assert gone.structured_content["forgotten"]
             assert (await call(client, "list_workspaces")).structured_content["workspaces"] == [alpha]
+            await call(client, "index_workspace", path=beta)  # a forgotten workspace can be indexed again
+            assert (await wait_indexed(client, beta))["state"] == "done"
+            again = (await call(client, "search", query="retry_call", path=beta, k=1)).structured_content["results"]
+            assert again[0]["entity"] == "retry_call"
 
     asyncio.run(scenario())
 
