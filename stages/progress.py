@@ -38,7 +38,7 @@ class StatusSink:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.state: dict = {"state": "running", "started": time.time(), "stages": {}, "last_error": ""}
+        self.state: dict = {"state": "running", "started": time.time(), "stages": {}, "last_error": "", "pid": os.getpid()}
         self._lock = threading.Lock()
         self._written = 0.0
 
@@ -113,8 +113,24 @@ def progress_for(root: Path) -> ProgressSink:
 
 
 def read_status(root: Path) -> dict | None:
+    """The last run's status; a "running" run whose process is gone reads as "interrupted"."""
     path = state_dir(root) / "status.json"
     try:
-        return json.loads(path.read_text())
+        state = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+    if state.get("state") == "running" and not _alive(state.get("pid")):
+        state["state"] = "interrupted"
+    return state
+
+
+def _alive(pid: object) -> bool:
+    if not isinstance(pid, int):
+        return True  # unknown: trust the file
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

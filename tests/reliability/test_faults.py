@@ -50,6 +50,9 @@ def test_sigkill_half_way_keeps_the_previous_index_and_the_next_run_completes(pr
         pytest.fail("the index run never reached the embed stage")
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
+    from stages.progress import read_status
+
+    assert read_status(project)["state"] == "interrupted"  # not "running" forever
     after_kill = load_manifest(project)
     assert not any(p.startswith("pkg/gen_") for p in after_kill.files)  # the manifest is the previous one
     answer = cli("ask", "how does retry_call back off?", str(project))
