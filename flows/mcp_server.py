@@ -148,7 +148,7 @@ def index_status(path: str) -> CallToolResult:
         indexed = manifest is not None
         text = f"{root}: " + ("indexed, no run in this session" if indexed else "not indexed; call index_workspace")
         return result(text, {"workspace": str(root), "state": "idle" if indexed else "not_indexed",
-                             "entities": sum(len(r.entity_ids) for r in manifest.files.values()) if manifest else 0})
+                             "entities": manifest.entity_count if manifest else 0})
     stages = state.get("stages", {})
     stage = state.get("stage", "")
     cur = stages.get(stage, {"done": 0, "total": 0, "started": time.time()})
@@ -160,7 +160,7 @@ def index_status(path: str) -> CallToolResult:
     data = {
         "workspace": str(root), "state": state.get("state"), "stage": stage, "done": cur["done"], "total": cur["total"],
         "files_total": stages.get("parse", {}).get("total", 0), "files_done": stages.get("parse", {}).get("done", 0),
-        "entities": summary.get("entities", sum(len(r.entity_ids) for r in manifest.files.values()) if manifest else 0),
+        "entities": summary.get("entities", manifest.entity_count if manifest else 0),
         "eta_seconds": eta, "last_error": state.get("last_error", ""), "elapsed_seconds": round(
             state.get("finished", time.time()) - state.get("started", time.time()), 1),
     }
@@ -241,7 +241,7 @@ def get_entity(path: str, file: str | None = None, line: int | None = None, name
         if not matches:
             raise ValueError("no entity matches; try search first")
         first = matches[0]
-        parts = [e for e in catalog.by_file(first.file) if e.qualname == first.qualname and e.kind == first.kind]
+        parts = catalog.parts_of(first.file, first.qualname, first.kind)
         start, end = min(p.start_line for p in parts), max(p.end_line for p in parts)
         if first.kind == "note":
             source = first.body

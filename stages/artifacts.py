@@ -135,6 +135,11 @@ class IndexManifest(BaseModel):
     notes: list[str] = []
     updated_at: str = ""
 
+    @property
+    def entity_count(self) -> int:
+        """Entities of indexed files (notes not included)."""
+        return sum(len(r.entity_ids) for r in self.files.values())
+
 
 class IndexPlan(BaseModel):
     """What an index run must do, from comparing discovery with the manifest."""

@@ -28,7 +28,7 @@ def plan_index(
         reason = "no previous index"
     elif manifest.embedder and manifest.embedder != embedder:
         reason = f"embedder changed from {manifest.embedder} to {embedder}: re-embedding everything"
-    elif store_count is not None and store_count <= 0 < sum(len(r.entity_ids) for r in manifest.files.values()):
+    elif store_count is not None and store_count <= 0 < manifest.entity_count:
         reason = "the vector store is empty or unreadable although the manifest lists entities: re-embedding everything"
     if reason:
         return IndexPlan(to_parse=list(discovery.files), unchanged=[], removed=[], kept_unreadable=[],
@@ -136,7 +136,7 @@ def build_report(
         files_unchanged=len(plan.unchanged), files_removed=len(plan.removed), files_partial=len(partial),
         skipped=dict(sorted(reasons.items())), kept_unreadable=len(plan.kept_unreadable) + len(
             [s for s in parsed.skipped if s.path in manifest.files]),
-        entities_total=sum(len(r.entity_ids) for r in manifest.files.values()),
+        entities_total=manifest.entity_count,
         entities_embedded=embedded, entities_by_kind=kinds, entities_by_language=languages, embed_truncated=truncated,
         timings={k: round(v, 3) for k, v in timings.items()}, embedder=manifest.embedder,
         rebuild_reason=plan.rebuild_reason, skipped_examples=examples,

@@ -65,7 +65,7 @@ def collapse_parts(root: Path, candidates: list[Candidate]) -> list[Candidate]:
             continue
         seen.add(key)
         if c.parts > 1:
-            siblings = [e for e in catalog.by_file(c.file) if e.qualname == c.entity and e.kind == c.kind]
+            siblings = catalog.parts_of(c.file, c.entity, c.kind)
             if siblings:
                 c = c.model_copy(update={"start_line": min(e.start_line for e in siblings),
                                          "end_line": max(e.end_line for e in siblings)})
@@ -89,7 +89,7 @@ def retrieve(
         except Exception as exc:  # noqa: BLE001 - fall back to BM25 and say so
             dense_ok = False
             note = f"dense index unavailable ({type(exc).__name__}: {str(exc)[:120]}); BM25 only. Run `assay index --rebuild`."
-        if dense_ok and not dense and any(rec.entity_ids for rec in manifest.files.values()):
+        if dense_ok and not dense and manifest.entity_count:
             dense_ok = False
             note = "the vector store is empty although the index lists entities; BM25 only. Run `assay index --rebuild`."
         if distance_floor is not None:

@@ -126,6 +126,11 @@ class Catalog:
         rows = self._db.execute("SELECT data FROM entities WHERE file = ?", (file,))
         return sorted((Entity.model_validate_json(d) for (d,) in rows), key=lambda e: (e.start_line, e.part))
 
+    def parts_of(self, file: str, qualname: str, kind: str) -> list[Entity]:
+        """Every part of one entity (a long body is stored in parts), in line order."""
+        rows = self._db.execute("SELECT data FROM entities WHERE qualname = ? AND file = ? AND kind = ?", (qualname, file, kind))
+        return sorted((Entity.model_validate_json(d) for (d,) in rows), key=lambda e: e.part)
+
     def by_name(self, name: str) -> list[Entity]:
         rows = self._db.execute("SELECT data FROM entities WHERE qualname = ? OR name = ? ORDER BY file, id", (name, name))
         return [Entity.model_validate_json(d) for (d,) in rows]
