@@ -144,23 +144,15 @@ def search(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Retrieval only (no judge, no answer): dense + BM25 fused by reciprocal rank fusion."""
-    from stages.embed import embedder_for
-    from stages.retrieve import collapse_parts, retrieve
-    from stages.store import load_manifest
+    from stages.retrieve import search as search_stage
     from stages.workspace import resolve_workspace
 
     try:
-        settings = _settings()
-        root = resolve_workspace(path)
-        manifest = load_manifest(root)
-        if manifest is None:
-            raise ValueError(f"{root} is not indexed yet; run `assay index {path}` first")
-        result = retrieve(root, query, manifest, embedder_for(settings),
-                          pool=max(k, settings.pool_size), chroma_url=settings.chroma_url, mode=mode)
+        result = search_stage(resolve_workspace(path), query, _settings(), k=k, mode=mode)
     except Exception as exc:  # noqa: BLE001
         _fail(exc)
         return
-    hits = collapse_parts(root, result.candidates)[:k]
+    hits = result.candidates
     if as_json:
         typer.echo(json.dumps([c.model_dump(exclude={"body"}) for c in hits]))
         return

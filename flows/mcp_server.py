@@ -189,24 +189,13 @@ async def ask(question: str, path: str, ctx: Context, judge: str | None = None, 
 
 @server.tool(description="Cheap retrieval only (no judge, no answer): the k best entities for a query, with file:line and scores.")
 async def search(query: str, path: str, ctx: Context, k: int = 10) -> CallToolResult:
-    from stages.embed import embedder_for
-    from stages.retrieve import collapse_parts, retrieve
-    from stages.store import load_manifest
-
-    def work():
-        root = workspace(path)
-        s = _settings()
-        manifest = load_manifest(root)
-        if manifest is None:
-            raise ValueError(f"{root} is not indexed yet; call index_workspace first")
-        return retrieve(root, query, manifest, embedder_for(s), pool=max(k, s.pool_size),
-                        chroma_url=s.chroma_url)
+    from stages.retrieve import search as search_stage
 
     try:
-        res = await _run(work, ctx, "searching")
+        res = await _run(lambda: search_stage(workspace(path), query, _settings(), k=max(1, min(k, 100))), ctx, "searching")
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
-    hits = collapse_parts(workspace(path), res.candidates)[: max(1, min(k, 100))]
+    hits = res.candidates
     rows = [
         {"entity": c.entity, "kind": c.kind, "file": c.file, "start_line": c.start_line, "end_line": c.end_line,
          "distance": c.distance, "bm25": c.bm25, "rank": position, "signature": c.signature}

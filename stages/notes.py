@@ -11,7 +11,7 @@ from pathlib import Path
 
 from stages.artifacts import Entity, IndexManifest
 from stages.embed import Embedder, embed_entities
-from stages.store import Catalog, VectorStore, load_manifest, rebuild_lexical, write_lock, write_manifest
+from stages.store import Catalog, VectorStore, load_manifest, rebuild_lexical, require_manifest, write_lock, write_manifest
 
 NOTES_FILE = ".assay/notes"
 MAX_NOTE_CHARS = 20_000
@@ -34,9 +34,7 @@ def add_note(root: Path, text: str, embedder: Embedder, chroma_url: str | None =
     if len(text) > MAX_NOTE_CHARS:
         raise ValueError(f"the note is {len(text)} characters; the limit is {MAX_NOTE_CHARS}")
     with write_lock(root):
-        manifest = load_manifest(root)
-        if manifest is None:
-            raise ValueError(f"{root} is not indexed yet; index it before storing notes")
+        manifest = require_manifest(root)
         note = make_note(text)
         batch = embed_entities([note], embedder)
         VectorStore(root, chroma_url, manifest.collection).upsert(batch, {note.id: note})

@@ -12,7 +12,7 @@ from pathlib import Path
 from stages.artifacts import Candidate, Entity, IndexManifest, Retrieval
 from stages.embed import Embedder
 from stages.lexical import LexicalIndex
-from stages.store import Catalog, VectorStore, lexical_dir
+from stages.store import Catalog, VectorStore, lexical_dir, require_manifest
 
 RRF_K = 60
 
@@ -72,6 +72,15 @@ def collapse_parts(root: Path, candidates: list[Candidate]) -> list[Candidate]:
         out.append(c)
     catalog.close()
     return out
+
+
+def search(root: Path, query: str, settings, k: int = 10, mode: str = "hybrid") -> Retrieval:
+    """Retrieval only, for the search doors (CLI, MCP): the k best entities, one row each."""
+    from stages.embed import embedder_for
+
+    result = retrieve(root, query, require_manifest(root), embedder_for(settings), pool=max(k, settings.pool_size),
+                      chroma_url=settings.chroma_url, mode=mode)
+    return result.model_copy(update={"candidates": collapse_parts(root, result.candidates)[:k]})
 
 
 def retrieve(

@@ -228,6 +228,17 @@ def load_manifest(root: Path) -> IndexManifest | None:
         raise StoreError(f"the manifest {path} is damaged ({first}); run `assay index --rebuild`") from exc
 
 
+class NotIndexed(StoreError):
+    """The workspace has no index yet."""
+
+
+def require_manifest(root: Path) -> IndexManifest:
+    manifest = load_manifest(root)
+    if manifest is None:
+        raise NotIndexed(f"{root} is not indexed yet; index it first (`assay index {root}` or the index_workspace tool)")
+    return manifest
+
+
 def write_manifest(root: Path, manifest: IndexManifest) -> None:
     """Atomic: write a temporary file, fsync it, rename it over the old one."""
     path = manifest_path(root)

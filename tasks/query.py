@@ -16,23 +16,18 @@ from stages.judging import cloud_backend, ollama_backend, run_judge
 from stages.report import render_markdown
 from stages.retrieve import retrieve as retrieve_stage
 from stages.route import route_for
-from stages.store import StoreError, load_manifest
+from stages.store import require_manifest
 from stages.threshold import default_thresholds, select
 from tasks.artifacts import publish_markdown
 from tasks.gpu import gpu_slot
 
 
-class NotIndexed(StoreError):
-    pass
-
-
 @task(name="retrieve", cache_policy=NO_CACHE)
 def retrieve(root: Path, question: str, settings: Settings) -> Retrieval:
-    manifest = load_manifest(root)
-    if manifest is None:
-        raise NotIndexed(f"{root} is not indexed yet; run `assay index {root}` first")
-    embedder = embedder_for(settings)
-    return retrieve_stage(root, question, manifest, embedder, settings.pool_size, settings.distance_floor, settings.chroma_url)
+    return retrieve_stage(
+        root, question, require_manifest(root), embedder_for(settings), settings.pool_size, settings.distance_floor,
+        settings.chroma_url,
+    )
 
 
 @task(name="route", cache_policy=NO_CACHE)
