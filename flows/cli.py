@@ -143,7 +143,13 @@ def search(
     mode: str = typer.Option("hybrid", help="hybrid | dense | bm25"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Retrieval only (no judge, no answer): dense + BM25 fused by reciprocal rank fusion."""
+    """Retrieval only (no judge, no answer): dense + BM25, ordered by the code-aware rank stage.
+
+    One row per entity; a file row (kind `file`) stands for a whole file. `why` says what lifted or sank a
+    row: `defines` (it defines a name you asked for), `path`/`name` (your words in its file or qualified
+    name), and penalties (test, prose, example, legacy, stub, hidden, private, re-export).
+    Set ASSAY_RANKING=rrf for plain reciprocal rank fusion."""
+    from stages.rank import explain
     from stages.retrieve import search as search_stage
     from stages.workspace import resolve_workspace
 
@@ -161,14 +167,14 @@ def search(
     rows = [
         (str(position), c.entity, c.kind, f"{c.file}:{c.start_line}-{c.end_line}",
          f"{c.distance:.3f}" if c.distance is not None else "-", f"{c.bm25:.2f}" if c.bm25 is not None else "-",
-         f"{c.fused_score:.4f}")
+         f"{c.rank_score:.3f}" if c.rank_score is not None else f"{c.fused_score:.4f}", explain(c))
         for position, c in enumerate(hits, start=1)
     ]
     if not out.is_terminal:  # pipes and agents get whole lines, never truncated cells
-        for rank, entity, kind, loc, dist, bm25, rrf in rows:
-            typer.echo(f"{rank}. {loc} [{entity}] ({kind}) distance={dist} bm25={bm25} rrf={rrf}")
+        for rank, entity, kind, loc, dist, bm25, score, why in rows:
+            typer.echo(f"{rank}. {loc} [{entity}] ({kind}) distance={dist} bm25={bm25} score={score}" + (f" why: {why}" if why else ""))
         return
-    table = Table("#", "entity", "kind", "location", "distance", "bm25", "rrf")
+    table = Table("#", "entity", "kind", "location", "distance", "bm25", "score", "why")
     for row in rows:
         table.add_row(*row)
     for column in table.columns:
@@ -238,22 +244,39 @@ def audit(
 
 @app.command(name="eval")
 def evaluate(
-    corpus: list[str] = typer.Option(["requests", "pytest"], help="corpora to evaluate on (requests, pytest)"),
-    judge: list[str] = typer.Option(["local", "none"], help="judges to compare (local, none, ollama, cloud)"),
+    suite: str = typer.Option("swe-qa", help="swe-qa (questions over the requests/pytest sdists) | semble (code-search NDCG@10)"),
+    corpus: list[str] = typer.Option([], help="swe-qa: requests, pytest; semble: fastapi, pydantic, express, zod (default: all)"),
+    judge: list[str] = typer.Option(["local", "none"], help="swe-qa: judges to compare (local, none, ollama, cloud)"),
     limit: Optional[int] = typer.Option(None, help="only the first N questions of each corpus"),
-    questions: Optional[Path] = typer.Option(None, help="folder with <corpus>.jsonl SWE-QA files (default: ../shared/eval/swe-qa)"),
+    questions: Optional[Path] = typer.Option(None, help="swe-qa: folder with <corpus>.jsonl (default: ../shared/eval/swe-qa); "
+                                             "semble: folder with repos.json and annotations/ (default: ../shared/eval/semble)"),
+    ablate: bool = typer.Option(True, help="semble: also score Assay with each ranking signal switched off"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Evaluate retrieval and judging on SWE-QA questions over the requests and pytest sdists.
+    """Evaluate retrieval and judging on the development sets.
 
-    The first run downloads each sdist with pip (into ~/.assay/eval, or ASSAY_EVAL_DIR); later runs are offline.
-    Prints hit@1/5/10, MRR, entity and file recall@10 per configuration, judge keep/drop precision and recall,
-    injection detection on planted BIPIA attacks, and answer cost in tokens."""
-    from flows.evaluate import run_evaluate
+    [bold]swe-qa[/bold]: SWE-QA questions over the requests and pytest sdists. Prints hit@1/5/10, MRR, entity and
+    file recall@10 per configuration, judge keep/drop precision and recall, injection detection on planted BIPIA
+    attacks, and answer cost in tokens.
 
+    [bold]semble[/bold]: semble's code-search benchmark on its development repositories. Prints NDCG@10 overall,
+    per repository and per category for a plain BM25 (built in the same run), RRF hybrid, Assay's ranking and
+    each ranking signal switched off, beside the benchmark's published figures.
+
+    The first run downloads each source tree (pip / npm, into ~/.assay/eval or ASSAY_EVAL_DIR); later runs are offline."""
     try:
-        data = run_evaluate(_settings(), corpora=corpus, judges=judge, limit=limit,
-                            questions_dir=str(questions) if questions else None)
+        if suite == "semble":
+            from flows.evaluate import run_evaluate_semble
+
+            data = run_evaluate_semble(_settings(), repos=corpus or None, semble_dir=str(questions) if questions else None,
+                                       ablate=ablate, limit=limit)
+        elif suite == "swe-qa":
+            from flows.evaluate import run_evaluate
+
+            data = run_evaluate(_settings(), corpora=corpus or ["requests", "pytest"], judges=judge, limit=limit,
+                                questions_dir=str(questions) if questions else None)
+        else:
+            raise ValueError(f"unknown suite {suite!r}; use swe-qa or semble")
     except Exception as exc:  # noqa: BLE001
         _fail(exc)
         return

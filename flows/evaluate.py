@@ -56,16 +56,68 @@ def evaluate_pipeline(
                                     "files": index_report.files_parsed + index_report.files_unchanged,
                                     "retrieval": retrieval, "injection": injection, "cost": cost}
         rows.extend({"corpus": name, **r} for r in per_q)
-    out = home / "results" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    return save_results(home, "", results, rows, "per_question.parquet", call(t.render, results))
+
+
+def save_results(home: Path, prefix: str, results: dict, rows: list[dict], rows_file: str, markdown: str) -> dict:
+    """results.json, the per-query Parquet table and results.md in a new timestamped folder."""
+    out = home / "results" / (prefix + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S"))
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(results, indent=1))
     if rows:
-        pq.write_table(pa.Table.from_pylist(rows), out / "per_question.parquet")
-    markdown = call(t.render, results)
+        pq.write_table(pa.Table.from_pylist(rows), out / rows_file)
     (out / "results.md").write_text(markdown)
     results["output_dir"] = str(out)
     results["markdown"] = markdown
     return results
+
+
+def default_semble_dir() -> Path:
+    return Path(__file__).resolve().parents[2] / "shared" / "eval" / "semble"
+
+
+def evaluate_semble_pipeline(
+    settings: Settings, repos: list[str] | None = None, semble_dir: str | None = None, ablate: bool = True,
+    limit: int | None = None, call: Caller = prefect_call,
+) -> dict:
+    """Semble's benchmark (dev subset): index each repository's benchmark_root, then NDCG@10 per configuration."""
+    from stages import evaluate_jobs as jobs
+    from stages import semble_bench as sb
+
+    home = eval_home()
+    folder = Path(semble_dir) if semble_dir else default_semble_dir()
+    specs = sb.load_repos(folder)
+    unknown = [r for r in repos or [] if r not in specs]
+    if unknown:
+        raise ValueError(f"no such repository in {folder / 'repos.json'}: {', '.join(unknown)}")
+    results: dict = {"created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "suite": "semble",
+                     "settings": {"embedder": settings.embedder, "ranking": settings.ranking}, "repos": {}}
+    rows: list[dict] = []
+    for name in repos or list(specs):
+        root = call(t.prepare_semble_repo, specs[name], home)
+        index_pipeline(str(root), settings, call=call)
+        queries = sb.load_queries(folder, name)[:limit] if limit else sb.load_queries(folder, name)
+        present, total, orphaned = sb.present_targets(root, queries)
+        source = sb.SOURCES[name]
+        results["repos"][name] = {"source": f"{source.registry} {source.package} {source.version}", "queries": len(queries),
+                                  "targets_present": present, "targets_total": total, "orphaned": orphaned}
+        rows.extend(call(t.evaluate_semble, root, name, queries, settings, ablate))
+    results["summary"] = jobs.semble_summary(rows)
+    return save_results(home, "semble-", results, rows, "per_query.parquet", call(t.render_semble, results))
+
+
+@flow(name="assay-evaluate-semble", log_prints=False, validate_parameters=False)
+def evaluate_semble_flow(repos: list[str] | None = None, semble_dir: str | None = None, ablate: bool = True,
+                         limit: int | None = None, settings: Settings | None = None) -> dict:
+    """Run semble's code-search benchmark (dev repositories) against Assay's ranking and a plain BM25."""
+    return evaluate_semble_pipeline(settings or Settings(), repos, semble_dir, ablate, limit)
+
+
+def run_evaluate_semble(settings: Settings | None = None, **options) -> dict:
+    def body(settings: Settings, call: Caller, **kw) -> dict:
+        return evaluate_semble_pipeline(settings, call=call, **kw)
+
+    return run_flow(evaluate_semble_flow, body, settings=settings or Settings(), **options)
 
 
 @flow(name="assay-evaluate", log_prints=False, validate_parameters=False)

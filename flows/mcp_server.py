@@ -189,6 +189,7 @@ async def ask(question: str, path: str, ctx: Context, judge: str | None = None, 
 
 @server.tool(description="Cheap retrieval only (no judge, no answer): the k best entities for a query, with file:line and scores.")
 async def search(query: str, path: str, ctx: Context, k: int = 10) -> CallToolResult:
+    from stages.rank import explain
     from stages.retrieve import search as search_stage
 
     try:
@@ -198,13 +199,14 @@ async def search(query: str, path: str, ctx: Context, k: int = 10) -> CallToolRe
     hits = res.candidates
     rows = [
         {"entity": c.entity, "kind": c.kind, "file": c.file, "start_line": c.start_line, "end_line": c.end_line,
-         "distance": c.distance, "bm25": c.bm25, "rank": position, "signature": c.signature}
+         "distance": c.distance, "bm25": c.bm25, "rank": position, "signature": c.signature,
+         "score": c.rank_score, "signals": c.rank_signals, "why": explain(c)}
         for position, c in enumerate(hits, start=1)
     ]
     text = "\n".join(
         f"{r['rank']}. {r['file']}:{r['start_line']}-{r['end_line']} [{r['entity']}] ({r['kind']}) "
         f"distance={r['distance'] if r['distance'] is None else round(r['distance'], 3)} "
-        f"bm25={r['bm25'] if r['bm25'] is None else round(r['bm25'], 2)}"
+        f"bm25={r['bm25'] if r['bm25'] is None else round(r['bm25'], 2)}" + (f" why: {r['why']}" if r["why"] else "")
         for r in rows
     ) or "no results"
     if res.note:

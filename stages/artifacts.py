@@ -27,6 +27,7 @@ EntityKind = Literal[
     "rule",
     "element",
     "window",
+    "file",
     "note",
 ]
 
@@ -127,6 +128,7 @@ class IndexManifest(BaseModel):
     """What the index holds; written atomically after every successful run."""
 
     schema_version: int = SCHEMA_VERSION
+    parser: int = Field(1, description="version of the parse stage that made these entities")
     workspace: str
     embedder: str = ""
     dimension: int = 0
@@ -198,6 +200,8 @@ class Candidate(BaseModel):
     lexical_rank: int | None = None
     fused_rank: int
     fused_score: float
+    rank_score: float | None = Field(None, description="code-aware rank score (stages.rank); None before ranking")
+    rank_signals: dict[str, float] = Field(default_factory=dict, description="the ranking signals behind rank_score")
 
 
 class Retrieval(BaseModel):

@@ -27,6 +27,9 @@ class Settings(BaseSettings):
     store_batch: int = Field(500, description="records per Chroma upsert")
     chroma_url: str | None = Field(None, description="use a Chroma server (HttpClient) instead of .assay/chroma")
     pool_size: int = Field(30, description="candidates retrieved per query (dense and BM25 each)")
+    ranking: Literal["code", "rrf"] = Field(
+        "code", description="code: code-aware ranking (definitions, paths, files, penalties); rrf: plain rank fusion"
+    )
     distance_floor: float | None = Field(None, description="drop dense hits with cosine distance above this")
     top_k: int = Field(5, description="passages kept for synthesis after ranking")
     judge: Literal["local", "ollama", "cloud", "none"] = Field("local", description="passage judge backend")

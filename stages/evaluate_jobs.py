@@ -17,7 +17,7 @@ from stages.artifacts import Candidate, Judgment, QueryReport
 from stages.config import Settings
 from stages.embed import embedder_for
 from stages.judge import passage_injection
-from stages.retrieve import retrieve, to_candidate
+from stages.retrieve import DEFAULT_DEPTH, ranking_for, retrieve, to_candidate
 from stages.store import Catalog, load_manifest
 from stages.threshold import default_thresholds, select
 
@@ -58,7 +58,9 @@ def evaluate_retrieval(root: Path, questions: list[ev.Question], settings: Setti
     embedder = embedder_for(settings)
     anchor = ev.AnchorIndex(list(Catalog(root).all()), embedder)
     pool = max(30, settings.pool_size)
-    configs = ["dense", "bm25", "hybrid", *[f"hybrid+{j}" for j in judges], "anchor"]
+    ranking = ranking_for(settings)
+    served = "ranked" if ranking is not None else "hybrid"  # what the search door and the judges get
+    configs = ["dense", "bm25", "hybrid", *(["ranked"] if ranking is not None else []), *[f"{served}+{j}" for j in judges], "anchor"]
     per_config: dict[str, list[dict]] = {c: [] for c in configs}
     keep: dict[str, tuple[list[bool], list[bool]]] = {j: ([], []) for j in judges if j != "none"}
     rows: list[dict] = []
@@ -69,12 +71,15 @@ def evaluate_retrieval(root: Path, questions: list[ev.Question], settings: Setti
             results[mode] = ev.ranked_keys(res.candidates)
             if mode == "hybrid":
                 hybrid = res.candidates
+        if ranking is not None:
+            hybrid = retrieve(root, q.text, manifest, embedder, pool=pool, chroma_url=settings.chroma_url, ranking=ranking).candidates
+            results["ranked"] = ev.ranked_keys(hybrid)
         golds = {(g.file, g.qualname) for g in q.gold_entities}
         for j in judges:
             judgment = judge_for(j)(q.text, hybrid)
             sel = select(hybrid, judgment, default_thresholds(j, settings.thresholds, settings.top_k), q.text)
             ordered = sel.included + sorted(sel.dropped, key=lambda r: (-r.rank_score, r.candidate.fused_rank))
-            results[f"hybrid+{j}"] = [(r.candidate.file, r.candidate.entity) for r in ordered]
+            results[f"{served}+{j}"] = [(r.candidate.file, r.candidate.entity) for r in ordered]
             if j in keep and golds:
                 for r in sel.included + sel.dropped:
                     keep[j][0].append(r.drop_reason in ("", "beyond top-k"))
@@ -161,4 +166,105 @@ def render(results: dict) -> str:
         inj, cost = data["injection"], data["cost"]
         lines.append(f"| {name} | {inj.get('attacks')} | {inj.get('detection_rate', 0):.2f} | {inj.get('false_positive_rate', 0):.3f} | "
                      f"{cost['report_tokens_mean']} | {cost['cited_files_tokens_mean']} | {cost['ratio']} |")
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- semble benchmark
+
+SEMBLE_SIGNALS = ("query_shape", "definition", "path", "file_coherence", "penalties", "entity_facts", "diversity")
+
+
+def plain_bm25(entities: list) -> Callable[[str, int], list]:
+    """The in-run baseline: bm25s with its stock tokenizer (English stop words, no code splitting, no
+    stemming) over the same code chunks' text, without Assay's file rows or name weighting."""
+    import bm25s
+
+    chunks = [e for e in entities if e.kind not in ("file", "note")]
+    corpus = [f"{e.signature}\n{e.docstring}\n{e.body}" for e in chunks]
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(corpus, stopwords="en", return_ids=False, show_progress=False), show_progress=False)
+
+    def search(query: str, k: int) -> list:
+        tokens = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)
+        if not tokens[0]:
+            return []
+        docs, scores = retriever.retrieve(tokens, k=min(k, len(chunks)), show_progress=False)
+        return [chunks[int(d)] for d, s in zip(docs[0], scores[0]) if s > 0]
+
+    return search
+
+
+def _entity_spans(entities: list) -> dict[tuple[str, str, str], tuple[int, int]]:
+    """Each entity's whole span (a long body is stored in parts)."""
+    spans: dict[tuple[str, str, str], tuple[int, int]] = {}
+    for e in entities:
+        key = (e.file, e.qualname, e.kind)
+        lo, hi = spans.get(key, (e.start_line, e.end_line))
+        spans[key] = (min(lo, e.start_line), max(hi, e.end_line))
+    return spans
+
+
+def _entity_hits(rows: list, spans: dict[tuple[str, str, str], tuple[int, int]], k: int = 10) -> list:
+    """One hit per entity, in first-seen order, spanning the whole entity (as the search door shows it)."""
+    from stages.semble_bench import Hit
+
+    order = dict.fromkeys((r.file, getattr(r, "entity", None) or r.qualname, r.kind) for r in rows)
+    return [Hit(key[0], *spans.get(key, (0, 0))) for key in list(order)[:k]]
+
+
+def evaluate_semble(root: Path, repo: str, queries: list, settings: Settings, ablate: bool = True) -> list[dict]:
+    """NDCG@10 per query for: plain BM25 (in-run baseline), RRF hybrid (Assay before code-aware ranking),
+    Assay (the `search` door), and Assay with each ranking signal switched off."""
+    from stages.rank import RankConfig, rank
+    from stages.semble_bench import ndcg_at_10
+
+    manifest = load_manifest(root)
+    embedder = embedder_for(settings)
+    catalog = Catalog(root)
+    entities = list(catalog.all())
+    catalog.close()
+    baseline = plain_bm25(entities)
+    spans = _entity_spans(entities)
+    configs: dict[str, RankConfig | None] = {"hybrid (RRF)": None, "assay": RankConfig()}
+    if ablate:
+        configs.update({f"assay - {s}": RankConfig(**{s: False}) for s in SEMBLE_SIGNALS})
+    rows: list[dict] = []
+    for q in queries:
+        hits = {"BM25 (plain, in-run)": _entity_hits(baseline(q.query, 100), spans)}
+        pool = retrieve(root, q.query, manifest, embedder, pool=10**6, depth=DEFAULT_DEPTH, chroma_url=settings.chroma_url).candidates
+        for name, config in configs.items():
+            ordered = pool if config is None else rank(q.query, pool, config, paths=manifest.files.keys())
+            hits[name] = _entity_hits(ordered, spans)
+        for name, found in hits.items():
+            rows.append({"repo": repo, "query": q.query, "category": q.category, "config": name,
+                         "ndcg": round(ndcg_at_10(found, q.targets), 4), "top": [h.file for h in found[:3]]})
+    return rows
+
+
+def semble_summary(rows: list[dict]) -> dict[str, dict]:
+    from stages.semble_bench import summarise
+
+    configs = list(dict.fromkeys(r["config"] for r in rows))
+    return {c: summarise([r for r in rows if r["config"] == c]) for c in configs}
+
+
+def render_semble(results: dict) -> str:
+    """Assay beside the in-run plain BM25 and the benchmark's published figures (whole benchmark)."""
+    from stages.semble_bench import CATEGORIES, PUBLISHED
+
+    summary = results["summary"]
+    repos = list(results["repos"])
+    head = ["configuration", "NDCG@10", *repos, *CATEGORIES]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for config, s in summary.items():
+        cells = [config, f"{s['overall']:.3f}", *[f"{s['repos'].get(r, 0):.3f}" for r in repos],
+                 *[f"{s['categories'][c]:.3f}" for c in CATEGORIES]]
+        lines.append("| " + " | ".join(cells) + " |")
+    for name, (overall, arch, sem, sym) in PUBLISHED.items():
+        lines.append("| " + " | ".join([f"{name} (published, 62 repos)", f"{overall:.3f}", *[""] * len(repos),
+                                        f"{arch:.3f}", f"{sem:.3f}", f"{sym:.3f}"]) + " |")
+    lines += ["", "| repo | source | queries | target files present | queries with no target present |", "|---|---|---|---|---|"]
+    for repo, info in results["repos"].items():
+        lines.append(f"| {repo} | {info['source']} | {info['queries']} | {info['targets_present']}/{info['targets_total']} | "
+                     f"{len(info['orphaned'])} |")
     return "\n".join(lines) + "\n"

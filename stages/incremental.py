@@ -14,7 +14,7 @@ from stages.artifacts import (
     DiscoveryResult, FileRecord, IndexManifest, IndexPlan, IndexReport, ParseResult, SkippedFile, SourceFile,
 )
 from stages.discover import file_hash
-from stages.parse import parse_source
+from stages.parse import PARSER_VERSION, parse_source
 
 
 def plan_index(
@@ -26,6 +26,8 @@ def plan_index(
         reason = "rebuild requested"
     elif manifest is None:
         reason = "no previous index"
+    elif manifest.parser != PARSER_VERSION:
+        reason = f"the parser changed (version {manifest.parser} to {PARSER_VERSION}): re-indexing everything"
     elif manifest.embedder and manifest.embedder != embedder:
         reason = f"embedder changed from {manifest.embedder} to {embedder}: re-embedding everything"
     elif store_count is not None and store_count <= 0 < manifest.entity_count:
@@ -108,7 +110,7 @@ def next_manifest(
             entity_ids=[e.id for e in pf.entities], partial=pf.partial,
         )
     return IndexManifest(
-        workspace=str(root), embedder=embedder, dimension=dimension, collection=collection,
+        workspace=str(root), parser=PARSER_VERSION, embedder=embedder, dimension=dimension, collection=collection,
         files=dict(sorted(files.items())),
         notes=previous.notes if previous is not None else [],
         updated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -1,8 +1,8 @@
 """Judge stage, local backend: scores every passage without an LLM, from what the index knows.
 
-- relevance: the fused retrieval signals (dense similarity, BM25, fused rank) plus how many of the
-  question's terms the passage's name, signature, docstring and body cover; an identifier the
-  question names exactly, defined by the passage, is strong evidence of relevance.
+- relevance: how many of the question's terms the passage's name, signature, docstring and body cover
+  and its dense similarity, plus the code-aware rank score (or BM25 and the fused rank where the pool
+  was not ranked); an identifier the question names exactly, defined by the passage, is strong evidence.
 - evidence: structure. A definition with a body and a docstring is concrete support; a window of
   text or a passage that merely mentions a named identifier is weaker.
 - contradicts: symbol facts. When the question claims `X inherits Y`, `X takes parameter p`,
@@ -21,6 +21,7 @@ from stages.injection import injection_score, score_text
 from stages.lexical import tokenize
 
 _IDENT = re.compile(r"`([^`]+)`|\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)\b|\b([A-Za-z_]+[A-Za-z0-9]*_[A-Za-z0-9_]+|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*)\b|\b([A-Za-z_][A-Za-z0-9_]*)\(\)")
+RANK_WEIGHT = 0.5  # share of relevance taken from the rank stage's score, when the pool was ranked
 _DEFINITION_KINDS = frozenset({"function", "method", "class", "interface", "type", "enum", "struct", "trait", "module", "constant"})
 _KIND_WORDS = {"class": "class", "function": "function", "method": "method", "constant": "constant",
                "interface": "interface", "enum": "enum", "struct": "struct", "trait": "trait"}
@@ -119,6 +120,7 @@ def judge_local(question: str, candidates: list[Candidate]) -> Judgment:
     claims = question_claims(question)
     max_bm25 = max((c.bm25 or 0.0 for c in candidates), default=0.0) or 1.0
     best_fused = max((c.fused_score for c in candidates), default=0.0) or 1.0
+    best_rank = max((c.rank_score or 0.0 for c in candidates), default=0.0) or 1.0
     scores: dict[str, PassageScores] = {}
     reasons: dict[str, str] = {}
     for c in candidates:
@@ -127,8 +129,11 @@ def judge_local(question: str, candidates: list[Candidate]) -> Judgment:
         text_cov = _coverage(terms, f"{c.signature}\n{c.docstring}\n{c.body}")
         dense_sim = max(0.0, 1.0 - (c.distance if c.distance is not None else 1.0))
         bm25_norm = (c.bm25 or 0.0) / max_bm25
-        fused_norm = c.fused_score / best_fused
-        relevance = 0.25 * name_cov + 0.2 * text_cov + 0.25 * min(1.0, dense_sim / 0.7) + 0.15 * bm25_norm + 0.15 * fused_norm
+        coverage = (0.25 * name_cov + 0.2 * text_cov + 0.25 * min(1.0, dense_sim / 0.7)) / 0.7  # 0..1
+        if c.rank_score is not None:  # the code-aware rank stage already weighed lexical, dense, paths and files
+            relevance = (1 - RANK_WEIGHT) * coverage + RANK_WEIGHT * max(0.0, c.rank_score) / best_rank
+        else:
+            relevance = 0.7 * coverage + 0.15 * bm25_norm + 0.15 * c.fused_score / best_fused
         short = _short(c.entity).lower()
         defines_named = short in ident_short or c.entity.lower() in ident_full
         mentions_named = bool(ident_short) and not defines_named and any(i in c.body.lower() for i in ident_short)

@@ -2,6 +2,7 @@
 
 Single-node Chroma has no sparse search, so the lexical half lives beside it. Tokens are
 code-aware: `HTTPAdapter.send_request` yields httpadapter, http, adapter, send_request, send, request.
+Words are stemmed (Snowball English), so "dependency injection" meets `dependencies/` and `inject`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 import logging
 
 import bm25s
+import Stemmer
 
 logging.getLogger("bm25s").setLevel(logging.WARNING)
 
@@ -28,17 +30,28 @@ STOPWORDS = frozenset(
 )
 
 
+_STEMMER = Stemmer.Stemmer("english")
+_stem = _STEMMER.stemWord
+
+
+def word_parts(word: str) -> list[str]:
+    """An identifier's words, lowercased: `HTTPAdapter_send` -> http, adapter, send."""
+    return [p.lower() for chunk in word.split("_") for p in _CAMEL.findall(chunk)]
+
+
 def tokenize(text: str) -> list[str]:
-    """Identifiers whole and split (snake and camel case), lowercased, minus English stop words."""
+    """Identifiers whole and split (snake and camel case), lowercased and stemmed, minus English stop words."""
     out: list[str] = []
     for word in _TOKEN.findall(text):
         low = word.lower()
         if low in STOPWORDS or len(low) < 2:
             continue
-        out.append(low)
-        parts = [p.lower() for chunk in word.split("_") for p in _CAMEL.findall(chunk)]
+        parts = word_parts(word)
         if len(parts) > 1:
-            out.extend(p for p in parts if len(p) > 1 and p not in STOPWORDS)
+            out.append(low)
+            out.extend(_stem(p) for p in parts if len(p) > 1 and p not in STOPWORDS)
+        else:
+            out.append(_stem(low))
     return out
 
 

@@ -11,11 +11,16 @@ import hashlib
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import PurePosixPath
 
 from tree_sitter import Node, Parser
 
 from stages.artifacts import Entity, ParsedFile
 from stages.languages import CONTAINER_KINDS, HTML_LANDMARKS, SPECS, LanguageSpec, uses_tree_sitter
+
+# Bump when what unchanged files index to changes: entities, or the BM25 tokens made from them
+# (2: a file entity per code file, stemmed BM25 tokens).
+PARSER_VERSION = 2
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -487,12 +492,61 @@ def parse_source(
     ex.walk(tree.root_node, drafts)
     entities = _make_entities(drafts, ex, path, max_lines, max_chars, {})
     entities.extend(_uncovered_windows(ex, path, drafts, max_lines, max_chars))
+    whole = _file_entity(ex, tree.root_node, path, drafts, max_chars)
+    if whole is not None:
+        entities.insert(0, whole)
     errors: list[str] = []
     if tree.root_node.has_error:
         errors.append(f"syntax errors near line {_first_error_line(tree.root_node)}; kept what parsed")
     if not text_ok:
         errors.append("invalid UTF-8 (decoded with replacement characters)")
     return ParsedFile(path=path, content_hash=content_hash, entities=entities, partial=bool(errors), error="; ".join(errors))
+
+
+FILE_ENTITY_LANGUAGES_EXCLUDED = frozenset({"markdown", "html", "css"})
+
+
+def _file_entity(ex: _Extractor, root: Node, path: str, drafts: list[_Draft], max_chars: int) -> Entity | None:
+    """The file itself as one entity: its docstring and an outline of what it defines, so a question
+    about a file or module ("how are routes registered") can reach the file, not only its parts."""
+    if ex.language in FILE_ENTITY_LANGUAGES_EXCLUDED or not ex.lines:
+        return None
+    doc = _module_doc(ex, root)
+    outline: list[str] = []
+
+    def add(items: list[_Draft], depth: int) -> None:
+        for d in items:
+            outline.append("  " * depth + (d.signature or f"{d.kind} {d.name}"))
+            if d.kind in _CLASS_KINDS or d.kind == "module":
+                add(d.children, depth + 1)
+
+    add(drafts, 0)
+    if not outline and not doc:
+        return None
+    body = "\n".join(outline)[:max_chars]
+    return Entity(
+        id=entity_id(path, "file", path, 0), kind="file", name=PurePosixPath(path).name, qualname=path,
+        signature=f"file {path}", docstring=doc, body=body, start_line=1, end_line=len(ex.lines),
+        language=ex.language, file=path, content_hash=hashlib.sha256(ex.source).hexdigest(),
+    )
+
+
+def _module_doc(ex: _Extractor, root: Node) -> str:
+    """A Python module docstring, or the comment block that opens the file."""
+    children = root.named_children
+    if not children:
+        return ""
+    first = children[0]
+    if ex.language == "python" and first.type == "expression_statement" and first.named_children:
+        if first.named_children[0].type == "string":
+            return _clean_doc(_text(first.named_children[0]))
+    comments: list[str] = []
+    for node in children:
+        if node.type not in ex.spec.comment_types:
+            break
+        comments.append(_text(node))
+    text = _clean_doc("\n".join(comments))
+    return "" if text.lower().startswith(("copyright", "license", "!", "eslint", "@ts-")) else text
 
 
 def _first_error_line(node: Node) -> int:

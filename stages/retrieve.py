@@ -1,7 +1,8 @@
-"""Retrieve stage: dense (Chroma) and BM25 candidates, fused by reciprocal rank fusion.
+"""Retrieve stage: dense (Chroma) and BM25 candidates, fused by reciprocal rank fusion, then
+ordered by the code-aware rank stage (`stages.rank`) unless plain RRF is asked for.
 
 Every candidate keeps all of its signals (cosine distance, BM25 score, both ranks, fused
-rank) so the judge and the report can show why it was chosen.
+rank, rank score and signals) so the judge and the report can show why it was chosen.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from pathlib import Path
 from stages.artifacts import Candidate, Entity, IndexManifest, Retrieval
 from stages.embed import Embedder
 from stages.lexical import LexicalIndex
+from stages.rank import RankConfig, rank
 from stages.store import Catalog, VectorStore, lexical_dir, require_manifest
 
 RRF_K = 60
+DEFAULT_DEPTH = 60  # candidates read from each list before ranking
 
 _lexical_cache: dict[str, tuple[float, LexicalIndex]] = {}
 _cache_lock = threading.Lock()
@@ -74,27 +77,36 @@ def collapse_parts(root: Path, candidates: list[Candidate]) -> list[Candidate]:
     return out
 
 
+def ranking_for(settings) -> RankConfig | None:
+    """The rank stage's configuration a Settings object names (None: plain RRF order)."""
+    return RankConfig() if settings.ranking == "code" else None
+
+
 def search(root: Path, query: str, settings, k: int = 10, mode: str = "hybrid") -> Retrieval:
     """Retrieval only, for the search doors (CLI, MCP): the k best entities, one row each."""
     from stages.embed import embedder_for
 
     result = retrieve(root, query, require_manifest(root), embedder_for(settings), pool=max(k, settings.pool_size),
-                      chroma_url=settings.chroma_url, mode=mode)
+                      chroma_url=settings.chroma_url, mode=mode, ranking=ranking_for(settings))
     return result.model_copy(update={"candidates": collapse_parts(root, result.candidates)[:k]})
 
 
 def retrieve(
     root: Path, query: str, manifest: IndexManifest, embedder: Embedder, pool: int = 30,
     distance_floor: float | None = None, chroma_url: str | None = None, mode: str = "hybrid",
+    ranking: RankConfig | None = None, depth: int | None = None,
 ) -> Retrieval:
-    """mode: hybrid (default), dense or bm25 (the latter two for evaluation)."""
+    """The `pool` best passages. Each list (dense, BM25) is read `depth` deep (default max(pool, 60));
+    with `ranking` the union is ordered by the code-aware rank stage, else by plain RRF.
+    mode: hybrid (default), dense or bm25 (the latter two for evaluation)."""
+    depth = depth or max(pool, DEFAULT_DEPTH)
     note = ""
     dense: list[tuple[str, float]] = []
     dense_ok = mode in ("hybrid", "dense")
     if dense_ok:
         try:
             vectors, _ = embedder.embed([query])
-            dense = VectorStore(root, chroma_url, manifest.collection).query(vectors[0].tolist(), pool)
+            dense = VectorStore(root, chroma_url, manifest.collection).query(vectors[0].tolist(), depth)
         except Exception as exc:  # noqa: BLE001 - fall back to BM25 and say so
             dense_ok = False
             note = f"dense index unavailable ({type(exc).__name__}: {str(exc)[:120]}); BM25 only. Run `assay index --rebuild`."
@@ -103,8 +115,8 @@ def retrieve(
             note = "the vector store is empty although the index lists entities; BM25 only. Run `assay index --rebuild`."
         if distance_floor is not None:
             dense = [(i, d) for i, d in dense if d <= distance_floor]
-    lexical = load_lexical(root).search(query, pool) if mode in ("hybrid", "bm25") else []
-    fused = fuse(dense, lexical)[:pool]
+    lexical = load_lexical(root).search(query, depth) if mode in ("hybrid", "bm25") else []
+    fused = fuse(dense, lexical)
     catalog = Catalog(root)
     records = catalog.get([eid for eid, _ in fused])
     catalog.close()
@@ -123,4 +135,6 @@ def retrieve(
                 lexical_rank=lex_rank.get(eid), fused_rank=len(candidates) + 1, fused_score=score,
             )
         )
-    return Retrieval(query=query, candidates=candidates, dense_available=dense_ok, note=note)
+    if ranking is not None:
+        candidates = rank(query, candidates, ranking, paths=manifest.files.keys())
+    return Retrieval(query=query, candidates=candidates[:pool], dense_available=dense_ok, note=note)

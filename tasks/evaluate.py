@@ -45,3 +45,20 @@ def evaluate_cost(root: Path, questions: list[ev.Question], settings: Settings) 
 @task(name="render-results", cache_policy=NO_CACHE)
 def render(results: dict) -> str:
     return jobs.render(results)
+
+
+@task(name="prepare-semble-repo", cache_policy=NO_CACHE, retries=1)
+def prepare_semble_repo(repo: dict, home: Path) -> Path:
+    from stages.semble_bench import prepare_repo
+
+    return prepare_repo(repo, home)
+
+
+@task(name="evaluate-semble", cache_policy=NO_CACHE)
+def evaluate_semble(root: Path, repo: str, queries: list, settings: Settings, ablate: bool) -> list[dict]:
+    return jobs.evaluate_semble(root, repo, queries, settings, ablate)
+
+
+@task(name="render-semble", cache_policy=NO_CACHE)
+def render_semble(results: dict) -> str:
+    return jobs.render_semble(results)

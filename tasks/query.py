@@ -14,7 +14,7 @@ from stages.config import Settings
 from stages.embed import embedder_for
 from stages.judging import cloud_backend, ollama_backend, run_judge
 from stages.report import render_markdown
-from stages.retrieve import retrieve as retrieve_stage
+from stages.retrieve import ranking_for, retrieve as retrieve_stage
 from stages.route import route_for
 from stages.store import require_manifest
 from stages.threshold import default_thresholds, select
@@ -26,7 +26,7 @@ from tasks.gpu import gpu_slot
 def retrieve(root: Path, question: str, settings: Settings) -> Retrieval:
     return retrieve_stage(
         root, question, require_manifest(root), embedder_for(settings), settings.pool_size, settings.distance_floor,
-        settings.chroma_url,
+        settings.chroma_url, ranking=ranking_for(settings),
     )
 
 

@@ -95,7 +95,7 @@ def test_evaluate_flow_on_a_tiny_local_corpus(tmp_path: Path, monkeypatch: pytes
     tiny = results["corpora"]["tiny"]
     hybrid = tiny["retrieval"]["retrieval"]["hybrid"]
     assert hybrid["questions"] == 2 and hybrid["hit@10"] == 1.0
-    assert set(tiny["retrieval"]["retrieval"]) == {"dense", "bm25", "hybrid", "hybrid+local", "hybrid+none", "anchor"}
+    assert set(tiny["retrieval"]["retrieval"]) == {"dense", "bm25", "hybrid", "ranked", "ranked+local", "ranked+none", "anchor"}
     assert tiny["retrieval"]["judges"]["local"]["recall"] > 0
     assert tiny["injection"]["attacks"] >= 100 and tiny["injection"]["detection_rate"] > 0.5
     assert tiny["cost"]["answers"] == 2 and tiny["cost"]["report_tokens_mean"] > 0

@@ -144,3 +144,15 @@ def test_unreadable_folder_keeps_everything_below_it(project: Path, monkeypatch:
     report = run_index(str(project))
     assert report.skipped["unreadable_dir"] == 1 and report.files_removed == 0 and report.kept_unreadable == 3
     assert {"retry_call", "Session", "merge_cookies"} <= entity_names(project)
+
+
+def test_an_index_made_by_an_older_parser_is_rebuilt_once(project: Path) -> None:
+    run_index(str(project))
+    path = manifest_path(project)
+    old = json.loads(path.read_text())
+    old["parser"] = 1
+    path.write_text(json.dumps(old))
+    report = run_index(str(project))
+    assert report.rebuild_reason.startswith("the parser changed") and report.files_parsed == 5
+    assert load_manifest(project).parser >= 2 and run_index(str(project)).files_parsed == 0
+    assert any(e.kind == "file" and e.file == "pkg/retry.py" for e in Catalog(project).all())

@@ -30,3 +30,16 @@ def test_modes_and_collapsed_parts(project: Path) -> None:
     assert len(parts) >= 2 and {p.parts for p in parts} == {len(parts)}
     rows = [c for c in collapse_parts(project, bm25.candidates) if c.entity == "compute_checksum"]
     assert len(rows) == 1 and (rows[0].start_line, rows[0].end_line) == (1, 93)
+
+
+def test_search_ranks_code_aware_and_reaches_files(indexed_project: Path) -> None:
+    from stages.retrieve import search
+
+    settings = Settings()
+    symbol = search(indexed_project, "RetryError", settings, k=5).candidates
+    assert (symbol[0].file, symbol[0].entity) == ("pkg/retry.py", "RetryError")
+    assert symbol[0].rank_signals.get("defines") == 1.0  # receipts: why it ranks first
+    files = search(indexed_project, "retry helpers module", settings, k=10).candidates
+    assert any(c.kind == "file" and c.file == "pkg/retry.py" and c.start_line == 1 for c in files)
+    plain = search(indexed_project, "RetryError", settings.model_copy(update={"ranking": "rrf"}), k=5).candidates
+    assert all(c.rank_score is None for c in plain)  # the rrf setting really turns the rank stage off

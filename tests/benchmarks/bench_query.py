@@ -46,6 +46,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=20)
     parser.add_argument("--workspace", default=None, help="an indexed workspace (default: the pytest sdist)")
     parser.add_argument("--gaps", default="0,3", help="seconds between queries, one measurement per value")
+    parser.add_argument("--direct-only", action="store_true", help="only the stages called directly (no Prefect runs)")
     opts = parser.parse_args()
     os.environ["ASSAY_ORCHESTRATION"] = "direct"
     from flows.index import run_index
@@ -60,6 +61,12 @@ def main() -> None:
     settings = Settings()
     direct = measure(lambda r, q: query_pipeline(r, q, settings, call=direct_call), root, opts.queries)
     line("direct (no Prefect)", *direct)
+    rrf = settings.model_copy(update={"ranking": "rrf"})
+    plain = measure(lambda r, q: query_pipeline(r, q, rrf, call=direct_call), root, opts.queries)
+    line("direct, plain RRF (no rank stage)", *plain)
+    print(f"rank stage cost: p50 {(median(direct[0]) - median(plain[0])) * 1000:.1f} ms")
+    if opts.direct_only:
+        return
 
     query_flow(root, QUESTIONS[0], settings)  # start the API server and warm everything up
     from prefect.settings import PREFECT_LOGGING_LEVEL, temporary_settings

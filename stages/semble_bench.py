@@ -1,0 +1,199 @@
+"""Semble's public code-search benchmark: loading, source trees from the registries, and its metric.
+
+The metric is the benchmark's own: targets = relevant + secondary (a path, or a path with a line
+span); a target is found at the 1-based rank of the first returned chunk whose file path ends with
+the target path and whose lines overlap the span (any lines when it has none); binary gains;
+NDCG@10 with the ideal = min(10, number of targets) hits; mean per query.
+
+Source trees come from the package registries (PyPI sdist, npm tarball), not from git. Each pinned
+release is the earliest one that holds every annotated target file; for fastapi, whose targets carry
+line spans, the release whose definitions sit on the annotated lines (0.136.0: `Depends` at
+params.py:746, `APIRouter` at routing.py:1005). Only `benchmark_root` is laid out and indexed, at
+its path in the repository.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+CATEGORIES = ("architecture", "semantic", "symbol")
+
+# Published on the whole benchmark (62 repos, 1,258 queries): overall, architecture, semantic, symbol.
+PUBLISHED = {
+    "semble": (0.852, 0.802, 0.846, 0.958),
+    "BM25 (raw)": (0.675, 0.628, 0.676, 0.719),
+    "BM25 + semble ranking": (0.834, 0.770, 0.819, 0.957),
+    "CodeRankEmbed (137M)": (0.762, 0.690, 0.777, 0.845),
+    "CodeRankEmbed + BM25": (0.860, 0.811, 0.863, 0.941),
+}
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a benchmark repository's tree comes from: registry, package, version, and where the
+    archive's top folder sits in the repository (npm packages of a monorepo live below its root)."""
+
+    registry: str  # "pypi" | "npm"
+    package: str
+    version: str
+    repo_prefix: str = ""
+
+
+SOURCES = {
+    "fastapi": Source("pypi", "fastapi", "0.136.0"),
+    "pydantic": Source("pypi", "pydantic", "2.13.5"),
+    "express": Source("npm", "express", "5.2.1"),
+    "zod": Source("npm", "zod", "4.3.6", repo_prefix="packages/zod/"),
+}
+
+
+@dataclass(frozen=True)
+class Target:
+    path: str
+    start_line: int | None = None
+    end_line: int | None = None
+
+    def matches(self, file: str, start: int, end: int) -> bool:
+        if not (file == self.path or file.endswith("/" + self.path)):
+            return False
+        if self.start_line is None or self.end_line is None:
+            return True
+        return start <= self.end_line and end >= self.start_line
+
+
+@dataclass(frozen=True)
+class SembleQuery:
+    repo: str
+    query: str
+    category: str
+    targets: tuple[Target, ...]
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One returned chunk: where it is."""
+
+    file: str
+    start_line: int
+    end_line: int
+
+
+def _target(raw) -> Target:
+    if isinstance(raw, str):
+        return Target(raw)
+    return Target(raw["path"], raw.get("start_line"), raw.get("end_line"))
+
+
+def load_repos(folder: Path) -> dict[str, dict]:
+    return {r["name"]: r for r in json.loads((folder / "repos.json").read_text())}
+
+
+def load_queries(folder: Path, repo: str) -> list[SembleQuery]:
+    rows = json.loads((folder / "annotations" / f"{repo}.json").read_text())
+    return [
+        SembleQuery(repo, r["query"], r["category"], tuple(_target(t) for t in [*r["relevant"], *r.get("secondary", [])]))
+        for r in rows
+    ]
+
+
+def target_ranks(hits: list[Hit], targets: tuple[Target, ...]) -> list[int | None]:
+    """Per target, the 1-based rank of the first hit that matches it (None when none does)."""
+    ranks: list[int | None] = []
+    for t in targets:
+        ranks.append(next((i for i, h in enumerate(hits, start=1) if t.matches(h.file, h.start_line, h.end_line)), None))
+    return ranks
+
+
+def ndcg_at_10(hits: list[Hit], targets: tuple[Target, ...]) -> float:
+    if not targets:
+        return 0.0
+    dcg = sum(1.0 / math.log2(r + 1) for r in target_ranks(hits, targets) if r is not None and r <= 10)
+    ideal = sum(1.0 / math.log2(i + 1) for i in range(1, min(10, len(targets)) + 1))
+    return dcg / ideal
+
+
+def summarise(rows: list[dict]) -> dict:
+    """Mean NDCG@10 overall, per repo and per category, from rows {repo, category, ndcg}."""
+
+    def mean(values: list[float]) -> float:
+        return round(sum(values) / len(values), 4) if values else 0.0
+
+    return {
+        "overall": mean([r["ndcg"] for r in rows]),
+        "repos": {repo: mean([r["ndcg"] for r in rows if r["repo"] == repo]) for repo in dict.fromkeys(r["repo"] for r in rows)},
+        "categories": {c: mean([r["ndcg"] for r in rows if r["category"] == c]) for c in CATEGORIES},
+        "queries": len(rows),
+    }
+
+
+# ----------------------------------------------------------------------------- source trees
+
+
+def _download(source: Source, downloads: Path) -> Path:
+    downloads.mkdir(parents=True, exist_ok=True)
+    if source.registry == "pypi":
+        pattern = f"{source.package}-{source.version}.tar.gz"
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+               f"{source.package}=={source.version}", "-d", str(downloads), "-q"]
+    elif source.registry == "npm":
+        pattern = f"{source.package}-{source.version}.tgz"
+        cmd = ["npm", "pack", f"{source.package}@{source.version}", "--silent", "--pack-destination", str(downloads)]
+    else:
+        raise ValueError(f"unknown registry {source.registry!r}")
+    archive = downloads / pattern
+    if not archive.exists():
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True)
+        except FileNotFoundError as exc:
+            raise RuntimeError(f"cannot fetch {source.package} {source.version}: {cmd[0]} is not installed") from exc
+        if done.returncode != 0 or not archive.exists():
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no archive written"]
+            raise RuntimeError(f"could not download {source.package} {source.version} from {source.registry}: {tail[0]}")
+    return archive
+
+
+def prepare_repo(repo: dict, home: Path, source: Source | None = None) -> Path:
+    """Download the release once, then lay out only `benchmark_root` at its repository path."""
+    source = source or SOURCES[repo["name"]]
+    root = home / "semble" / f"{repo['name']}-{source.version}"
+    if (root / ".assay-semble").exists():
+        return root
+    archive = _download(source, home / "downloads")
+    bench_root = repo["benchmark_root"].strip("/") + "/"
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    copied = 0
+    with tarfile.open(archive) as tar:
+        for member in tar.getmembers():
+            if not member.isfile() or "/" not in member.name:
+                continue
+            inner = source.repo_prefix + member.name.split("/", 1)[1]  # drop the archive's top folder
+            if not inner.startswith(bench_root):
+                continue
+            dest = root / inner
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            handle = tar.extractfile(member)
+            if handle is not None:
+                dest.write_bytes(handle.read())
+                copied += 1
+    if not copied:
+        raise RuntimeError(f"{archive.name} has no files under {bench_root}")
+    (root / ".assay-semble").write_text(json.dumps({"package": source.package, "version": source.version, "files": copied}))
+    return root
+
+
+def present_targets(root: Path, queries: list[SembleQuery]) -> tuple[int, int, list[str]]:
+    """How many distinct annotated target files exist in the tree, of how many; queries with none present."""
+    files = {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+    wanted = {t.path for q in queries for t in q.targets}
+    have = {t for t in wanted if any(f == t or f.endswith("/" + t) for f in files)}
+    orphaned = [q.query for q in queries if not any(t.path in have for t in q.targets)]
+    return len(have), len(wanted), orphaned

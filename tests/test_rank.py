@@ -1,0 +1,117 @@
+"""Code-aware ranking: each signal on a small pool built so that the order flips without it."""
+
+from __future__ import annotations
+
+from stages.artifacts import Candidate
+from stages.rank import RankConfig, legacy_version_dirs, query_shape, rank
+
+_n = 0
+
+
+def cand(file: str, entity: str, kind: str = "function", bm25: float | None = None, distance: float | None = None,
+         body: str = "pass", language: str = "python", params: list[str] | None = None) -> Candidate:
+    global _n
+    _n += 1
+    return Candidate(id=f"c{_n}", file=file, start_line=1, end_line=5, entity=entity, kind=kind, language=language,
+                     body=body, bm25=bm25, distance=distance, params=params or [], fused_rank=_n, fused_score=0.01)
+
+
+def order(query: str, pool: list[Candidate], **off: bool) -> list[str]:
+    return [f"{c.file}:{c.entity}" for c in rank(query, pool, RankConfig(**off))]
+
+
+def only(signal: str, **extra) -> dict:
+    """A config with every other signal off, so a test sees its own signal alone."""
+    names = ("query_shape", "definition", "path", "file_coherence", "penalties", "entity_facts", "diversity")
+    return {n: n == signal for n in names} | extra
+
+
+def test_query_shape_tells_identifiers_from_sentences() -> None:
+    assert query_shape("Depends").symbol and query_shape("z.object").symbol and query_shape("send_request()").symbol
+    assert not query_shape("how does dependency injection work").symbol
+    shape = query_shape("how .refine and `Schema.parse` use ZodType")
+    assert {"refine", "Schema.parse", "ZodType"} <= set(shape.identifiers)
+
+
+def test_symbol_query_leans_on_lexical_evidence() -> None:
+    pool = [cand("a.py", "lexical_match", bm25=10.0, distance=0.75), cand("b.py", "dense_match", bm25=6.0, distance=0.3)]
+    assert order("Depends", pool, **only("query_shape"))[0] == "a.py:lexical_match"
+    assert order("Depends", pool, **only(""))[0] == "b.py:dense_match"
+
+
+def test_definition_of_a_named_identifier_comes_first() -> None:
+    pool = [cand("user.py", "uses_widget", bm25=10.0, distance=0.4), cand("widget.py", "Widget", kind="class", bm25=7.0, distance=0.45)]
+    assert order("how does Widget render", pool, **only("definition"))[0] == "widget.py:Widget"
+    assert order("how does Widget render", pool, **only(""))[0] == "user.py:uses_widget"
+
+
+def test_file_and_folder_names_that_carry_the_query_lift_a_passage() -> None:
+    pool = [cand("app/routing.py", "add_route", bm25=10.0, distance=0.4),
+            cand("app/websockets.py", "accept", bm25=9.0, distance=0.42)]
+    assert order("websocket endpoint", pool, **only("path"))[0] == "app/websockets.py:accept"
+    assert order("websocket endpoint", pool, **only(""))[0] == "app/routing.py:add_route"
+
+
+def test_several_good_passages_in_one_file_lift_the_file() -> None:
+    pool = [cand("b.py", "lone", bm25=10.0, distance=0.4),
+            *[cand("a.py", f"part{i}", bm25=9.0, distance=0.42) for i in range(3)]]
+    assert order("cache eviction policy", pool, **only("file_coherence"))[0].startswith("a.py")
+    assert order("cache eviction policy", pool, **only(""))[0] == "b.py:lone"
+
+
+def test_tests_docs_examples_stubs_legacy_and_shims_sink_unless_asked_for() -> None:
+    cases = [
+        cand("tests/test_cache.py", "test_evict", bm25=10.0, distance=0.4),
+        cand("docs/cache.md", "Cache", kind="section", language="markdown", bm25=10.0, distance=0.4),
+        cand("examples/cache_demo.py", "main", bm25=10.0, distance=0.4),
+        cand("pkg/cache.pyi", "evict", bm25=10.0, distance=0.4),
+        cand("pkg/deprecated/cache.py", "evict", bm25=10.0, distance=0.4),
+        cand("pkg/__init__.py", "pkg/__init__.py (top-level 1-3)", kind="window", bm25=10.0, distance=0.4,
+             body="from .cache import evict\nfrom .store import Store\n__all__ = ['evict', 'Store']"),
+    ]
+    for noise in cases:
+        pool = [noise, cand("pkg/cache.py", "evict_entries", bm25=8.0, distance=0.45)]
+        assert order("cache eviction", pool, **only("penalties"))[0] == "pkg/cache.py:evict_entries", noise.file
+        assert order("cache eviction", pool, **only(""))[0] != "pkg/cache.py:evict_entries", noise.file
+    note = cand(".assay/notes", "note: cache decisions", kind="note", bm25=10.0, distance=0.4)  # a hidden folder, yet kept
+    assert order("cache eviction", [cand("pkg/cache.py", "evict_entries", bm25=8.0, distance=0.45), note], **only("penalties"))[0].startswith(".assay")
+    asked = [cases[0], cand("pkg/cache.py", "evict_entries", bm25=8.0, distance=0.45)]
+    assert order("tests for cache eviction", asked, **only("penalties"))[0] == "tests/test_cache.py:test_evict"
+
+
+def test_older_version_folders_are_legacy_copies() -> None:
+    assert legacy_version_dirs(["src/v3/types.ts", "src/v4/core/types.ts", "src/index.ts"]) == {"src/v3"}
+    shadow = ["pkg/v1/main.py", "pkg/v1/fields.py", "pkg/v1/types.py", "pkg/main.py", "pkg/fields.py", "pkg/types.py"]
+    assert legacy_version_dirs(shadow) == {"pkg/v1"}
+    assert legacy_version_dirs(["api/v1/users.py", "api/v1/orders.py", "api/v1/auth.py", "api/app.py"]) == frozenset()
+    pool = [cand("src/v3/types.ts", "parse", bm25=10.0, distance=0.4, language="typescript"),
+            cand("src/v4/core/schemas.ts", "parse", bm25=8.0, distance=0.45, language="typescript")]
+    paths = ["src/v3/types.ts", "src/v4/core/schemas.ts"]
+    assert [c.file for c in rank("schema parse", pool, RankConfig(**only("penalties")), paths=paths)][0] == "src/v4/core/schemas.ts"
+
+
+def test_qualified_name_and_parameters_carry_query_words() -> None:
+    pool = [cand("a.py", "helper", bm25=10.0, distance=0.4),
+            cand("b.py", "Session.merge_settings", kind="method", bm25=9.0, distance=0.42, params=["request", "proxies"])]
+    assert order("merge session proxies", pool, **only("entity_facts"))[0] == "b.py:Session.merge_settings"
+    assert order("merge session proxies", pool, **only(""))[0] == "a.py:helper"
+
+
+def test_diversity_lets_another_file_in_before_a_files_fourth_passage() -> None:
+    pool = [*[cand("a.py", f"f{i}", bm25=10.0 - 0.1 * i, distance=0.4) for i in range(3)], cand("b.py", "g", bm25=9.0, distance=0.42)]
+    assert order("retry backoff", pool, **only("diversity"))[1] == "b.py:g"
+    assert order("retry backoff", pool, **only(""))[3] == "b.py:g"
+
+
+def test_parts_of_one_entity_count_once_for_diversity() -> None:
+    pool = [cand("a.py", "big", bm25=10.0, distance=0.4), cand("a.py", "big", bm25=9.9, distance=0.4),
+            cand("b.py", "g", bm25=9.0, distance=0.42)]
+    assert [c.entity for c in rank("retry", pool, RankConfig(**only("diversity")))][:2] == ["big", "big"]
+
+
+def test_every_candidate_carries_its_score_and_signals() -> None:
+    ranked = rank("Widget", [cand("widget.py", "Widget", kind="class", bm25=3.0, distance=0.5), cand("x.py", "y", distance=0.6)])
+    assert [c.fused_rank for c in ranked] == [1, 2]
+    top = ranked[0]
+    assert top.rank_score is not None and top.rank_signals["defines"] == 1.0 and top.rank_signals["path"] > 0
+    assert rank("anything", []) == []

@@ -1,0 +1,97 @@
+"""Semble benchmark: the metric by hand, loading, the source-tree layout, and the suite end to end offline."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from stages import semble_bench as sb
+
+
+def test_ndcg_by_hand_with_suffix_paths_and_spans() -> None:
+    targets = (sb.Target("pkg/routing.py"), sb.Target("pkg/params.py", 40, 50))
+    hits = [sb.Hit("pkg/other.py", 1, 9), sb.Hit("pkg/params.py", 1, 30), sb.Hit("repo/pkg/routing.py", 5, 9),
+            sb.Hit("pkg/params.py", 45, 60)]
+    assert sb.target_ranks(hits, targets) == [3, 4]  # the first params.py hit misses the span
+    ideal = 1 + 1 / math.log2(3)
+    assert sb.ndcg_at_10(hits, targets) == pytest.approx((1 / math.log2(4) + 1 / math.log2(5)) / ideal)
+    assert sb.ndcg_at_10([sb.Hit("xpkg/routing.py", 1, 2)], (sb.Target("pkg/routing.py"),)) == 0.0  # suffix at a folder
+    deep = [sb.Hit(f"f{i}.py", 1, 2) for i in range(10)] + [sb.Hit("pkg/routing.py", 1, 2)]
+    assert sb.ndcg_at_10(deep, (sb.Target("pkg/routing.py"),)) == 0.0
+    assert sb.ndcg_at_10([sb.Hit("a.py", 1, 2)], tuple(sb.Target("a.py") for _ in range(1))) == 1.0
+
+
+def test_summary_means_per_repo_and_category() -> None:
+    rows = [{"repo": "a", "category": "symbol", "ndcg": 1.0}, {"repo": "a", "category": "semantic", "ndcg": 0.5},
+            {"repo": "b", "category": "symbol", "ndcg": 0.0}]
+    s = sb.summarise(rows)
+    assert s["overall"] == 0.5 and s["repos"] == {"a": 0.75, "b": 0.0}
+    assert s["categories"] == {"architecture": 0.0, "semantic": 0.5, "symbol": 0.5} and s["queries"] == 3
+
+
+def test_loads_the_shared_annotations(tmp_path: Path) -> None:
+    (tmp_path / "annotations").mkdir()
+    (tmp_path / "repos.json").write_text(json.dumps([{"name": "demo", "benchmark_root": "src"}]))
+    (tmp_path / "annotations" / "demo.json").write_text(json.dumps([
+        {"query": "q", "category": "symbol", "relevant": [{"path": "src/a.py", "start_line": 3, "end_line": 4}],
+         "secondary": ["src/b.py"]}]))
+    (q,) = sb.load_queries(tmp_path, "demo")
+    assert q.targets == (sb.Target("src/a.py", 3, 4), sb.Target("src/b.py")) and q.category == "symbol"
+    assert sb.load_repos(tmp_path)["demo"]["benchmark_root"] == "src"
+
+
+def _tarball(path: Path, top: str, files: dict[str, str]) -> None:
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+def demo_repo(home: Path) -> tuple[dict, sb.Source]:
+    """A cached npm-style tarball whose src/ lives at packages/demo/src in the repository."""
+    (home / "downloads").mkdir(parents=True)
+    _tarball(home / "downloads" / "demo-1.0.0.tgz", "package", {
+        "src/cache.ts": "/** Evicts the least recently used entries. */\nexport function evictLeastRecent(cache: Map<string, number>) {\n  cache.clear();\n}\n",
+        "src/retry.ts": "export function retryWithBackoff(times: number) {\n  return times * 2;\n}\n",
+        "src/cache.test.ts": "import { evictLeastRecent } from './cache';\nevictLeastRecent(new Map());\n",
+        "README.md": "outside the benchmark root\n",
+    })
+    return {"name": "demo", "benchmark_root": "packages/demo/src"}, sb.Source("npm", "demo", "1.0.0", "packages/demo/")
+
+
+def test_prepare_lays_out_only_the_benchmark_root_at_its_repository_path(tmp_path: Path) -> None:
+    repo, source = demo_repo(tmp_path)
+    root = sb.prepare_repo(repo, tmp_path, source)
+    files = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and p.name != ".assay-semble")
+    assert files == ["packages/demo/src/cache.test.ts", "packages/demo/src/cache.ts", "packages/demo/src/retry.ts"]
+    queries = [sb.SembleQuery("demo", "q", "semantic", (sb.Target("packages/demo/src/cache.ts"),)),
+               sb.SembleQuery("demo", "r", "semantic", (sb.Target("packages/demo/src/gone.ts"),))]
+    assert sb.present_targets(root, queries) == (1, 2, ["r"])
+    assert sb.prepare_repo(repo, tmp_path, source) == root  # cached: no second download
+
+
+def test_semble_suite_scores_assay_beside_plain_bm25(tmp_path: Path) -> None:
+    from flows.index import run_index
+    from stages.config import Settings
+    from stages.evaluate_jobs import evaluate_semble, render_semble, semble_summary
+
+    repo, source = demo_repo(tmp_path)
+    root = sb.prepare_repo(repo, tmp_path, source)
+    run_index(str(root))
+    queries = [sb.SembleQuery("demo", "evictLeastRecent", "symbol", (sb.Target("packages/demo/src/cache.ts", 2, 4),)),
+               sb.SembleQuery("demo", "retry with backoff", "semantic", (sb.Target("packages/demo/src/retry.ts"),))]
+    rows = evaluate_semble(root, "demo", queries, Settings(), ablate=True)
+    configs = {r["config"] for r in rows}
+    assert {"BM25 (plain, in-run)", "hybrid (RRF)", "assay", "assay - penalties", "assay - diversity"} <= configs
+    summary = semble_summary(rows)
+    assert summary["assay"]["overall"] == 1.0 and summary["assay"]["categories"]["symbol"] == 1.0
+    table = render_semble({"summary": summary, "repos": {"demo": {"source": "npm demo 1.0.0", "queries": 2, "targets_present": 2,
+                                                                   "targets_total": 2, "orphaned": []}}})
+    assert "| assay | 1.000 |" in table and "semble (published, 62 repos) | 0.852" in table
