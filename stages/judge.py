@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from stages.artifacts import Candidate, Judgment, PassageScores
 from stages.injection import injection_score, score_text
@@ -104,11 +105,18 @@ def contradiction(c: Candidate, claims: list[Claim]) -> float:
 
 
 def passage_injection(c: Candidate) -> tuple[float, list[str]]:
-    body_score, body_hits = injection_score(c.body, c.language or "text")
-    doc_score, doc_hits = score_text(c.docstring) if c.docstring else (0.0, [])
+    """The local detector's score for a passage (cached: the judge and the threshold both ask)."""
+    score, hits = _injection(c.body, c.docstring, c.language or "text")
+    return score, list(hits)
+
+
+@lru_cache(maxsize=4096)
+def _injection(body: str, docstring: str, language: str) -> tuple[float, tuple[str, ...]]:
+    body_score, body_hits = injection_score(body, language)
+    doc_score, doc_hits = score_text(docstring) if docstring else (0.0, [])
     if doc_score > body_score:
-        return doc_score, doc_hits
-    return body_score, body_hits
+        return doc_score, tuple(doc_hits)
+    return body_score, tuple(body_hits)
 
 
 def judge_local(question: str, candidates: list[Candidate]) -> Judgment:

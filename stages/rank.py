@@ -23,6 +23,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import PurePosixPath
 
 from pydantic import BaseModel
@@ -103,11 +104,12 @@ def _short(name: str) -> str:
     return re.split(r"[.:#> ]+", name)[-1]
 
 
-def path_tokens(path: str) -> tuple[set[str], set[str]]:
+@lru_cache(maxsize=65536)
+def path_tokens(path: str) -> tuple[frozenset[str], frozenset[str]]:
     """(file-stem tokens, folder tokens), stemmed like the lexical index."""
     parts = PurePosixPath(path).parts
     stem = PurePosixPath(path).stem
-    return set(tokenize(stem.replace("-", "_").replace(".", "_"))), set(
+    return frozenset(tokenize(stem.replace("-", "_").replace(".", "_"))), frozenset(
         t for d in parts[:-1] for t in tokenize(d.replace("-", "_").replace(".", "_"))
     )
 
@@ -161,33 +163,50 @@ def _legacy_for(paths: frozenset[str]) -> frozenset[str]:
     return hit[1]
 
 
+@lru_cache(maxsize=65536)
+def path_kinds(path: str) -> frozenset[str]:
+    """What a file's path says it is (test, example, legacy-named, stub, hidden, private); cached per path."""
+    parts = [p.lower() for p in PurePosixPath(path).parts]
+    folders = parts[:-1]
+    stem = PurePosixPath(path).stem.lower()
+    name = parts[-1] if parts else ""
+    kinds: set[str] = set()
+    if any(_TEST_PART.match(p) for p in folders) or _TEST_FILE.match(stem) or stem in ("conftest", "test", "tests"):
+        kinds.add("test")
+    if any(_EXAMPLE_PART.match(p) for p in folders):
+        kinds.add("example")
+    if any(_LEGACY_PART.match(p) for p in folders):
+        kinds.add("legacy")
+    if name.endswith((".pyi", ".d.ts", ".d.mts", ".d.cts")):
+        kinds.add("stub")
+    if any(p.startswith(".") and p not in (".", "..") for p in folders):
+        kinds.add("hidden")  # tool and agent configuration (.github, .vscode, .agents), not the product
+    if any(p.startswith("_") and not p.startswith("__") for p in parts):
+        kinds.add("private")  # `_internal/`, `_fields.py`: the public module usually answers first
+    return frozenset(kinds)
+
+
 def penalties(shape: QueryShape, c: Candidate, legacy: frozenset[str]) -> dict[str, float]:
     """Factors <= 1 for kinds of files that rarely answer a question, unless the query asks for them.
     They compose: a prose file in a hidden folder sinks further than either alone."""
     if c.kind == "note":
         return {}  # the team's own recorded decisions are never noise
-    parts = [p.lower() for p in PurePosixPath(c.file).parts]
-    folders = parts[:-1]
-    stem = PurePosixPath(c.file).stem.lower()
-    name = parts[-1] if parts else ""
+    kinds = path_kinds(c.file)
     found: dict[str, float] = {}
-    if not (shape.words & _TEST_WORDS) and (any(_TEST_PART.match(p) for p in folders) or _TEST_FILE.match(stem)
-                                           or stem in ("conftest", "test", "tests")):
+    if "test" in kinds and not (shape.words & _TEST_WORDS):
         found["test"] = 0.3
     if c.language in PROSE_LANGUAGES and not (shape.words & _DOC_WORDS):
         found["prose"] = 0.5
-    if not (shape.words & _EXAMPLE_WORDS) and any(_EXAMPLE_PART.match(p) for p in folders):
+    if "example" in kinds and not (shape.words & _EXAMPLE_WORDS):
         found["example"] = 0.5
-    if not (shape.words & _LEGACY_WORDS) and (
-        any(_LEGACY_PART.match(p) for p in folders) or any(c.file.startswith(d + "/") for d in legacy)
-    ):
+    if not (shape.words & _LEGACY_WORDS) and ("legacy" in kinds or any(c.file.startswith(d + "/") for d in legacy)):
         found["legacy"] = 0.55
-    if name.endswith((".pyi", ".d.ts", ".d.mts", ".d.cts")):
+    if "stub" in kinds:
         found["stub"] = 0.6
-    if any(p.startswith(".") and p not in (".", "..") for p in folders):
-        found["hidden"] = 0.5  # tool and agent configuration (.github, .vscode, .agents), not the product
-    if any(p.startswith("_") and not p.startswith("__") for p in parts):
-        found["private"] = PRIVATE_FACTOR  # `_internal/`, `_fields.py`: the public module usually answers first
+    if "hidden" in kinds:
+        found["hidden"] = 0.5
+    if "private" in kinds:
+        found["private"] = PRIVATE_FACTOR
     if c.kind == "window" and _is_reexport(c.body):
         found["re-export"] = 0.5
     return found
@@ -221,8 +240,12 @@ def entity_facts(shape: QueryShape, c: Candidate) -> float:
     """Share of the query's terms carried by the qualified name (parent class included) and parameters."""
     if not shape.terms:
         return 0.0
-    name_terms = set(tokenize(c.entity.replace(".", " "))) | {t for p in c.params for t in tokenize(p)}
-    return len(shape.terms & name_terms) / len(shape.terms)
+    return len(shape.terms & _name_terms(c.entity, tuple(c.params))) / len(shape.terms)
+
+
+@lru_cache(maxsize=65536)
+def _name_terms(entity: str, params: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(tokenize(entity.replace(".", " "))) | {t for p in params for t in tokenize(p)}
 
 
 def _normalise(values: dict[str, float]) -> dict[str, float]:
@@ -232,9 +255,10 @@ def _normalise(values: dict[str, float]) -> dict[str, float]:
 
 def rank(
     query: str, candidates: list[Candidate], config: RankConfig | None = None, paths: Iterable[str] | None = None,
+    limit: int | None = None,
 ) -> list[Candidate]:
-    """Order the pool best first; each candidate carries its rank score and the signals behind it.
-    `paths`: every indexed file (to recognise legacy copies); the pool's own files when absent."""
+    """Order the pool best first (the first `limit` of it); each candidate carries its rank score and the
+    signals behind it. `paths`: every indexed file (to recognise legacy copies); the pool's files when absent."""
     if not candidates:
         return []
     cfg = config or RankConfig()
@@ -291,7 +315,7 @@ def rank(
         order = _diversify(order, scores, cfg.diversity_decay)
     return [
         c.model_copy(update={"rank_score": round(scores[c.id], 4), "rank_signals": signals[c.id], "fused_rank": i})
-        for i, c in enumerate(order, start=1)
+        for i, c in enumerate(order[:limit], start=1)
     ]
 
 

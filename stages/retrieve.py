@@ -136,5 +136,5 @@ def retrieve(
             )
         )
     if ranking is not None:
-        candidates = rank(query, candidates, ranking, paths=manifest.files.keys())
+        candidates = rank(query, candidates, ranking, paths=manifest.files.keys(), limit=pool)
     return Retrieval(query=query, candidates=candidates[:pool], dense_available=dense_ok, note=note)

@@ -13,6 +13,7 @@ import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -29,7 +30,9 @@ class StoreError(RuntimeError):
     """The store is missing or damaged; the message says how to recover."""
 
 
+@lru_cache(maxsize=1)
 def _chroma_settings():
+    """Built once: chroma's Settings reads the environment (~20 ms), which once per query is too much."""
     from chromadb.config import Settings as ChromaSettings
 
     return ChromaSettings(anonymized_telemetry=False, allow_reset=False)

@@ -22,12 +22,26 @@ QUESTIONS = [
 ]
 
 
-def measure(run, root: str, n: int, gap: float = 0.0) -> tuple[list[float], list[float], list[int]]:
+def swe_qa_questions() -> list[str]:
+    """The 48 SWE-QA pytest questions when ../shared is beside the checkout (all different, as an agent's are)."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "shared" / "eval" / "swe-qa" / "pytest.jsonl"
+    if not path.exists():
+        return QUESTIONS
+    return [json.loads(line)["question"] for line in path.read_text().splitlines() if line.strip()]
+
+
+def measure(run, root: str, n: int, gap: float = 0.0, questions: list[str] = QUESTIONS) -> tuple[list[float], list[float], list[int]]:
+    from stages.judge import _injection
+
+    _injection.cache_clear()  # every configuration meets its passages for the first time
     walls, stages, calls = [], [], []
     for i in range(n):
         time.sleep(gap)  # an agent's queries arrive seconds apart; back-to-back runs contend for Prefect's SQLite
         start = time.perf_counter()
-        report = run(root, QUESTIONS[i % len(QUESTIONS)])
+        report = run(root, questions[i % len(questions)])
         walls.append(time.perf_counter() - start)
         stages.append(sum(report.timings.values()))
         calls.append(report.judgment.calls)
@@ -59,10 +73,12 @@ def main() -> None:
     from stages.config import Settings
 
     settings = Settings()
-    direct = measure(lambda r, q: query_pipeline(r, q, settings, call=direct_call), root, opts.queries)
+    unique = swe_qa_questions()
+    query_pipeline(root, unique[-1], settings, call=direct_call)  # load the models and indexes once
+    direct = measure(lambda r, q: query_pipeline(r, q, settings, call=direct_call), root, opts.queries, questions=unique)
     line("direct (no Prefect)", *direct)
     rrf = settings.model_copy(update={"ranking": "rrf"})
-    plain = measure(lambda r, q: query_pipeline(r, q, rrf, call=direct_call), root, opts.queries)
+    plain = measure(lambda r, q: query_pipeline(r, q, rrf, call=direct_call), root, opts.queries, questions=unique)
     line("direct, plain RRF (no rank stage)", *plain)
     print(f"rank stage cost: p50 {(median(direct[0]) - median(plain[0])) * 1000:.1f} ms")
     if opts.direct_only:
