@@ -107,6 +107,7 @@ def index(
 @app.command()
 def status(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -> None:
     """Show what a workspace's index holds and how the last index run went."""
+    from stages.incremental import dense_note
     from stages.progress import read_status
     from stages.store import Catalog, load_manifest
     from stages.workspace import resolve_workspace
@@ -126,12 +127,15 @@ def status(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -
         "by_kind": catalog.counts("kind"), "by_language": catalog.counts("language"), "embedder": manifest.embedder,
         "updated_at": manifest.updated_at, "notes": len(manifest.notes),
         "partial_files": sum(1 for r in manifest.files.values() if r.partial), "last_run": read_status(root),
+        "dense_pending": len(manifest.dense_pending),
     }
     if as_json:
         typer.echo(json.dumps(data))
         return
     for key in ("workspace", "files", "entities", "notes", "partial_files", "embedder", "updated_at"):
         typer.echo(f"{key}: {data[key]}")
+    if manifest.dense_pending:
+        typer.echo(f"dense: {dense_note(manifest)}")
     typer.echo("by kind: " + ", ".join(f"{k} {v}" for k, v in data["by_kind"].items()))
 
 

@@ -1,4 +1,4 @@
-"""The index flow: discover -> plan -> parse -> embed -> store -> purge stale -> report."""
+"""The index flow: discover -> plan -> parse -> records + purge stale + BM25 (queryable) -> embed -> vectors -> report."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from flows.runtime import Caller, Stopwatch, prefect_call, run_flow
 from stages.artifacts import IndexReport
 from stages.config import Settings
 from stages.embed import embedder_for
-from stages.incremental import build_report, next_collection, next_manifest
+from stages.incremental import build_report, carried_pending, next_collection, next_manifest
 from stages.progress import progress_for
-from stages.store import Catalog, VectorStore, write_lock
+from stages.store import Catalog, VectorStore, mark_embedded, write_lock
 from stages.workspace import collection_name, resolve_workspace
 from tasks import index as t
 
@@ -20,6 +20,10 @@ EMBED_STORE_BATCH = 1024
 
 
 def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, call: Caller = prefect_call) -> IndexReport:
+    """Two phases under the write lock. Lexical: parsed entities go to the catalog, stale ones are purged,
+    BM25 is rebuilt and the manifest written (listing every id still without a vector): from here the index
+    answers. Dense: pending ids are embedded and stored in slices, each slice crossed off the manifest, so
+    an interruption leaves a consistent index that the next run completes."""
     root = resolve_workspace(workspace)
     watch = Stopwatch()
     lap = watch.lap
@@ -35,26 +39,31 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
         entities = [e for pf in parsed.files for e in pf.entities]
         if plan.rebuild and previous is not None and previous.notes:
             entities.extend(Catalog(root).get(previous.notes).values())
+        carried = carried_pending(previous, plan)
+        embedder = embedder_for(settings)
+        sources = {f.path: f for f in plan.to_parse}
+        manifest = next_manifest(root, previous, plan, parsed, sources, embedder.name, embedder.dimension, collection,
+                                 to_embed=[e.id for e in entities] + carried)
+        call(t.store_records, root, entities)
+        call(t.purge, root, collection, manifest, settings)  # BM25 and the manifest: queryable from here on
+        lap("lexical")
+        pending = entities + list(Catalog(root).get(carried).values())
         sink = progress_for(root)
-        sink.start("embed", len(entities))
+        sink.start("embed", len(pending))
         truncated = 0
-        for start in range(0, max(len(entities), 1), EMBED_STORE_BATCH):
-            batch = entities[start : start + EMBED_STORE_BATCH]  # bounded memory: embed and store in slices
+        for start in range(0, len(pending), EMBED_STORE_BATCH):
+            batch = pending[start : start + EMBED_STORE_BATCH]  # bounded memory: embed and store in slices
             embedded = call(t.embed, root, batch, settings)
             truncated += embedded.truncated
             lap("embed")
-            call(t.store, root, collection, embedded, batch, settings)
+            call(t.store_vectors, root, collection, embedded, settings)
+            manifest = mark_embedded(root, embedded)
             lap("store")
-        embedder = embedder_for(settings)
-        sources = {f.path: f for f in plan.to_parse}
-        manifest = next_manifest(root, previous, plan, parsed, sources, embedder.name, embedder.dimension, collection)
-        call(t.purge, root, collection, manifest, settings)
-        lap("purge")
         if previous is not None and previous.collection and previous.collection != collection:
             VectorStore(root, settings.chroma_url).drop(previous.collection)
     catalog = Catalog(root)
     data = build_report(
-        root, discovery, plan, parsed, manifest, len(entities), truncated, watch.timings,
+        root, discovery, plan, parsed, manifest, len(pending), truncated, watch.timings,
         catalog.counts("kind"), catalog.counts("language"),
     )
     return call(t.report, data)

@@ -135,6 +135,7 @@ def index_workspace(path: str, rebuild: bool = False) -> CallToolResult:
 
 @server.tool(description="Progress of the latest index run of a workspace: files done/total, entities, ETA, last error.")
 def index_status(path: str) -> CallToolResult:
+    from stages.incremental import dense_note
     from stages.store import load_manifest
 
     try:
@@ -144,11 +145,13 @@ def index_status(path: str) -> CallToolResult:
         manifest = load_manifest(root)
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
+    pending = len(manifest.dense_pending) if manifest else 0
+    dense = f"; {dense_note(manifest)}" if pending else ""
     if state is None:
         indexed = manifest is not None
-        text = f"{root}: " + ("indexed, no run in this session" if indexed else "not indexed; call index_workspace")
+        text = f"{root}: " + ("indexed, no run in this session" if indexed else "not indexed; call index_workspace") + dense
         return result(text, {"workspace": str(root), "state": "idle" if indexed else "not_indexed",
-                             "entities": manifest.entity_count if manifest else 0})
+                             "entities": manifest.entity_count if manifest else 0, "dense_pending": pending})
     stages = state.get("stages", {})
     stage = state.get("stage", "")
     cur = stages.get(stage, {"done": 0, "total": 0, "started": time.time()})
@@ -161,12 +164,12 @@ def index_status(path: str) -> CallToolResult:
         "workspace": str(root), "state": state.get("state"), "stage": stage, "done": cur["done"], "total": cur["total"],
         "files_total": stages.get("parse", {}).get("total", 0), "files_done": stages.get("parse", {}).get("done", 0),
         "entities": summary.get("entities", manifest.entity_count if manifest else 0),
-        "eta_seconds": eta, "last_error": state.get("last_error", ""), "elapsed_seconds": round(
+        "eta_seconds": eta, "last_error": state.get("last_error", ""), "dense_pending": pending, "elapsed_seconds": round(
             state.get("finished", time.time()) - state.get("started", time.time()), 1),
     }
     text = (f"{root}: {data['state']} ({stage} {data['done']}/{data['total']}); files {data['files_done']}/"
             f"{data['files_total']}; entities {data['entities']}" + (f"; ETA {eta}s" if eta is not None else "")
-            + (f"; last error: {data['last_error']}" if data["last_error"] else ""))
+            + (f"; last error: {data['last_error']}" if data["last_error"] else "") + dense)
     return result(text, data)
 
 

@@ -135,6 +135,10 @@ class IndexManifest(BaseModel):
     collection: str = Field("", description="the Chroma collection holding this index's vectors")
     files: dict[str, FileRecord] = {}
     notes: list[str] = []
+    dense_pending: list[str] = Field(
+        default_factory=list,
+        description="ids in the catalog and BM25 whose vectors are not stored yet (dense fill in progress or interrupted)",
+    )
     updated_at: str = ""
 
     @property
@@ -168,6 +172,7 @@ class IndexReport(BaseModel):
     entities_by_kind: dict[str, int]
     entities_by_language: dict[str, int]
     embed_truncated: int
+    dense_pending: int = Field(0, description="entities still waiting for their vectors when the run ended")
     timings: dict[str, float]
     embedder: str
     rebuild_reason: str = ""

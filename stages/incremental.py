@@ -30,7 +30,7 @@ def plan_index(
         reason = f"the parser changed (version {manifest.parser} to {PARSER_VERSION}): re-indexing everything"
     elif manifest.embedder and manifest.embedder != embedder:
         reason = f"embedder changed from {manifest.embedder} to {embedder}: re-embedding everything"
-    elif store_count is not None and store_count <= 0 < manifest.entity_count:
+    elif store_count is not None and store_count <= 0 < manifest.entity_count - len(manifest.dense_pending):
         reason = "the vector store is empty or unreadable although the manifest lists entities: re-embedding everything"
     if reason:
         return IndexPlan(to_parse=list(discovery.files), unchanged=[], removed=[], kept_unreadable=[],
@@ -91,9 +91,10 @@ def next_collection(previous: IndexManifest | None, plan: IndexPlan, base: str) 
 
 def next_manifest(
     root: Path, previous: IndexManifest | None, plan: IndexPlan, parsed: ParseResult,
-    sources: dict[str, SourceFile], embedder: str, dimension: int, collection: str,
+    sources: dict[str, SourceFile], embedder: str, dimension: int, collection: str, to_embed: list[str],
 ) -> IndexManifest:
-    """The manifest after this run: unchanged and kept files carry over, parsed files are replaced."""
+    """The manifest after this run's lexical phase: unchanged and kept files carry over, parsed files are
+    replaced, and every id still waiting for a vector (`to_embed`) is listed as dense_pending."""
     files: dict[str, FileRecord] = {}
     old = previous.files if previous is not None and not plan.rebuild else {}
     for path in plan.unchanged + plan.kept_unreadable:
@@ -113,8 +114,28 @@ def next_manifest(
         workspace=str(root), parser=PARSER_VERSION, embedder=embedder, dimension=dimension, collection=collection,
         files=dict(sorted(files.items())),
         notes=previous.notes if previous is not None else [],
+        dense_pending=sorted(set(to_embed)),
         updated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
+
+
+def carried_pending(previous: IndexManifest | None, plan: IndexPlan) -> list[str]:
+    """Ids an interrupted dense fill left without vectors, in files this run keeps as they are."""
+    if previous is None or plan.rebuild or not previous.dense_pending:
+        return []
+    kept = {i for path in plan.unchanged + plan.kept_unreadable if path in previous.files
+            for i in previous.files[path].entity_ids}
+    return [i for i in previous.dense_pending if i in kept or i in previous.notes]
+
+
+def dense_note(manifest: IndexManifest) -> str:
+    """What a reader must know while vectors are still being filled in ('' when they are complete)."""
+    if not manifest.dense_pending:
+        return ""
+    total = manifest.entity_count + len(manifest.notes)
+    done = max(total - len(manifest.dense_pending), 0)
+    return (f"dense index partial: {done} of {total} passages embedded so far; BM25 covers all of them "
+            "(the index run fills the rest in; run `assay index` again if it was interrupted)")
 
 
 def stale_ids(stored: set[str], manifest: IndexManifest, note_ids: set[str]) -> list[str]:
@@ -138,7 +159,7 @@ def build_report(
         files_unchanged=len(plan.unchanged), files_removed=len(plan.removed), files_partial=len(partial),
         skipped=dict(sorted(reasons.items())), kept_unreadable=len(plan.kept_unreadable) + len(
             [s for s in parsed.skipped if s.path in manifest.files]),
-        entities_total=manifest.entity_count,
+        entities_total=manifest.entity_count, dense_pending=len(manifest.dense_pending),
         entities_embedded=embedded, entities_by_kind=kinds, entities_by_language=languages, embed_truncated=truncated,
         timings={k: round(v, 3) for k, v in timings.items()}, embedder=manifest.embedder,
         rebuild_reason=plan.rebuild_reason, skipped_examples=examples,

@@ -19,6 +19,8 @@ def summary_lines(r: IndexReport) -> list[str]:
         "timings (s): " + ", ".join(f"{k} {v:.2f}" for k, v in r.timings.items()),
         f"embedder: {r.embedder}",
     ]
+    if r.dense_pending:
+        lines.append(f"dense: {r.dense_pending} entities still without vectors (BM25 has them; run `assay index` to finish)")
     if r.rebuild_reason:
         lines.append(f"full re-index: {r.rebuild_reason}")
     return lines

@@ -37,7 +37,7 @@ def add_note(root: Path, text: str, embedder: Embedder, chroma_url: str | None =
         manifest = require_manifest(root)
         note = make_note(text)
         batch = embed_entities([note], embedder)
-        VectorStore(root, chroma_url, manifest.collection).upsert(batch, {note.id: note})
+        VectorStore(root, chroma_url, manifest.collection).upsert(batch)
         catalog = Catalog(root)
         catalog.replace([note], [])
         updated = IndexManifest.model_validate({**manifest.model_dump(), "notes": [*manifest.notes, note.id]})

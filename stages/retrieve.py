@@ -12,6 +12,7 @@ from pathlib import Path
 
 from stages.artifacts import Candidate, Entity, IndexManifest, Retrieval
 from stages.embed import Embedder
+from stages.incremental import dense_note
 from stages.lexical import LexicalIndex
 from stages.rank import RankConfig, rank
 from stages.store import Catalog, VectorStore, lexical_dir, require_manifest
@@ -110,7 +111,9 @@ def retrieve(
         except Exception as exc:  # noqa: BLE001 - fall back to BM25 and say so
             dense_ok = False
             note = f"dense index unavailable ({type(exc).__name__}: {str(exc)[:120]}); BM25 only. Run `assay index --rebuild`."
-        if dense_ok and not dense and manifest.entity_count:
+        if dense_ok and manifest.dense_pending:
+            note = dense_note(manifest)
+        elif dense_ok and not dense and manifest.entity_count:
             dense_ok = False
             note = "the vector store is empty although the index lists entities; BM25 only. Run `assay index --rebuild`."
         if distance_floor is not None:

@@ -190,18 +190,10 @@ class VectorStore:
         except Exception:  # noqa: BLE001
             pass
 
-    def upsert(self, batch: EmbeddedBatch, entities: dict[str, Entity], batch_size: int = 500) -> None:
+    def upsert(self, batch: EmbeddedBatch, batch_size: int = 500) -> None:
+        """Ids and vectors only: the catalog holds text and facts, and metadata slowed upserts by a third."""
         for start in range(0, len(batch.ids), batch_size):
-            ids = batch.ids[start : start + batch_size]
-            self.collection.upsert(  # no documents: the catalog holds the text, Chroma only vectors
-                ids=ids,
-                embeddings=batch.vectors[start : start + batch_size],
-                metadatas=[
-                    {"file": entities[i].file, "kind": entities[i].kind, "qualname": entities[i].qualname,
-                     "start_line": entities[i].start_line, "end_line": entities[i].end_line}
-                    for i in ids
-                ],
-            )
+            self.collection.upsert(ids=batch.ids[start : start + batch_size], embeddings=batch.vectors[start : start + batch_size])
 
     def delete(self, ids: list[str], batch_size: int = 500) -> None:
         for start in range(0, len(ids), batch_size):
@@ -252,6 +244,17 @@ def write_manifest(root: Path, manifest: IndexManifest) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
+
+
+def mark_embedded(root: Path, batch: EmbeddedBatch) -> IndexManifest:
+    """After a slice of vectors is stored: drop its ids from dense_pending and record the dimension
+    (an Ollama model reports it only once it has embedded something). The writer holds the lock."""
+    manifest = require_manifest(root)
+    done = set(batch.ids)
+    manifest.dense_pending = [i for i in manifest.dense_pending if i not in done]
+    manifest.dimension = batch.dimension or manifest.dimension
+    write_manifest(root, manifest)
+    return manifest
 
 
 def inspect_store(root: Path, url: str | None, rebuild: bool) -> tuple[IndexManifest | None, int | None]:

@@ -50,12 +50,16 @@ def embed(root: Path, entities: list[Entity], settings: Settings) -> EmbeddedBat
     return embed_entities(entities, embedder, settings.embed_batch, advance)
 
 
-@task(name="store", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
-def store(root: Path, collection: str, batch: EmbeddedBatch, entities: list[Entity], settings: Settings) -> None:
-    """Upsert vectors and catalog records; nothing is deleted here."""
-    by_id = {e.id: e for e in entities}
-    VectorStore(root, settings.chroma_url, collection).upsert(batch, by_id, settings.store_batch)
+@task(name="store-records", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
+def store_records(root: Path, entities: list[Entity]) -> None:
+    """Upsert catalog records (the text BM25 and every answer read); nothing is deleted here."""
     Catalog(root).replace(entities, [])
+
+
+@task(name="store-vectors", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
+def store_vectors(root: Path, collection: str, batch: EmbeddedBatch, settings: Settings) -> None:
+    """Upsert one slice of vectors; nothing is deleted here."""
+    VectorStore(root, settings.chroma_url, collection).upsert(batch, settings.store_batch)
 
 
 @task(name="purge", cache_policy=NO_CACHE)

@@ -156,3 +156,39 @@ def test_an_index_made_by_an_older_parser_is_rebuilt_once(project: Path) -> None
     assert report.rebuild_reason.startswith("the parser changed") and report.files_parsed == 5
     assert load_manifest(project).parser >= 2 and run_index(str(project)).files_parsed == 0
     assert any(e.kind == "file" and e.file == "pkg/retry.py" for e in Catalog(project).all())
+
+
+def test_a_query_during_the_dense_fill_gets_bm25_results_and_says_dense_is_partial(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    import time
+
+    import flows.index
+    import tasks.index
+    from stages.retrieve import search
+
+    real = tasks.index.embed_entities
+    release = threading.Event()
+
+    def slow_embed(*args, **kwargs):
+        release.wait(30)  # hold the dense phase open until the test has queried
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tasks.index, "embed_entities", slow_embed)
+    monkeypatch.setattr(flows.index, "EMBED_STORE_BATCH", 4)
+    runner = threading.Thread(target=run_index, args=(str(project),))
+    runner.start()
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not ((m := load_manifest(project)) and m.dense_pending):
+            time.sleep(0.05)
+        assert load_manifest(project).dense_pending, "the lexical phase never committed"
+        hits = search(project, "retry_call", Settings(), k=5)
+        assert hits.candidates and hits.candidates[0].entity == "retry_call" and hits.candidates[0].bm25 is not None
+        assert hits.note.startswith("dense index partial: 0 of")
+    finally:
+        release.set()
+        runner.join(60)
+    assert load_manifest(project).dense_pending == []
+    assert search(project, "retry_call", Settings(), k=5).note == ""

@@ -50,11 +50,10 @@ def main() -> None:
         vecs = rng.standard_normal((n, 384)).astype(np.float32)
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
         store = VectorStore(root, None, "scale")
-        by_id = {e.id: e for e in ents}
         start = time.perf_counter()
         for s in range(0, n, 5000):
             ids = [e.id for e in ents[s : s + 5000]]
-            store.upsert(EmbeddedBatch(embedder="x", dimension=384, ids=ids, vectors=vecs[s : s + 5000].tolist()), by_id, 5000)
+            store.upsert(EmbeddedBatch(embedder="x", dimension=384, ids=ids, vectors=vecs[s : s + 5000].tolist()), 5000)
         rate = n / (time.perf_counter() - start)
         lat = []
         for q in rng.standard_normal((opts.queries, 384)).astype(np.float32):

@@ -16,7 +16,7 @@ import pytest
 from flows.index import run_index
 from flows.query import run_query
 from stages.config import Settings
-from stages.store import Catalog, load_manifest
+from stages.store import Catalog, VectorStore, load_manifest
 from tests.fakes import FakeCloud, FakeOllama
 
 ASSAY = str(Path(sys.executable).with_name("assay"))
@@ -27,7 +27,7 @@ def cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess
     return subprocess.run([ASSAY, *args], capture_output=True, text=True, env=full, timeout=timeout)
 
 
-def test_sigkill_half_way_keeps_the_previous_index_and_the_next_run_completes(project: Path, ledger) -> None:
+def test_sigkill_during_dense_fill_leaves_a_queryable_index_and_the_next_run_completes(project: Path, ledger) -> None:
     run_index(str(project))
     before = {e.qualname for e in Catalog(project).all()}
     for i in range(400):
@@ -54,14 +54,19 @@ def test_sigkill_half_way_keeps_the_previous_index_and_the_next_run_completes(pr
 
     assert read_status(project)["state"] == "interrupted"  # not "running" forever
     after_kill = load_manifest(project)
-    assert not any(p.startswith("pkg/gen_") for p in after_kill.files)  # the manifest is the previous one
+    assert any(p.startswith("pkg/gen_") for p in after_kill.files) and after_kill.dense_pending  # lexical phase done
+    found = cli("search", "generated_399_7", str(project), "-k", "3")  # BM25 already knows the new code
+    assert found.returncode == 0 and "pkg/gen_399.py" in found.stdout and "dense index partial" in found.stderr
     answer = cli("ask", "how does retry_call back off?", str(project))
-    assert answer.returncode == 0 and "pkg/retry.py:17" in answer.stdout
+    assert answer.returncode == 0 and "pkg/retry.py:17" in answer.stdout and "dense index partial" in answer.stdout
     ledger.kept(before, {e.qualname for e in Catalog(project).all()})
     done = cli("index", str(project))
     assert done.returncode == 0, done.stderr
     final = {e.qualname for e in Catalog(project).all()}
     assert {f"generated_{i}_{j}" for i in range(400) for j in range(8)} <= final
+    complete = load_manifest(project)
+    assert complete.dense_pending == []
+    assert VectorStore(project, None, complete.collection).count() == Catalog(project).count()  # every passage has its vector
     ledger.kept(before, final)
 
 

@@ -1,0 +1,94 @@
+"""The static embedder: distilled rows, mean pooling, the cache, and a whole index run on it.
+
+Tests distil only the tokens they use (the full 30,522-token table takes ~20 s and is built once per user)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stages.embed import MiniLMEmbedder
+from stages.static_embed import StaticEmbedder, distill_table
+
+TEXTS = ["retry the call with exponential backoff", "def retry_call(func, attempts): sleep between attempts",
+         "render an html table of rows", "cookies merged into the session jar"]
+
+
+@pytest.fixture(scope="module")
+def model() -> MiniLMEmbedder:
+    return MiniLMEmbedder()
+
+
+def subset_table(model: MiniLMEmbedder, texts: list[str]) -> np.ndarray:
+    ids = {i for e in model._tokenizer.encode_batch(texts) for i in e.ids}
+    return distill_table(model._session, model._tokenizer, dims=16, ids=ids)
+
+
+def plain_tokenizer(model: MiniLMEmbedder):
+    from tokenizers import Tokenizer
+
+    from stages.embed import DATA_DIR
+
+    tok = Tokenizer.from_file(str(DATA_DIR / "minilm-tokenizer.json"))
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
+
+
+def test_a_text_is_the_normalised_mean_of_its_token_rows(model: MiniLMEmbedder) -> None:
+    table = subset_table(model, TEXTS)
+    tok = plain_tokenizer(model)
+    emb = StaticEmbedder(table, tok, "static-test")
+    vectors, truncated = emb.embed(TEXTS + [""])
+    ids = tok.encode(TEXTS[0], add_special_tokens=False).ids
+    expected = table[ids].mean(axis=0)
+    assert np.allclose(vectors[0], expected / np.linalg.norm(expected), atol=1e-5) and truncated == 0
+    assert np.allclose(np.linalg.norm(vectors[:4], axis=1), 1.0, atol=1e-5) and not vectors[4].any()
+    sims = vectors[:4] @ vectors[:4].T
+    assert sims[0, 1] > sims[0, 2] and sims[0, 1] > sims[0, 3]  # the two texts about retrying are closest
+    short = StaticEmbedder(table, tok, "static-test", max_tokens=3)
+    assert short.embed([TEXTS[0]])[1] == 1  # longer than the window is counted
+
+
+def test_the_table_is_built_once_and_cached(model: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from stages import static_embed
+
+    monkeypatch.setenv("ASSAY_HOME", str(tmp_path))
+    calls = []
+
+    def fake_distill(session, tokenizer, progress=None, **kw):
+        calls.append(1)
+        return subset_table(model, TEXTS)
+
+    monkeypatch.setattr(static_embed, "distill_table", fake_distill)
+    first = static_embed.load_or_build(model._session, model._tokenizer, "t1")
+    second = static_embed.load_or_build(model._session, model._tokenizer, "t1")
+    assert len(calls) == 1 and static_embed.table_path("t1").exists()
+    assert np.allclose(first, second, atol=1e-2)  # stored as float16
+
+
+def test_index_and_search_on_the_static_embedder(project: Path, model: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    from flows.index import run_index
+    from stages import static_embed
+    from stages.config import Settings
+    from stages.embed import get_embedder
+    from stages.retrieve import search
+    from stages.store import Catalog, load_manifest
+
+    texts = [e.embed_text() for e in Catalog(project).all()] if (project / ".assay").exists() else []
+    texts += [p.read_text(errors="replace") for p in project.rglob("*.py")] + ["how are retries backed off"]
+    table = subset_table(model, texts)
+    monkeypatch.setattr(static_embed, "load_or_build", lambda *a, **k: table)
+    get_embedder.cache_clear()
+    try:
+        settings = Settings(embedder="static")
+        report = run_index(str(project), settings)
+        assert report.embedder.startswith("static-minilm") and report.entities_embedded == report.entities_total
+        assert load_manifest(project).dimension == 16
+        hits = search(project, "how are retries backed off", settings, k=5, mode="dense").candidates
+        assert hits and all(c.distance is not None for c in hits)
+        assert all("retr" in f"{c.file} {c.entity}".lower() for c in hits[:3])  # the retry module and its guide
+    finally:
+        get_embedder.cache_clear()
