@@ -193,8 +193,8 @@ def penalties(shape: QueryShape, c: Candidate, legacy: frozenset[str]) -> dict[s
         return {}  # the team's own recorded decisions are never noise
     kinds = path_kinds(c.file)
     found: dict[str, float] = {}
-    if "test" in kinds and not (shape.words & _TEST_WORDS):
-        found["test"] = 0.3
+    if "test" in kinds and not (shape.words & _TEST_WORDS) and not defines_named(shape, c):
+        found["test"] = 0.3  # naming a test class or function asks for it; otherwise tests rarely answer
     if c.language in PROSE_LANGUAGES and not (shape.words & _DOC_WORDS):
         found["prose"] = 0.5
     if "example" in kinds and not (shape.words & _EXAMPLE_WORDS):

@@ -75,6 +75,9 @@ def test_tests_docs_examples_stubs_legacy_and_shims_sink_unless_asked_for() -> N
         assert order("cache eviction", pool, **only(""))[0] != "pkg/cache.py:evict_entries", noise.file
     note = cand(".assay/notes", "note: cache decisions", kind="note", bm25=10.0, distance=0.4)  # a hidden folder, yet kept
     assert order("cache eviction", [cand("pkg/cache.py", "evict_entries", bm25=8.0, distance=0.45), note], **only("penalties"))[0].startswith(".assay")
+    named = [cand("tests/test_cache.py", "TestCache", kind="class", bm25=10.0, distance=0.4),
+             cand("pkg/cache.py", "evict_entries", bm25=8.0, distance=0.45)]
+    assert order("what does the TestCache class check", named, **only("penalties"))[0] == "tests/test_cache.py:TestCache"
     asked = [cases[0], cand("pkg/cache.py", "evict_entries", bm25=8.0, distance=0.45)]
     assert order("tests for cache eviction", asked, **only("penalties"))[0] == "tests/test_cache.py:test_evict"
 
