@@ -312,18 +312,22 @@ def rank(
                 signals[c.id].update({why: 1.0 for why in found})
     order = sorted(candidates, key=lambda c: (-scores[c.id], c.fused_rank))
     if cfg.diversity:
-        order = _diversify(order, scores, cfg.diversity_decay)
+        order, spread = _diversify(order, scores, cfg.diversity_decay)
+        for cid, factor in spread.items():  # the score shown is the one that placed the row
+            scores[cid] *= factor
+            signals[cid]["same_file"] = round(factor, 4)
     return [
         c.model_copy(update={"rank_score": round(scores[c.id], 4), "rank_signals": signals[c.id], "fused_rank": i})
         for i, c in enumerate(order[:limit], start=1)
     ]
 
 
-def _diversify(order: list[Candidate], scores: dict[str, float], decay: float) -> list[Candidate]:
+def _diversify(order: list[Candidate], scores: dict[str, float], decay: float) -> tuple[list[Candidate], dict[str, float]]:
     """Greedy: each further entity of a file already shown counts `decay` times less (parts of one
     entity count as one). Lazy evaluation: effective scores only fall, so a popped candidate whose
-    score is still current is the best one."""
+    score is still current is the best one. Returns the order and the factor applied to each decayed id."""
     shown: dict[str, set[str]] = defaultdict(set)
+    spread: dict[str, float] = {}
     heap = [(-scores[c.id], i, 0) for i, c in enumerate(order)]
     heapq.heapify(heap)
     out: list[Candidate] = []
@@ -336,7 +340,9 @@ def _diversify(order: list[Candidate], scores: dict[str, float], decay: float) -
             continue
         shown[c.file].add(c.entity)
         out.append(c)
-    return out
+        if seen:
+            spread[c.id] = decay**seen
+    return out, spread
 
 
 _PENALTY_NAMES = ("test", "prose", "example", "legacy", "stub", "hidden", "private", "re-export")
@@ -350,4 +356,6 @@ def explain(c: Candidate) -> str:
     parts = ["defines"] if s.get("defines") else []
     parts += [f"{key} {s[key]:g}" for key in ("path", "name") if s.get(key)]
     parts += [key for key in _PENALTY_NAMES if s.get(key)]
+    if s.get("same_file"):
+        parts.append(f"same file x{s['same_file']:g}")
     return "; ".join(parts)
