@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from stages.artifacts import Candidate
-from stages.rank import RankConfig, legacy_version_dirs, query_shape, rank
+from stages.rank import RankConfig, explain, legacy_version_dirs, query_shape, rank
 
 _n = 0
 
@@ -117,4 +117,8 @@ def test_every_candidate_carries_its_score_and_signals() -> None:
     assert [c.fused_rank for c in ranked] == [1, 2]
     top = ranked[0]
     assert top.rank_score is not None and top.rank_signals["defines"] == 1.0 and top.rank_signals["path"] > 0
+    assert explain(top).startswith("defines; path 1")
+    same = rank("retry", [cand("a.py", "f", bm25=10.0, distance=0.4), cand("a.py", "g", bm25=9.9, distance=0.4)])
+    assert same[1].rank_signals["same_file"] == 0.5 and same[1].rank_score < same[0].rank_score
+    assert explain(same[1]).endswith("same file x0.5")
     assert rank("anything", []) == []
