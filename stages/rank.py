@@ -8,8 +8,7 @@ of a few things the index knows more precisely:
 - path: file and folder names are the author's own summary (`websockets.py`, `openapi/`).
 - file coherence: several good passages in one file make that file the likely answer.
 - penalties: tests, prose docs, type stubs, examples and translations, legacy/compat copies and
-  re-export shims
-  answer few questions, unless the query asks for them.
+  re-export shims answer few questions, unless the query asks for them.
 - entity facts: a passage whose qualified name (parent class included) carries the query's words.
 - diversity: the tenth passage from one file tells less than the first from another.
 Each signal can be switched off (`RankConfig`) so the evaluation can ablate it.
@@ -124,8 +123,9 @@ def path_match(shape: QueryShape, path: str) -> float:
 
 
 def legacy_version_dirs(paths: Iterable[str]) -> frozenset[str]:
-    """Folders named v<N> that hold an older copy: one beside a higher v<M> (zod's v3 beside v4), or a
-    lone one whose file names mostly repeat those of the package around it (pydantic's v1)."""
+    """Folders named v<N> that hold an older copy: one beside a higher v<M> (`src/v3/` beside `src/v4/`),
+    or a lone one whose file names mostly repeat those of the package around it (a vendored `pkg/v1/`)."""
+    paths = list(paths)
     versions: dict[str, set[tuple[int, str]]] = defaultdict(set)
     names_below: dict[str, set[str]] = defaultdict(set)
     for path in paths:
@@ -150,17 +150,10 @@ def legacy_version_dirs(paths: Iterable[str]) -> frozenset[str]:
     return frozenset(legacy)
 
 
-_legacy_cache: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
-
-
+@lru_cache(maxsize=8)
 def _legacy_for(paths: frozenset[str]) -> frozenset[str]:
-    key = hash(paths)
-    hit = _legacy_cache.get(key)
-    if hit is None or hit[0] != paths:
-        _legacy_cache.clear()
-        hit = (paths, legacy_version_dirs(paths))
-        _legacy_cache[key] = hit
-    return hit[1]
+    """Legacy folders of one index's file set, computed once per set (the same for every query)."""
+    return legacy_version_dirs(paths)
 
 
 @lru_cache(maxsize=65536)
