@@ -151,7 +151,8 @@ def search(
 
     One row per entity; a file row (kind `file`) stands for a whole file. `why` says what lifted or sank a
     row: `defines` (it defines a name you asked for), `path`/`name` (your words in its file or qualified
-    name), and penalties (test, prose, example, legacy, stub, hidden, private, re-export).
+    name), penalties (test, prose, example, legacy, stub, hidden, private, re-export), and `same file xN`
+    (a file already shown counts less, so more files reach the top).
     Set ASSAY_RANKING=rrf for plain reciprocal rank fusion."""
     from stages.rank import explain
     from stages.retrieve import search as search_stage
