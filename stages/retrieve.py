@@ -120,6 +120,8 @@ def retrieve(
             dense = [(i, d) for i, d in dense if d <= distance_floor]
     lexical = load_lexical(root).search(query, depth) if mode in ("hybrid", "bm25") else []
     fused = fuse(dense, lexical)
+    if ranking is None:
+        fused = fused[:pool]  # only the rank stage needs the whole union; RRF order is final here
     catalog = Catalog(root)
     records = catalog.get([eid for eid, _ in fused])
     catalog.close()
