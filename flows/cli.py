@@ -249,7 +249,8 @@ def audit(
 
 @app.command(name="eval")
 def evaluate(
-    suite: str = typer.Option("swe-qa", help="swe-qa (questions over the requests/pytest sdists) | semble (code-search NDCG@10)"),
+    suite: str = typer.Option("swe-qa", help="swe-qa (questions over the requests/pytest sdists) | semble (code-search NDCG@10) "
+                              "| judge (premise checks and injection detection of the local judge)"),
     corpus: list[str] = typer.Option([], help="swe-qa: requests, pytest; semble: fastapi, pydantic, express, zod (default: all)"),
     judge: list[str] = typer.Option(["local", "none"], help="swe-qa: judges to compare (local, none, ollama, cloud)"),
     limit: Optional[int] = typer.Option(None, help="only the first N questions of each corpus"),
@@ -264,6 +265,11 @@ def evaluate(
     file recall@10 per configuration, judge keep/drop precision and recall, injection detection on planted BIPIA
     attacks, and answer cost in tokens.
 
+    [bold]judge[/bold]: the local judge alone. Premise checking on false/true question twins generated from the `ast`
+    facts of httpx, click, rich and starlette (recall and false alarms per premise kind, for tuned and held-back
+    phrasings); injection detection on BIPIA and Assay's own attack families planted in code and Markdown, with
+    false positives on clean code, docs and text that discusses injection.
+
     [bold]semble[/bold]: semble's code-search benchmark on its development repositories. Prints NDCG@10 overall,
     per repository and per category for a plain BM25 (built in the same run), RRF hybrid, Assay's ranking and
     each ranking signal switched off, beside the benchmark's published figures.
@@ -275,13 +281,17 @@ def evaluate(
 
             data = run_evaluate_semble(_settings(), repos=corpus or None, semble_dir=str(questions) if questions else None,
                                        ablate=ablate, limit=limit)
+        elif suite == "judge":
+            from flows.evaluate import run_evaluate_judge
+
+            data = run_evaluate_judge(_settings())
         elif suite == "swe-qa":
             from flows.evaluate import run_evaluate
 
             data = run_evaluate(_settings(), corpora=corpus or ["requests", "pytest"], judges=judge, limit=limit,
                                 questions_dir=str(questions) if questions else None)
         else:
-            raise ValueError(f"unknown suite {suite!r}; use swe-qa or semble")
+            raise ValueError(f"unknown suite {suite!r}; use swe-qa, semble or judge")
     except Exception as exc:  # noqa: BLE001
         _fail(exc)
         return

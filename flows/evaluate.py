@@ -120,6 +120,36 @@ def run_evaluate_semble(settings: Settings | None = None, **options) -> dict:
     return run_flow(evaluate_semble_flow, body, settings=settings or Settings(), **options)
 
 
+def evaluate_judge_pipeline(settings: Settings, bipia_dir: str | None = None, call: Caller = prefect_call) -> dict:
+    """The local judge alone: premise checks on sets generated from third-party sdists, injection detection on
+    attacks planted into their code and docs. No index, no model: parse and check."""
+    from stages import injection_eval, premise_eval
+
+    home = eval_home()
+    bipia = Path(bipia_dir) if bipia_dir else default_questions_dir().parent / "bipia"
+    roots = {req.split("==")[0]: call(t.prepare_corpus, req, home) for req in premise_eval.PREMISE_CORPORA}
+    premises = call(t.evaluate_premises, roots)
+    clean = list(roots.values()) + [call(t.prepare_corpus, req, home) for req in CORPORA.values()]
+    injection = call(t.evaluate_injection_planted, clean, bipia if bipia.exists() else None)
+    results = {"created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "suite": "judge",
+               "premises": premises, "injection": injection}
+    markdown = "# Assay judge evaluation\n\n" + premise_eval.render(premises) + "\n" + injection_eval.render(injection)
+    return save_results(home, "judge-", results, [], "", markdown)
+
+
+@flow(name="assay-evaluate-judge", log_prints=False, validate_parameters=False)
+def evaluate_judge_flow(bipia_dir: str | None = None, settings: Settings | None = None) -> dict:
+    """Measure premise checking and injection detection of the local judge."""
+    return evaluate_judge_pipeline(settings or Settings(), bipia_dir)
+
+
+def run_evaluate_judge(settings: Settings | None = None, **options) -> dict:
+    def body(settings: Settings, call: Caller, **kw) -> dict:
+        return evaluate_judge_pipeline(settings, call=call, **kw)
+
+    return run_flow(evaluate_judge_flow, body, settings=settings or Settings(), **options)
+
+
 @flow(name="assay-evaluate", log_prints=False, validate_parameters=False)
 def evaluate_flow(corpora: list[str] | None = None, questions_dir: str | None = None, judges: list[str] | None = None,
                   limit: int | None = None, settings: Settings | None = None) -> dict:

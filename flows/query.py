@@ -1,4 +1,4 @@
-"""The query flow: retrieve -> route -> batch-judge -> threshold -> synthesize -> report -> audit snapshot."""
+"""The query flow: retrieve -> premises -> route -> batch-judge -> threshold -> synthesize -> report -> audit snapshot."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from stages.artifacts import QueryReport
 from stages.config import Settings
 from stages.llm import LLMError, require_loopback
 from stages.report import make_report
+from stages.synthesize import state_corrections
 from stages.workspace import resolve_workspace
 from tasks import query as t
 
@@ -39,13 +40,16 @@ def query_pipeline(workspace: str, question: str, settings: Settings, call: Call
 
     retrieval = call(t.retrieve, root, question, settings)
     lap("retrieve")
+    checked = call(t.premises, root, question, retrieval.candidates)
+    candidates = retrieval.candidates + checked.added  # a definition a failed premise cites is judged and cited too
+    lap("premises")
     decision = call(t.route, question, settings)
     lap("route")
-    judgment = call(t.judge, question, retrieval.candidates, settings, decision)
+    judgment = call(t.judge, question, candidates, settings, decision, checked.findings)
     lap("judge")
-    selection = call(t.threshold, question, retrieval.candidates, judgment, settings)
+    selection = call(t.threshold, question, candidates, judgment, settings)
     lap("threshold")
-    answer = call(t.synthesize, question, selection, decision, settings)
+    answer = state_corrections(call(t.synthesize, question, selection, decision, settings), judgment.premises)
     lap("synthesize")
     notes = [retrieval.note] if retrieval.note else []
     report = make_report(uuid.uuid4().hex[:12], question, str(root), answer, selection, judgment, decision, watch.timings, notes)

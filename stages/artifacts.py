@@ -58,6 +58,16 @@ class DiscoveryResult(BaseModel):
     )
 
 
+class CodeFacts(BaseModel):
+    """What a definition states about itself; empty fields mean the grammar says nothing."""
+
+    decorators: list[str] = []
+    is_async: bool = False
+    returns: str = ""
+    defaults: dict[str, str] = {}
+    raises: list[str] = []
+
+
 class Entity(BaseModel):
     """One retrievable unit: a definition, a section, a window of text, or a note."""
 
@@ -78,6 +88,7 @@ class Entity(BaseModel):
     parts: int = 1
     bases: list[str] = []
     params: list[str] = []
+    facts: CodeFacts | None = Field(None, description="decorators, async, return type, defaults, raises (functions and classes)")
 
     def embed_text(self) -> str:
         """Text the dense model sees: where it is, what it is, then the code itself."""
@@ -197,6 +208,7 @@ class Candidate(BaseModel):
     body: str = ""
     bases: list[str] = []
     params: list[str] = []
+    facts: CodeFacts | None = None
     part: int = 0
     parts: int = Field(1, description="a long body is split into parts; each part is a passage")
     distance: float | None = Field(None, description="cosine distance from the dense index; lower is closer")
@@ -223,6 +235,38 @@ class PassageScores(BaseModel):
     injection: float = Field(ge=0, le=1)
 
 
+class Premise(BaseModel):
+    """Something a question presupposes about the code (stages.premise)."""
+
+    kind: Literal["base", "param", "default", "decorator", "async", "returns", "raises", "file", "kind"]
+    subject: str = Field(description="the identifier the premise is about, as written")
+    value: str = Field(description="base class, parameter, default, decorator, async|sync, type, exception, file or kind")
+    param: str = Field("", description="default premises: the parameter whose default is claimed")
+    negated: bool = Field(False, description="the question says it is *not* so")
+    loose: bool = Field(False, description="inferred from cue words near a defined name, not from a stated phrase")
+    text: str = Field("", description="the words of the question that state it")
+
+
+class PremiseFinding(BaseModel):
+    """A premise checked against the definition of its subject."""
+
+    premise: Premise
+    holds: bool
+    contradicts: float = Field(ge=0, le=1)
+    entity_id: str
+    entity: str
+    file: str
+    line: int
+    fact: str = Field("", description="the correction, citing the definition, when the premise does not hold")
+
+
+class PremiseCheck(BaseModel):
+    """The premise stage's output: checked premises, and subject definitions retrieval did not bring."""
+
+    findings: list[PremiseFinding] = []
+    added: list["Candidate"] = []
+
+
 class Judgment(BaseModel):
     """The judge's verdict on the whole candidate set."""
 
@@ -235,6 +279,7 @@ class Judgment(BaseModel):
     calls: int = 0
     failure: str = Field("", description="why the judge failed (for some or all passages); empty when it did not")
     reasons: dict[str, str] = {}
+    premises: list[PremiseFinding] = Field(default_factory=list, description="the question's premises checked against the index")
 
 
 class Thresholds(BaseModel):

@@ -5,8 +5,9 @@
   was not ranked); an identifier the question names exactly, defined by the passage, is strong evidence.
 - evidence: structure. A definition with a body and a docstring is concrete support; a window of
   text or a passage that merely mentions a named identifier is weaker.
-- contradicts: symbol facts. When the question claims `X inherits Y`, `X takes parameter p`,
-  `X is a class`, or `X is defined in F`, the passage that defines X is checked against it.
+- contradicts: the question's premises (`stages.premise`: base classes, parameters, defaults, decorators,
+  async, return types, raises, file, kind) checked against the definition of their subject; the
+  passage that defines a subject whose premise fails gets the finding's score.
 - injection: the AST-aware detector in `stages.injection`.
 Set-level answerable, coverage (0-3) and conflict (two definitions of one name that disagree).
 """
@@ -14,19 +15,16 @@ Set-level answerable, coverage (0-3) and conflict (two definitions of one name t
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 
-from stages.artifacts import Candidate, Judgment, PassageScores
+from stages.artifacts import Candidate, Judgment, PassageScores, PremiseFinding
 from stages.injection import injection_score, score_text
 from stages.lexical import tokenize
+from stages.premise import check_question, entity_of, resolver_from
 
 _IDENT = re.compile(r"`([^`]+)`|\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)\b|\b([A-Za-z_]+[A-Za-z0-9]*_[A-Za-z0-9_]+|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*)\b|\b([A-Za-z_][A-Za-z0-9_]*)\(\)")
 RANK_WEIGHT = 0.5  # share of relevance taken from the rank stage's score, when the pool was ranked
 _DEFINITION_KINDS = frozenset({"function", "method", "class", "interface", "type", "enum", "struct", "trait", "module", "constant"})
-_KIND_WORDS = {"class": "class", "function": "function", "method": "method", "constant": "constant",
-               "interface": "interface", "enum": "enum", "struct": "struct", "trait": "trait"}
-
 
 def question_identifiers(question: str) -> list[str]:
     """Code identifiers named in a question: `backticked`, dotted.paths, snake_case, camelCase, call()."""
@@ -52,58 +50,6 @@ def _coverage(terms: set[str], text: str) -> float:
     return len(terms & have) / len(terms)
 
 
-@dataclass(frozen=True)
-class Claim:
-    subject: str
-    relation: str  # inherits | param | kind | file
-    value: str
-
-
-_CLAIMS = (
-    ("inherits", re.compile(r"`?([A-Za-z_][\w.]*)`?\s+(?:inherits\s+(?:from\s+)?|extends\s+|is\s+a\s+subclass\s+of\s+|subclasses\s+|derives\s+from\s+)`?([A-Za-z_][\w.]*)`?", re.I)),
-    ("param", re.compile(r"`?([A-Za-z_][\w.]*)`?\s+(?:takes|accepts|has|receives|expects)\s+(?:an?\s+|the\s+)?(?:optional\s+|keyword\s+)?(?:parameter|argument|arg|kwarg|param)\s+(?:named\s+|called\s+)?`?([A-Za-z_]\w*)`?", re.I)),
-    ("param", re.compile(r"(?:parameter|argument|kwarg)\s+`?([A-Za-z_]\w*)`?\s+(?:of|to|in)\s+`?([A-Za-z_][\w.]*)`?", re.I)),
-    ("kind", re.compile(r"`?([A-Za-z_][\w.]*)`?\s+is\s+(?:a|an)\s+(class|function|method|constant|interface|enum|struct|trait)\b", re.I)),
-    ("file", re.compile(r"`?([A-Za-z_][\w.]*)`?\s+(?:is\s+)?(?:defined|declared|implemented)\s+in\s+`?([\w./-]+\.[A-Za-z]+)`?", re.I)),
-)
-
-
-def question_claims(question: str) -> list[Claim]:
-    claims: list[Claim] = []
-    for relation, pattern in _CLAIMS:
-        for m in pattern.finditer(question):
-            a, b = m.group(1), m.group(2)
-            if pattern.pattern.startswith("(?:parameter"):
-                a, b = b, a  # "parameter p of X": subject X, value p
-            claims.append(Claim(_short(a), relation, b))
-    return claims
-
-
-def contradiction(c: Candidate, claims: list[Claim]) -> float:
-    """How strongly this passage's symbol facts contradict the question's premise."""
-    score = 0.0
-    name = _short(c.entity)
-    for cl in claims:
-        if cl.subject != name or c.kind not in _DEFINITION_KINDS:
-            continue
-        if cl.relation == "inherits" and c.kind in ("class", "interface", "struct"):
-            if _short(cl.value) not in {_short(b) for b in c.bases}:
-                score = max(score, 0.9 if c.bases or "(" not in c.signature else 0.8)
-        elif cl.relation == "param" and c.kind in ("function", "method"):
-            if c.params and cl.value not in c.params:
-                # a **kwargs catch-all may still accept it: doubt, not contradiction
-                score = max(score, 0.3 if "**" in c.signature else 0.85)
-        elif cl.relation == "kind":
-            claimed = _KIND_WORDS.get(cl.value.lower(), cl.value.lower())
-            same = {claimed, c.kind} <= {"function", "method"} or claimed == c.kind
-            if not same:
-                score = max(score, 0.75)
-        elif cl.relation == "file":
-            if not (c.file == cl.value or c.file.endswith("/" + cl.value)):
-                score = max(score, 0.7)
-    return score
-
-
 def passage_injection(c: Candidate) -> tuple[float, list[str]]:
     """The local detector's score for a passage (cached: the judge and the threshold both ask)."""
     score, hits = _injection(c.body, c.docstring, c.language or "text")
@@ -119,13 +65,25 @@ def _injection(body: str, docstring: str, language: str) -> tuple[float, tuple[s
     return body_score, tuple(body_hits)
 
 
-def judge_local(question: str, candidates: list[Candidate]) -> Judgment:
-    """Score all passages in one pass (the local judge makes no calls)."""
+def premise_scores(findings: list[PremiseFinding]) -> dict[str, float]:
+    """contradicts per passage id: the strongest failed premise about the entity it defines."""
+    out: dict[str, float] = {}
+    for f in findings:
+        if not f.holds:
+            out[f.entity_id] = max(out.get(f.entity_id, 0.0), f.contradicts)
+    return out
+
+
+def judge_local(question: str, candidates: list[Candidate], premises: list[PremiseFinding] | None = None) -> Judgment:
+    """Score all passages in one pass (the local judge makes no calls). `premises`: findings checked against the
+    whole index (the query flow); without them the question is checked against the passages themselves."""
+    if premises is None:
+        premises = check_question(question, resolver_from(entity_of(c) for c in candidates))
+    contra_by_id = premise_scores(premises)
     terms = set(tokenize(question))
     idents = question_identifiers(question)
     ident_short = {_short(i).lower() for i in idents}
     ident_full = {i.lower() for i in idents}
-    claims = question_claims(question)
     max_bm25 = max((c.bm25 or 0.0 for c in candidates), default=0.0) or 1.0
     best_fused = max((c.fused_score for c in candidates), default=0.0) or 1.0
     best_rank = max((c.rank_score or 0.0 for c in candidates), default=0.0) or 1.0
@@ -158,7 +116,7 @@ def judge_local(question: str, candidates: list[Candidate]) -> Judgment:
         elif mentions_named:
             evidence = min(evidence, 0.6)
         inj, hits = passage_injection(c)
-        contra = contradiction(c, claims)
+        contra = contra_by_id.get(c.id, 0.0)
         scores[c.id] = PassageScores(
             relevance=round(min(1.0, relevance), 3), evidence=round(min(1.0, evidence), 3),
             contradicts=round(contra, 3), injection=inj,
@@ -171,12 +129,13 @@ def judge_local(question: str, candidates: list[Candidate]) -> Judgment:
         if hits:
             why.append("injection signals: " + ",".join(hits))
         if contra:
-            why.append("conflicts with the question's premise")
+            why.append("conflicts with the question's premise: " + "; ".join(f.fact for f in premises if f.entity_id == c.id and not f.holds))
         reasons[c.id] = "; ".join(why)
     answerable, coverage = set_answerability(scores)
     return Judgment(
         backend="local", model="assay-local-1", scores=scores, answerable=answerable, coverage=coverage,
-        conflict=set_conflict(candidates), calls=0, reasons=reasons,
+        conflict=max(set_conflict(candidates), max(contra_by_id.values(), default=0.0)), calls=0, reasons=reasons,
+        premises=premises,
     )
 
 

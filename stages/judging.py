@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from stages import judge as local_judge
 from stages import judge_llm
-from stages.artifacts import Candidate, Judgment
+from stages.artifacts import Candidate, Judgment, PassageScores, PremiseFinding
 from stages.config import Settings
 from stages.llm import CloudBackend, OllamaBackend
+from stages.premise import check_question, entity_of, resolver_from
 
 
 def ollama_backend(settings: Settings) -> OllamaBackend:
@@ -17,19 +18,41 @@ def cloud_backend(settings: Settings) -> CloudBackend:
     return CloudBackend(settings.cloud_base_url, settings.cloud_api_key.get_secret_value(), settings.llm_timeout, settings.llm_retries)
 
 
+def with_local_floor(judgment: Judgment, candidates: list[Candidate], premises: list[PremiseFinding]) -> Judgment:
+    """An LLM judge may miss what the local checks prove: a failed premise and an injection signal stay as floors
+    under its contradicts and injection scores, and the checked premises travel with the judgment."""
+    contra = local_judge.premise_scores(premises)
+    scores: dict[str, PassageScores] = {}
+    for c in candidates:
+        s = judgment.scores.get(c.id)
+        if s is None:
+            continue  # the judge failed for this passage: the threshold stage fails open, with the reason
+        injection = local_judge.passage_injection(c)[0]
+        scores[c.id] = s.model_copy(update={"contradicts": max(s.contradicts, contra.get(c.id, 0.0)),
+                                            "injection": max(s.injection, injection)})
+    conflict = max([judgment.conflict or 0.0, *contra.values()])
+    return judgment.model_copy(update={"scores": scores, "premises": premises, "conflict": conflict if judgment.conflict is not None or contra else None})
+
+
 def run_judge(
     backend: str, question: str, candidates: list[Candidate], settings: Settings,
-    keep_alive: int | str | None = -1, ollama: OllamaBackend | None = None,
+    keep_alive: int | str | None = -1, ollama: OllamaBackend | None = None, premises: list[PremiseFinding] | None = None,
 ) -> Judgment:
+    """`premises`: the question's premises checked against the whole index (None: against the passages only)."""
     if backend == "local":
-        return local_judge.judge_local(question, candidates)
+        return local_judge.judge_local(question, candidates, premises)
     if backend == "none":
         return Judgment(backend="none", scores={}, calls=0)
+    if premises is None:
+        premises = check_question(question, resolver_from(entity_of(c) for c in candidates))
+    facts = [f.fact for f in premises if not f.holds]
     if backend == "cloud":
-        return judge_llm.judge_with_cloud(cloud_backend(settings), settings.cloud_judge_model, question, candidates)
-    if backend == "ollama":
-        return judge_llm.judge_with_ollama(
+        judged = judge_llm.judge_with_cloud(cloud_backend(settings), settings.cloud_judge_model, question, candidates, facts)
+    elif backend == "ollama":
+        judged = judge_llm.judge_with_ollama(
             ollama or ollama_backend(settings), settings.ollama_judge_model, question, candidates,
-            settings.ollama_num_ctx_max, keep_alive=keep_alive,
+            settings.ollama_num_ctx_max, keep_alive=keep_alive, facts=facts,
         )
-    raise ValueError(f"unknown judge {backend!r}; use local, ollama, cloud or none")
+    else:
+        raise ValueError(f"unknown judge {backend!r}; use local, ollama, cloud or none")
+    return with_local_floor(judged, candidates, premises)

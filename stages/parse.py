@@ -16,11 +16,12 @@ from pathlib import PurePosixPath
 from tree_sitter import Node, Parser
 
 from stages.artifacts import Entity, ParsedFile
+from stages.facts import facts_of
 from stages.languages import CONTAINER_KINDS, HTML_LANDMARKS, SPECS, LanguageSpec, uses_tree_sitter
 
 # Bump when what unchanged files index to changes: entities, or the BM25 tokens made from them
-# (2: a file entity per code file, stemmed BM25 tokens).
-PARSER_VERSION = 2
+# (2: a file entity per code file, stemmed BM25 tokens; 3: code facts per definition).
+PARSER_VERSION = 3
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -32,7 +33,7 @@ _BASE_TYPES = frozenset(
      "class_interface_clause", "extends_interfaces", "extends_clause", "implements_clause"}
 )
 _CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum"})
-_UPPER_CONST = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_UPPER_CONST = re.compile(r"^_*[A-Z][A-Z0-9_]*$")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -384,6 +385,7 @@ def _make_entities(
         span_text = "\n".join(ex.lines[start - 1 : end])
         chash = hashlib.sha256(span_text.encode()).hexdigest()
         parts = _split_parts(lines, start, max_lines, max_chars) if lines else [(start, [])]
+        facts = facts_of(d.node, d.span, ex.language, d.kind)
         for i, (pstart, plines) in enumerate(parts):
             pend = pstart + len(plines) - 1 if len(parts) > 1 else end
             entities.append(
@@ -392,7 +394,7 @@ def _make_entities(
                     parent=d.parent, signature=d.signature, docstring=d.docstring if i == 0 else "",
                     body="\n".join(plines), start_line=pstart if len(parts) > 1 else start, end_line=max(pend, pstart),
                     language=ex.language, file=path, content_hash=chash, part=i, parts=len(parts),
-                    bases=d.bases, params=d.params,
+                    bases=d.bases, params=d.params, facts=facts,
                 )
             )
         entities.extend(_make_entities(d.children, ex, path, max_lines, max_chars, seen))

@@ -87,6 +87,9 @@ def guidance(report: QueryReport) -> list[str]:
             out.append("action: answer is partly grounded; cite evidence directly and note the coverage gap")
     else:
         out += ["trust: low", "action: nothing retrieved supports an answer; say so rather than guessing"]
+    for f in report.judgment.premises:
+        if not f.holds:
+            out.append(f"premise: the question assumes otherwise; {f.fact}")
     if sel.injection_dropped:
         out.append(f"security: {sel.injection_dropped} retrieved passage(s) attempted prompt injection and were dropped")
     if report.answer.redactions:

@@ -54,7 +54,7 @@ def to_candidate(ent: Entity, **signals) -> Candidate:
     return Candidate(
         id=ent.id, file=ent.file, start_line=ent.start_line, end_line=ent.end_line, entity=ent.qualname,
         kind=ent.kind, language=ent.language, signature=ent.signature, docstring=ent.docstring, body=ent.body,
-        bases=ent.bases, params=ent.params, part=ent.part, parts=ent.parts, **signals,
+        bases=ent.bases, params=ent.params, facts=ent.facts, part=ent.part, parts=ent.parts, **signals,
     )
 
 

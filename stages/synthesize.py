@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from stages.artifacts import Answer, RankedPassage
+from stages.artifacts import Answer, PremiseFinding, RankedPassage
 from stages.languages import CONTAINER_KINDS
 from stages.lexical import tokenize
 from stages.redact import redact
@@ -49,8 +49,8 @@ def extractive(question: str, passages: list[RankedPassage], max_lines: int = 3)
         what = f"`{c.entity}` ({c.kind})"
         lead = f"{what}: {_first_sentence(c.docstring)}" if c.docstring else f"{what} is defined as `{c.signature[:160]}`" if c.signature else what
         sentences.append(f"- {lead} ({cite(rp)})")
-        if c.kind in CONTAINER_KINDS:
-            continue  # a container's body is a skeleton: its offsets are not file lines
+        if c.kind in CONTAINER_KINDS or c.kind == "file":
+            continue  # a container's body is a skeleton, a file's an outline: their offsets are not file lines
         picked = 0
         for offset, line in enumerate(c.body.splitlines()):
             stripped = line.strip()
@@ -109,3 +109,11 @@ def synthesize_with_cloud(backend, model: str, question: str, passages: list[Ran
         return fallback.model_copy(update={"failure": f"{exc}; answered extractively instead", "redactions": redactions})
     return Answer(text=reply.text.strip() or NO_EVIDENCE, backend="cloud", model=reply.model,
                   redactions=redactions, cited=[cite(p) for p in passages])
+
+
+def state_corrections(answer: Answer, premises: list[PremiseFinding]) -> Answer:
+    """Open the answer with what the code actually says where the question presupposed otherwise."""
+    lines = [f"Note: {f.fact}" for f in premises if not f.holds]
+    if not lines:
+        return answer
+    return answer.model_copy(update={"text": "\n".join(lines) + "\n\n" + answer.text})

@@ -62,3 +62,17 @@ def evaluate_semble(root: Path, repo: str, queries: list, settings: Settings, ab
 @task(name="render-semble", cache_policy=NO_CACHE)
 def render_semble(results: dict) -> str:
     return jobs.render_semble(results)
+
+
+@task(name="evaluate-premises", cache_policy=NO_CACHE)
+def evaluate_premises(roots: dict[str, Path]) -> dict:
+    from stages import premise_eval
+
+    return premise_eval.evaluate(roots)
+
+
+@task(name="evaluate-injection-planted", cache_policy=NO_CACHE)
+def evaluate_injection_planted(roots: list[Path], bipia: Path | None) -> dict:
+    from stages import injection_eval
+
+    return injection_eval.evaluate(roots, bipia)

@@ -8,12 +8,13 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from stages import synthesize as synth
-from stages.artifacts import Answer, Candidate, Judgment, QueryReport, Retrieval, RouteDecision, Selection
+from stages.artifacts import Answer, Candidate, Judgment, PremiseCheck, PremiseFinding, QueryReport, Retrieval, RouteDecision, Selection
 from stages.audit import write_snapshot
 from stages.config import Settings
 from stages.embed import embedder_for
 from stages.judging import cloud_backend, ollama_backend, run_judge
 from stages.report import render_markdown
+from stages.premise import check_workspace
 from stages.retrieve import ranking_for, retrieve as retrieve_stage
 from stages.route import route_for
 from stages.store import require_manifest
@@ -30,21 +31,28 @@ def retrieve(root: Path, question: str, settings: Settings) -> Retrieval:
     )
 
 
+@task(name="premises", cache_policy=NO_CACHE)
+def premises(root: Path, question: str, candidates: list[Candidate]) -> PremiseCheck:
+    return check_workspace(root, question, candidates)
+
+
 @task(name="route", cache_policy=NO_CACHE)
 def route(question: str, settings: Settings) -> RouteDecision:
     return route_for(question, settings)
 
 
 @task(name="judge", cache_policy=NO_CACHE)
-def judge(question: str, candidates: list[Candidate], settings: Settings, decision: RouteDecision) -> Judgment:
+def judge(question: str, candidates: list[Candidate], settings: Settings, decision: RouteDecision,
+          premises: list[PremiseFinding] | None = None) -> Judgment:
     """One batched judgment. Ollama: pinned while cloud synthesis follows, released before a local model loads."""
     if settings.judge != "ollama":
-        return run_judge(settings.judge, question, candidates, settings)
+        return run_judge(settings.judge, question, candidates, settings, premises=premises)
     backend = ollama_backend(settings)
     local_synth_model = decision.target == "local" and settings.synth == "ollama"
     with gpu_slot(settings.llm_timeout * 4):
         try:
-            return run_judge("ollama", question, candidates, settings, keep_alive=0 if local_synth_model else -1, ollama=backend)
+            return run_judge("ollama", question, candidates, settings, keep_alive=0 if local_synth_model else -1, ollama=backend,
+                             premises=premises)
         finally:
             if local_synth_model and settings.ollama_judge_model != settings.ollama_synth_model:
                 backend.release(settings.ollama_judge_model)

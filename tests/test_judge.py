@@ -10,7 +10,7 @@ from pathlib import Path
 from stages.artifacts import Candidate, Judgment, PassageScores
 from stages.discover import file_hash
 from stages.injection import injection_score
-from stages.judge import judge_local, question_claims, question_identifiers
+from stages.judge import judge_local, question_identifiers
 from stages.parse import parse_source
 from stages.retrieve import to_candidate
 from stages.threshold import default_thresholds, select
@@ -96,12 +96,9 @@ def test_code_identifiers_never_count_only_prose() -> None:
     assert injection_score(code, "python")[0] == 0.0
 
 
-def test_question_identifiers_and_claims() -> None:
+def test_question_identifiers() -> None:
     q = "Does `Session.send` call retry_call(), and does Session inherit from BaseClient?"
     assert question_identifiers(q) == ["Session.send", "retry_call", "BaseClient"]
-    claims = question_claims("Session inherits from BaseClient and merge_cookies takes a parameter named overwrite")
-    assert [(c.subject, c.relation, c.value) for c in claims] == [
-        ("Session", "inherits", "BaseClient"), ("merge_cookies", "param", "overwrite")]
 
 
 def test_local_judge_relevance_evidence_and_contradiction() -> None:
@@ -110,7 +107,8 @@ def test_local_judge_relevance_evidence_and_contradiction() -> None:
     session = cand("b", "Session", "class Session(BaseSession):\n    ...\n", kind="class", bases=["BaseSession"],
                    docstring="A session.", distance=0.4)
     noise = cand("c", "parse_colour", "def parse_colour(x):\n    return x\n", bm25=None, distance=0.9)
-    j = judge_local("How does Session.send retry? Session inherits from BaseClient.", [send, session, noise])
+    base = cand("d", "BaseSession", "class BaseSession:\n    ...\n", kind="class", distance=0.8)
+    j = judge_local("How does Session.send retry? Session inherits from BaseClient.", [send, session, noise, base])
     assert j.backend == "local" and j.calls == 0
     s = j.scores
     assert s["a"].relevance >= 0.9 and s["a"].evidence >= 0.8

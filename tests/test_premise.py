@@ -1,0 +1,179 @@
+"""Premise checking: facts indexed per definition, premises read in many phrasings, corrections that cite lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from flows.query import run_query
+from stages.artifacts import Candidate
+from stages.judge import judge_local
+from stages.parse import parse_source
+from stages.premise import check_question, entity_of, extract, resolver_from
+from stages.premise_eval import FLAG_AT, generate, resolver_for, score
+
+SOURCE = b'''"""Clients."""
+import functools
+
+
+class TransportError(Exception):
+    """Base of transport failures."""
+
+
+class ReadTimeout(TransportError):
+    pass
+
+
+class BaseClient:
+    """Shared plumbing."""
+
+    def __init__(self, timeout: float = 5.0, retries: int = 3) -> None:
+        self.timeout = timeout
+
+    @property
+    def closed(self) -> bool:
+        return False
+
+    @staticmethod
+    def normalise(url: str) -> str:
+        return url.strip()
+
+
+class Client(BaseClient):
+    """Synchronous client."""
+
+    def send(self, request, stream=False) -> "Response":
+        if request is None:
+            raise ReadTimeout("no request")
+        return Response()
+
+    async def asend(self, request) -> "Response":
+        return Response()
+
+    @functools.lru_cache(maxsize=8)
+    def lookup(self, host: str):
+        return host
+
+
+class Response:
+    pass
+
+
+MAX_REDIRECTS = 20
+
+
+class Mounted(external.Adapter):
+    pass
+'''
+
+
+@pytest.fixture(scope="module")
+def resolve():
+    parsed = parse_source(SOURCE, "http/client.py", "python", "h")
+    return resolver_from(parsed.entities)
+
+
+def flagged(question: str, resolve) -> list[str]:
+    return [f.fact for f in check_question(question, resolve) if not f.holds and f.contradicts >= FLAG_AT]
+
+
+def test_parse_stores_facts_per_definition() -> None:
+    ents = {e.qualname: e for e in parse_source(SOURCE, "http/client.py", "python", "h").entities}
+    assert ents["BaseClient.__init__"].facts.defaults == {"timeout": "5.0", "retries": "3"}
+    assert ents["BaseClient.closed"].facts.decorators == ["property"] and ents["BaseClient.closed"].facts.returns == "bool"
+    assert ents["Client.asend"].facts.is_async and not ents["Client.send"].facts.is_async
+    assert ents["Client.send"].facts.raises == ["ReadTimeout"]
+    assert ents["Client.lookup"].facts.decorators == ["lru_cache"]
+    ts = parse_source(b"class A { @dec async m(a: number = 3): Promise<void> { throw new TypeError('x') } }", "a.ts", "typescript", "h")
+    m = next(e for e in ts.entities if e.qualname == "A.m")
+    assert (m.facts.decorators, m.facts.is_async, m.facts.returns, m.facts.defaults, m.facts.raises) == (
+        ["dec"], True, "Promise<void>", {"a": "3"}, ["TypeError"])
+
+
+@pytest.mark.parametrize(("false_q", "true_q", "correction"), [
+    ("Why does Client inherit from Response?", "Why does Client inherit from BaseClient?", "`Client` inherits from `BaseClient`, not `Response`"),
+    ("Which `Response` methods does `Client` inherit?", "Which `BaseClient` methods does `Client` inherit?", "not `Response`"),
+    ("What does the verify parameter of Client.send do?", "What does the stream parameter of Client.send do?",
+     "`Client.send` takes `request`, `stream`; there is no parameter `verify` (http/client.py:31)"),
+    ("Can I pass verify= to `Client.send`?", "Can I pass stream= to `Client.send`?", "no parameter `verify`"),
+    ("Why does `Client.send`'s stream default to True?", "Why does `Client.send`'s stream default to False?",
+     "`stream` of `Client.send` defaults to `False`, not `True`"),
+    ("In BaseClient.__init__, why is retries 5 by default?", "In BaseClient.__init__, why is retries 3 by default?", "defaults to `3`, not `5`"),
+    ("Why is `BaseClient.closed` a static method?", "Why is `BaseClient.closed` a property?", "carries `@property`, not `@staticmethod`"),
+    ("What does @lru_cache do for `normalise`?", "What does @staticmethod do for `normalise`?", "carries `@staticmethod`"),
+    ("Why is `Client.send` async?", "Why is `Client.asend` async?", "`Client.send` is synchronous"),
+    ("Why can `Client.asend` be called without await?", "Why can `Client.send` be called without await?", "`Client.asend` is async"),
+    ("Why does `BaseClient.closed` return a str?", "Why does `BaseClient.closed` return a bool?", "annotated to return `bool`, not `str`"),
+    ("When does `Client.send` raise KeyError?", "When does `Client.send` raise TransportError?", "raises `ReadTimeout`, not `KeyError`"),
+    ("Why is `Client` defined in server.py?", "Why is `Client` defined in client.py?", "defined in `http/client.py`, not `server.py`"),
+    ("Why is `MAX_REDIRECTS` a function?", "Why is `MAX_REDIRECTS` a constant?", "`MAX_REDIRECTS` is a constant, not a function"),
+    ("Why did `Response` end up a function?", "Why did `Response` end up a class?", "is a class, not a function"),
+])
+def test_each_premise_kind_is_flagged_with_its_correction_and_its_true_twin_is_not(resolve, false_q, true_q, correction) -> None:
+    facts = flagged(false_q, resolve)
+    assert any(correction in f for f in facts), facts
+    assert flagged(true_q, resolve) == []
+
+
+def test_negated_premises_and_unknowns_are_not_guessed(resolve) -> None:
+    assert flagged("Why doesn't Client inherit from BaseClient?", resolve)  # it does
+    assert flagged("Why doesn't Client inherit from Response?", resolve) == []
+    assert flagged("Why does Mounted inherit from SomethingNotIndexed?", resolve) == []  # its ancestry leaves the index
+    assert flagged("Why does Client inherit from SomethingNotIndexed?", resolve)  # its whole ancestry is known
+    assert flagged("Why does ReadTimeout inherit from Exception?", resolve) == []  # through a builtin base
+    assert flagged("Why does ReadTimeout inherit from ValueError?", resolve)
+    assert flagged("Why does `Client.lookup` return a str?", resolve) == []  # no annotation: cannot tell
+    assert flagged("Is Client a class or a function?", resolve) == []  # a question, not a presupposition
+    assert flagged("How does the client retry and time out?", resolve) == []
+
+
+def test_extraction_reads_many_phrasings() -> None:
+    kinds = {q: [(p.kind, p.subject, p.param or p.value) for p in extract(q)] for q in (
+        "Why does `Session` inherit from `dict`?", "Foo, a subclass of Bar, does what?", "How is get's timeout argument used?",
+        "What does the hooks argument of Request do?", "In Client.get, why does follow_redirects default to True?",
+        "Why is Session.request a staticmethod?", "Is `send` async?", "Why does get_netrc_auth return a str?",
+        "When does prepare_url raise InvalidURL?", "Why is Session defined in sessions.py?")}
+    assert ("base", "Session", "dict") in kinds["Why does `Session` inherit from `dict`?"]
+    assert ("base", "Foo", "Bar") in kinds["Foo, a subclass of Bar, does what?"]
+    assert ("param", "get", "timeout") in kinds["How is get's timeout argument used?"]
+    assert ("param", "Request", "hooks") in kinds["What does the hooks argument of Request do?"]
+    assert ("default", "Client.get", "follow_redirects") in kinds["In Client.get, why does follow_redirects default to True?"]
+    assert ("decorator", "Session.request", "staticmethod") in kinds["Why is Session.request a staticmethod?"]
+    assert ("async", "send", "async") in kinds["Is `send` async?"]
+    assert ("returns", "get_netrc_auth", "str") in kinds["Why does get_netrc_auth return a str?"]
+    assert ("raises", "prepare_url", "InvalidURL") in kinds["When does prepare_url raise InvalidURL?"]
+    assert ("file", "Session", "sessions.py") in kinds["Why is Session defined in sessions.py?"]
+
+
+def test_local_judge_marks_the_defining_passage_and_the_set(resolve) -> None:
+    ents = parse_source(SOURCE, "http/client.py", "python", "h").entities
+    cands = [Candidate(id=e.id, file=e.file, start_line=e.start_line, end_line=e.end_line, entity=e.qualname, kind=e.kind,
+                       language=e.language, signature=e.signature, docstring=e.docstring, body=e.body, bases=e.bases,
+                       params=e.params, facts=e.facts, fused_rank=i + 1, fused_score=0.01) for i, e in enumerate(ents)]
+    j = judge_local("Why does Client.send default stream to True?", cands)
+    send = next(c for c in cands if c.entity == "Client.send")
+    assert j.scores[send.id].contradicts >= 0.8 and j.conflict >= 0.8
+    assert "defaults to `False`" in j.reasons[send.id] and not j.premises[0].holds
+    assert entity_of(send).facts == send.facts
+
+
+def test_report_guidance_and_answer_state_the_correction(indexed_project: Path) -> None:
+    report = run_query(str(indexed_project), "Why does Session inherit from RetryError?")
+    line = "`Session` inherits from `BaseSession`, not `RetryError` (pkg/session.py:14)"
+    assert f"premise: the question assumes otherwise; {line}" in report.text
+    assert report.answer.text.startswith(f"Note: {line}")
+    assert any(rp.verdict == "conflict" and rp.candidate.entity == "Session" for rp in report.selection.included)
+    plain = run_query(str(indexed_project), "Why does Session inherit from BaseSession?")
+    assert "premise:" not in plain.text and not plain.answer.text.startswith("Note:")
+
+
+def test_generated_set_has_twins_and_ten_phrasings_per_kind(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "core.py").write_text(SOURCE.decode())
+    (pkg / "other.py").write_text("class Other:\n    def go(self, depth: int = 2) -> int:\n        raise ValueError\n")
+    cases = generate(tmp_path, "fixture", per_kind=10)
+    assert sum(c.false_premise for c in cases) == sum(not c.false_premise for c in cases) > 0
+    table, _ = score(cases, {"fixture": resolver_for(tmp_path)})
+    assert table["all"]["false_alarm"] <= 0.05 and table["all"]["recall"] >= 0.85
