@@ -187,6 +187,50 @@ def search(
     out.print(table)
 
 
+def _graph(command: str, name: str, path: str, depth: int, limit: int, as_json: bool) -> None:
+    from stages.graph import query_workspace, render
+    from stages.workspace import resolve_workspace
+
+    try:
+        res = query_workspace(resolve_workspace(path), command, name, depth=depth, limit=limit)
+    except Exception as exc:  # noqa: BLE001
+        _fail(exc)
+        return
+    typer.echo(res.model_dump_json() if as_json else render(res))
+
+
+NameArg = typer.Argument(..., help="a definition: `merge_setting`, `Session.send`, or `path/to/file.py:send`")
+LimitOpt = typer.Option(50, help="rows shown (the count line says how many more there are)")
+
+
+@app.command()
+def callers(name: str = NameArg, path: str = PathArg, limit: int = LimitOpt, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Who calls NAME: one row per call site (caller, where it is defined, the call's line).
+
+    Calls are resolved through scopes, imports (aliases too) and `self`/`this` methods; a call on an
+    arbitrary object whose method has the same name is listed and marked unresolved, never guessed."""
+    _graph("callers", name, path, 1, limit, as_json)
+
+
+@app.command()
+def callees(name: str = NameArg, path: str = PathArg, limit: int = LimitOpt, as_json: bool = typer.Option(False, "--json")) -> None:
+    """What NAME calls: one row per call site inside it, resolved to a definition where that is sound."""
+    _graph("callees", name, path, 1, limit, as_json)
+
+
+@app.command()
+def references(name: str = NameArg, path: str = PathArg, limit: int = LimitOpt, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Where NAME is used: calls, imports, subclasses and places it is passed or assigned as a value."""
+    _graph("references", name, path, 1, limit, as_json)
+
+
+@app.command()
+def impact(name: str = NameArg, path: str = PathArg, depth: int = typer.Option(3, help="caller levels to follow (1-6)"),
+           limit: int = typer.Option(100, help="rows shown"), as_json: bool = typer.Option(False, "--json")) -> None:
+    """What breaks if NAME changes: its callers, their callers (to --depth), and the tests that reach it."""
+    _graph("impact", name, path, depth, limit, as_json)
+
+
 @app.command()
 def ask(
     question: str = typer.Argument(..., help="a question about the code"),

@@ -44,7 +44,7 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
         sources = {f.path: f for f in plan.to_parse}
         manifest = next_manifest(root, previous, plan, parsed, sources, embedder.name, embedder.dimension, collection,
                                  to_embed=[e.id for e in entities] + carried)
-        call(t.store_records, root, entities)
+        call(t.store_records, root, entities, {pf.path: pf.edges for pf in parsed.files})
         call(t.purge, root, collection, manifest, settings)  # BM25 and the manifest: queryable from here on
         lap("lexical")
         pending = entities + list(Catalog(root).get(carried).values())

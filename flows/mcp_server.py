@@ -249,6 +249,36 @@ def get_entity(path: str, file: str | None = None, line: int | None = None, name
     return result(f"{first.file}:{start}-{end} [{first.qualname}] ({first.kind})\n{source}", data)
 
 
+def _graph(command: str, path: str, name: str, depth: int = 3, limit: int = 50) -> CallToolResult:
+    from stages.graph import query_workspace, render
+
+    try:
+        res = query_workspace(workspace(path), command, name, depth=depth, limit=max(1, min(limit, 500)))
+    except Exception as exc:  # noqa: BLE001
+        return failure(exc)
+    return result(render(res), res.model_dump())
+
+
+@server.tool(description="Call sites of a function, method or class (`name`, `Class.method`, `file.py:name`), one row each.")
+def callers(path: str, name: str, limit: int = 50) -> CallToolResult:
+    return _graph("callers", path, name, limit=limit)
+
+
+@server.tool(description="What a function or method calls, one row per call site, resolved where sound.")
+def callees(path: str, name: str, limit: int = 50) -> CallToolResult:
+    return _graph("callees", path, name, limit=limit)
+
+
+@server.tool(description="Every use of a definition: calls, imports, subclasses, values passed.")
+def references(path: str, name: str, limit: int = 50) -> CallToolResult:
+    return _graph("references", path, name, limit=limit)
+
+
+@server.tool(description="What breaks if a definition changes: transitive callers to `depth` and the tests that reach it.")
+def impact(path: str, name: str, depth: int = 3, limit: int = 100) -> CallToolResult:
+    return _graph("impact", path, name, depth=depth, limit=limit)
+
+
 @server.tool(description="Workspaces this machine has indexed that this server may access.")
 def list_workspaces() -> CallToolResult:
     rows = []

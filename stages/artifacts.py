@@ -104,10 +104,24 @@ class Entity(BaseModel):
         return "\n".join([self.qualname, self.qualname, self.file, self.signature, self.docstring, self.body])
 
 
+class Edge(BaseModel):
+    """One site in the code graph: a call, an import, an inheritance or a reference, in the file that holds it."""
+
+    kind: Literal["call", "import", "inherit", "ref"]
+    name: str = Field(description="called, imported, base or referenced name (its last identifier)")
+    line: int = Field(description="the site's line")
+    source: str = Field("", description="qualified name of the innermost definition holding the site ('' = module level)")
+    source_id: str = ""
+    receiver: str = Field("", description="calls: the receiver text (`self`, `os.path`); inherit: the base as written")
+    module: str = Field("", description="imports: the module as written (`.utils`, `./x`, `crate::a`)")
+    alias: str = Field("", description="imports: the local name when renamed (`as`)")
+
+
 class ParsedFile(BaseModel):
     path: str
     content_hash: str
     entities: list[Entity]
+    edges: list[Edge] = []
     partial: bool = Field(False, description="tree-sitter reported syntax errors; what parsed is kept")
     error: str = ""
 

@@ -17,10 +17,11 @@ from tree_sitter import Node, Parser
 
 from stages.artifacts import Entity, ParsedFile
 from stages.facts import facts_of
+from stages.graph_extract import extract_edges
 from stages.languages import CONTAINER_KINDS, HTML_LANDMARKS, SPECS, LanguageSpec, uses_tree_sitter
 
 # Bump when what unchanged files index to changes: entities, or the BM25 tokens made from them
-# (2: a file entity per code file, stemmed BM25 tokens; 3: code facts per definition).
+# (2: a file entity per code file, stemmed BM25 tokens; 3: code facts per definition, graph edges).
 PARSER_VERSION = 3
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
@@ -497,12 +498,14 @@ def parse_source(
     whole = _file_entity(ex, tree.root_node, path, drafts, max_chars)
     if whole is not None:
         entities.insert(0, whole)
+    edges = extract_edges(tree.root_node, language, entities)
     errors: list[str] = []
     if tree.root_node.has_error:
         errors.append(f"syntax errors near line {_first_error_line(tree.root_node)}; kept what parsed")
     if not text_ok:
         errors.append("invalid UTF-8 (decoded with replacement characters)")
-    return ParsedFile(path=path, content_hash=content_hash, entities=entities, partial=bool(errors), error="; ".join(errors))
+    return ParsedFile(path=path, content_hash=content_hash, entities=entities, edges=edges, partial=bool(errors),
+                      error="; ".join(errors))
 
 
 FILE_ENTITY_LANGUAGES_EXCLUDED = frozenset({"markdown", "html", "css"})

@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 
 from filelock import FileLock
 
-from stages.artifacts import EmbeddedBatch, Entity, IndexManifest
+from stages.artifacts import Edge, EmbeddedBatch, Entity, IndexManifest
 from stages.lexical import LexicalIndex
 from stages.workspace import collection_name, state_dir
 
@@ -105,6 +105,13 @@ class Catalog:
         self._db.execute("CREATE INDEX IF NOT EXISTS entities_name ON entities(name)")
         self._db.execute("CREATE INDEX IF NOT EXISTS entities_qualname ON entities(qualname)")
         self._db.execute("CREATE INDEX IF NOT EXISTS entities_file ON entities(file)")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS edges (file TEXT NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, line INTEGER NOT NULL,"
+            " source TEXT NOT NULL, source_id TEXT NOT NULL, receiver TEXT NOT NULL, module TEXT NOT NULL, alias TEXT NOT NULL)"
+        )
+        self._db.execute("CREATE INDEX IF NOT EXISTS edges_name ON edges(name)")
+        self._db.execute("CREATE INDEX IF NOT EXISTS edges_source ON edges(source_id)")
+        self._db.execute("CREATE INDEX IF NOT EXISTS edges_file ON edges(file)")
         self._db.commit()
 
     def replace(self, upserts: list[Entity], deletes: Iterable[str]) -> None:
@@ -115,6 +122,44 @@ class Catalog:
                 [(e.id, e.file, e.kind, e.language, e.name, e.part, e.qualname, e.model_dump_json()) for e in upserts],
             )
             self._db.executemany("DELETE FROM entities WHERE id = ?", [(i,) for i in deletes])
+
+    def replace_edges(self, by_file: dict[str, list[Edge]]) -> None:
+        """The graph edges of each given file, replacing what that file had (one transaction)."""
+        with self._db:
+            self._db.executemany("DELETE FROM edges WHERE file = ?", [(f,) for f in by_file])
+            self._db.executemany(
+                "INSERT INTO edges (file, kind, name, line, source, source_id, receiver, module, alias) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(f, e.kind, e.name, e.line, e.source, e.source_id, e.receiver, e.module, e.alias) for f, edges in by_file.items() for e in edges],
+            )
+
+    def drop_edges_except(self, files: set[str]) -> int:
+        """Forget the edges of files no longer indexed (deleted, ignored)."""
+        gone = [f for (f,) in self._db.execute("SELECT DISTINCT file FROM edges") if f not in files]
+        with self._db:
+            self._db.executemany("DELETE FROM edges WHERE file = ?", [(f,) for f in gone])
+        return len(gone)
+
+    def edges(self, *, name: str | None = None, source_id: str | None = None, file: str | None = None,
+              kinds: tuple[str, ...] = ("call", "import", "inherit", "ref")) -> list[tuple[str, Edge]]:
+        """(file, edge) rows by the name they use, the definition they sit in, or the file that holds them."""
+        where, args = [], []
+        for column, value in (("name", name), ("source_id", source_id), ("file", file)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        where.append(f"kind IN ({','.join('?' * len(kinds))})")
+        args.extend(kinds)
+        rows = self._db.execute(
+            "SELECT file, kind, name, line, source, source_id, receiver, module, alias FROM edges WHERE " + " AND ".join(where)
+            + " ORDER BY file, line", args)
+        return [(r[0], Edge.model_construct(kind=r[1], name=r[2], line=r[3], source=r[4], source_id=r[5], receiver=r[6],
+                                            module=r[7], alias=r[8])) for r in rows]
+
+    def files(self) -> list[str]:
+        return [f for (f,) in self._db.execute("SELECT DISTINCT file FROM entities ORDER BY file")]
+
+    def edge_count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM edges").fetchone()[0])
 
     def get(self, ids: list[str]) -> dict[str, Entity]:
         out: dict[str, Entity] = {}
@@ -157,6 +202,7 @@ class Catalog:
     def clear(self) -> None:
         with self._db:
             self._db.execute("DELETE FROM entities")
+            self._db.execute("DELETE FROM edges")
 
     def close(self) -> None:
         self._db.close()

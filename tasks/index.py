@@ -10,7 +10,7 @@ from prefect.cache_policies import NO_CACHE
 from stages import discover as discover_stage
 from stages import incremental
 from stages.artifacts import (
-    DiscoveryResult, EmbeddedBatch, Entity, IndexManifest, IndexPlan, IndexReport, ParseResult,
+    DiscoveryResult, Edge, EmbeddedBatch, Entity, IndexManifest, IndexPlan, IndexReport, ParseResult,
 )
 from stages.config import Settings
 from stages.embed import embed_entities, embedder_for
@@ -51,9 +51,13 @@ def embed(root: Path, entities: list[Entity], settings: Settings) -> EmbeddedBat
 
 
 @task(name="store-records", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
-def store_records(root: Path, entities: list[Entity]) -> None:
-    """Upsert catalog records (the text BM25 and every answer read); nothing is deleted here."""
-    Catalog(root).replace(entities, [])
+def store_records(root: Path, entities: list[Entity], edges: dict[str, list[Edge]] | None = None) -> None:
+    """Upsert catalog records (the text BM25 and every answer read) and the parsed files' graph edges; no entity
+    is deleted here."""
+    catalog = Catalog(root)
+    catalog.replace(entities, [])
+    if edges:
+        catalog.replace_edges(edges)
 
 
 @task(name="store-vectors", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
@@ -70,6 +74,7 @@ def purge(root: Path, collection: str, manifest: IndexManifest, settings: Settin
     if stale:
         VectorStore(root, settings.chroma_url, collection).delete(stale)
         catalog.replace([], stale)
+    catalog.drop_edges_except(set(manifest.files))
     rebuild_lexical(root, catalog)
     write_manifest(root, manifest)
     return len(stale)

@@ -1,0 +1,215 @@
+"""The code graph: hand-checked callers and callees per language, the requests sdist, and the doors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+from flows.index import run_index
+from stages import graph
+from stages.languages import language_for
+from stages.parse import parse_source
+from stages.store import Catalog
+
+PROJECTS: dict[str, dict[str, str]] = {
+    "python": {
+        "pkg/__init__.py": "",
+        "pkg/util.py": "def helper(x):\n    return x\n\n\ndef twice(x):\n    return helper(helper(x))\n",
+        "pkg/core.py": (
+            "from .util import helper as h\nfrom pkg import util\n\n\nclass Base:\n    def run(self):\n        return self.step()\n\n"
+            "    def step(self):\n        return 1\n\n\nclass Child(Base):\n    def step(self):\n        return h(2)\n\n\n"
+            "def outer():\n    def inner():\n        return util.twice(3)\n    return inner()\n\n\ndef helper(y):\n    return obj.helper(y)\n"
+        ),
+    },
+    "javascript": {
+        "src/util.js": "export function helper(x) { return x; }\nexport function twice(x) { return helper(helper(x)); }\n",
+        "src/core.js": (
+            "import { helper as h } from './util';\nimport * as u from './util';\n"
+            "class Base {\n  run() { return this.step(); }\n  step() { return 1; }\n}\n"
+            "class Child extends Base {\n  step() { return h(2); }\n}\n"
+            "function outer() {\n  function inner() { return u.twice(3); }\n  return inner();\n}\n"
+            "function helper(y) { return obj.helper(y); }\n"
+        ),
+    },
+    "typescript": {
+        "src/util.ts": "export function helper(x: number): number { return x; }\nexport function twice(x: number): number { return helper(helper(x)); }\n",
+        "src/core.ts": (
+            "import { helper as h } from './util';\nimport * as u from './util';\n"
+            "class Base {\n  run(): number { return this.step(); }\n  step(): number { return 1; }\n}\n"
+            "class Child extends Base {\n  step(): number { return h(2); }\n}\n"
+            "function outer(): number {\n  function inner(): number { return u.twice(3); }\n  return inner();\n}\n"
+            "function helper(y: number): number { return obj.helper(y); }\n"
+        ),
+    },
+    "go": {
+        "util/util.go": "package util\n\nfunc Helper(x int) int { return x }\n\nfunc Twice(x int) int { return Helper(Helper(x)) }\n",
+        "main.go": (
+            "package main\n\nimport u \"example.com/app/util\"\n\ntype Base struct{}\n\n"
+            "func (b *Base) Run() int { return b.Step() }\n\nfunc (b *Base) Step() int { return 1 }\n\n"
+            "func outer() int { return u.Twice(3) }\n\nfunc Helper(y int) int { return obj.Helper(y) }\n"
+        ),
+    },
+    "rust": {
+        "src/util.rs": "pub fn helper(x: i32) -> i32 { x }\n\npub fn twice(x: i32) -> i32 { helper(helper(x)) }\n",
+        "src/main.rs": (
+            "mod util;\nuse crate::util::{helper as h, twice};\n\nstruct Base;\n\n"
+            "impl Base {\n    fn run(&self) -> i32 { self.step() }\n    fn step(&self) -> i32 { 1 }\n}\n\n"
+            "fn outer() -> i32 {\n    fn inner() -> i32 { twice(3) }\n    inner()\n}\n\nfn helper(y: i32) -> i32 { h(y) }\n"
+        ),
+    },
+    "java": {
+        "src/util/Util.java": (
+            "package util;\n\npublic class Util {\n    public static int helper(int x) { return x; }\n"
+            "    public static int twice(int x) { return helper(helper(x)); }\n}\n"
+        ),
+        "src/app/Core.java": (
+            "package app;\n\nimport util.Util;\n\nclass Base {\n    int run() { return this.step(); }\n    int step() { return 1; }\n}\n\n"
+            "class Child extends Base {\n    int step() { return Util.twice(2); }\n}\n"
+        ),
+    },
+}
+
+# (command, query, expected rows as (entity, site line), resolved only)
+EXPECTED: dict[str, list[tuple[str, str, set[tuple[str, int]]]]] = {
+    "python": [
+        ("callers", "pkg/util.py:helper", {("twice", 6), ("Child.step", 15)}),  # twice calls it twice on line 6; `h` is an alias
+        ("callers", "pkg/core.py:helper", set()),  # the same name defined twice: no call resolves to this one
+        ("callers", "Base.step", {("Base.run", 7)}),
+        ("callers", "inner", {("outer", 21)}),  # a nested function
+        ("callers", "twice", {("outer.inner", 20)}),  # `util.twice` through `from pkg import util`
+        ("callees", "outer", {("outer.inner", 21)}),
+        ("callees", "Child.step", {("helper", 15)}),
+    ],
+    "javascript": [
+        ("callers", "src/util.js:helper", {("twice", 2), ("Child.step", 8)}),
+        ("callers", "src/core.js:helper", set()),
+        ("callers", "Base.step", {("Base.run", 4)}),
+        ("callers", "inner", {("outer", 12)}),
+        ("callers", "twice", {("outer.inner", 11)}),  # through the namespace import `u`
+        ("callees", "Child.step", {("helper", 8)}),
+    ],
+    "go": [
+        ("callers", "util/util.go:Helper", {("Twice", 5)}),
+        ("callers", "main.go:Helper", set()),
+        ("callers", "Base.Step", {("Base.Run", 7)}),  # the receiver variable `b` is Go's self
+        ("callers", "Twice", {("outer", 11)}),  # through the aliased package import `u`
+    ],
+    "rust": [
+        ("callers", "src/util.rs:helper", {("twice", 3), ("helper", 16)}),  # `h` is `helper as h`
+        ("callers", "Base.step", {("Base.run", 7)}),
+        ("callers", "inner", {("outer", 13)}),
+        ("callers", "twice", {("outer.inner", 12)}),
+    ],
+    "java": [
+        ("callers", "Util.helper", {("Util.twice", 5)}),
+        ("callers", "Base.step", {("Base.run", 6)}),
+        ("callers", "Util.twice", {("Child.step", 11)}),  # a static call through an imported class
+    ],
+}
+EXPECTED["typescript"] = [(c, q.replace(".js", ".ts"), rows) for c, q, rows in EXPECTED["javascript"]]
+
+
+def load(root: Path, files: dict[str, str]) -> Catalog:
+    catalog = Catalog(root)
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        parsed = parse_source(text.encode(), rel, language_for(rel) or "text", "h")
+        catalog.replace(parsed.entities, [])
+        catalog.replace_edges({rel: parsed.edges})
+    return catalog
+
+
+@pytest.mark.parametrize("language", sorted(PROJECTS))
+def test_hand_checked_callers_and_callees(tmp_path: Path, language: str) -> None:
+    catalog = load(tmp_path, PROJECTS[language])
+    for command, query, expected in EXPECTED[language]:
+        res = getattr(graph, command)(catalog, query)
+        assert res.targets, (language, query, res.note)
+        got = {(r.entity, r.site_line) for r in res.rows if r.resolved}
+        assert got == expected, (language, command, query, got)
+
+
+def test_unresolved_calls_are_listed_and_marked_never_guessed(tmp_path: Path) -> None:
+    catalog = load(tmp_path, PROJECTS["python"])
+    rows = graph.callers(catalog, "pkg/core.py:helper").rows
+    assert [(r.entity, r.resolved, r.via) for r in rows] == [("helper", False, "obj.helper")]
+    assert "[unresolved: obj.helper]" in graph.render(graph.callers(catalog, "pkg/core.py:helper"))
+
+
+def test_edges_follow_edits_and_deletions(tmp_path: Path) -> None:
+    catalog = load(tmp_path, PROJECTS["python"])
+    catalog.replace_edges({"pkg/util.py": parse_source(b"def helper(x):\n    return x\n\n\ndef twice(x):\n    return x\n",
+                                                        "pkg/util.py", "python", "h").edges})
+    resolved = lambda: {(r.entity, r.site_line) for r in graph.callers(catalog, "pkg/util.py:helper").rows if r.resolved}  # noqa: E731
+    assert resolved() == {("Child.step", 15)}
+    assert catalog.drop_edges_except({"pkg/util.py"}) == 1  # core.py; __init__.py has no edges
+    assert resolved() == set()
+
+
+def test_impact_reaches_callers_of_callers_and_tests(tmp_path: Path) -> None:
+    files = dict(PROJECTS["python"])
+    files["tests/test_core.py"] = "from pkg.core import outer\n\n\ndef test_outer():\n    assert outer() == 3\n"
+    catalog = load(tmp_path, files)
+    res = graph.impact(catalog, "pkg/util.py:helper", depth=3)
+    assert {(r.entity, r.depth) for r in res.rows} == {("twice", 1), ("Child.step", 1), ("outer.inner", 2), ("outer", 3)}
+    res4 = graph.impact(catalog, "pkg/util.py:helper", depth=4)
+    assert [t.entity for t in res4.tests] == ["test_outer"] and res4.tests[0].site_line == 5
+
+
+@pytest.fixture(scope="module")
+def requests_catalog(tmp_path_factory: pytest.TempPathFactory) -> Catalog:
+    from flows.evaluate import eval_home
+    from stages.evaluate_jobs import prepare_corpus
+
+    try:
+        root = prepare_corpus("requests==2.32.5", eval_home())
+    except Exception as exc:  # noqa: BLE001
+        pytest.skip(f"the requests sdist is not cached and cannot be downloaded here: {exc}")
+    catalog = Catalog(tmp_path_factory.mktemp("requests-graph"))
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        parsed = parse_source(path.read_bytes(), rel, "python", "h")
+        catalog.replace(parsed.entities, [])
+        catalog.replace_edges({rel: parsed.edges})
+    return catalog
+
+
+def test_requests_callers_of_merge_setting(requests_catalog: Catalog) -> None:
+    res = graph.callers(requests_catalog, "merge_setting")
+    assert [(r.entity, r.site_file, r.site_line) for r in res.rows if r.resolved] == [
+        ("merge_hooks", "src/requests/sessions.py", 103),
+        ("Session.prepare_request", "src/requests/sessions.py", 490),
+        ("Session.prepare_request", "src/requests/sessions.py", 493),
+        ("Session.prepare_request", "src/requests/sessions.py", 494),
+        ("Session.merge_environment_settings", "src/requests/sessions.py", 774),
+        ("Session.merge_environment_settings", "src/requests/sessions.py", 775),
+        ("Session.merge_environment_settings", "src/requests/sessions.py", 776),
+        ("Session.merge_environment_settings", "src/requests/sessions.py", 777),
+    ]
+
+
+def test_requests_impact_of_get_environ_proxies(requests_catalog: Catalog) -> None:
+    res = graph.impact(requests_catalog, "get_environ_proxies")
+    depth1 = {(r.entity, r.site_line) for r in res.rows if r.depth == 1}
+    assert depth1 == {("Session.merge_environment_settings", 760), ("resolve_proxies", 872),
+                      ("TestGetEnvironProxies.test_bypass", 232), ("TestGetEnvironProxies.test_not_bypass", 243),
+                      ("TestGetEnvironProxies.test_bypass_no_proxy_keyword", 255),
+                      ("TestGetEnvironProxies.test_not_bypass_no_proxy_keyword", 272)}
+    tests = {(t.entity, t.resolved) for t in res.tests}
+    assert ("TestGetEnvironProxies.test_bypass", True) in tests
+    assert ("TestRequests.test_env_cert_bundles", False) in tests  # calls `session.merge_environment_settings`
+
+
+def test_cli_and_index_flow_build_the_graph(project: Path) -> None:
+    run_index(str(project))
+    runner = CliRunner()
+    out = runner.invoke(app, ["callers", "retry_call", str(project)])
+    assert out.exit_code == 0, out.output
+    assert "site(s)" in out.output
+    missing = runner.invoke(app, ["callers", "NoSuchThing", str(project)])
+    assert "no definition named 'NoSuchThing'" in missing.output
