@@ -169,15 +169,18 @@ def search(
         return
     if result.note:
         typer.echo(f"note: {result.note}", err=True)
+    if result.freshness is not None:
+        typer.echo(f"index: {result.freshness.line()}", err=True)
     rows = [
-        (str(position), c.entity, c.kind, f"{c.file}:{c.start_line}-{c.end_line}",
+        (str(position), c.entity + (" (stale)" if c.stale else ""), c.kind, f"{c.file}:{c.start_line}-{c.end_line}",
          f"{c.distance:.3f}" if c.distance is not None else "-", f"{c.bm25:.2f}" if c.bm25 is not None else "-",
          f"{c.rank_score:.3f}" if c.rank_score is not None else f"{c.fused_score:.4f}", explain(c))
         for position, c in enumerate(hits, start=1)
     ]
     if not out.is_terminal:  # pipes and agents get whole lines, never truncated cells
         for rank, entity, kind, loc, dist, bm25, score, why in rows:
-            typer.echo(f"{rank}. {loc} [{entity}] ({kind}) distance={dist} bm25={bm25} score={score}" + (f" why: {why}" if why else ""))
+            typer.echo(f"{rank}. {loc} [{entity}] ({kind}) distance={dist} bm25={bm25} score={score}" + (f" why: {why}" if why else "")
+                       + (" STALE (file changed since indexing)" if hits[int(rank) - 1].stale else ""))
         return
     table = Table("#", "entity", "kind", "location", "distance", "bm25", "score", "why")
     for row in rows:
@@ -229,6 +232,66 @@ def impact(name: str = NameArg, path: str = PathArg, depth: int = typer.Option(3
            limit: int = typer.Option(100, help="rows shown"), as_json: bool = typer.Option(False, "--json")) -> None:
     """What breaks if NAME changes: its callers, their callers (to --depth), and the tests that reach it."""
     _graph("impact", name, path, depth, limit, as_json)
+
+
+@app.command()
+def watch(path: str = PathArg, debounce: Optional[int] = typer.Option(None, help="ms of quiet before a batch re-indexes (default 1600)")) -> None:
+    """Keep the index fresh: watch the workspace and re-index what changed (Ctrl-C stops).
+
+    Respects .gitignore/.assayignore and never reacts to .assay/ or .git/; changes within the debounce window
+    are one incremental run, so a branch switch re-indexes once. Each run prints one line."""
+    from flows.watch import watch_workspace
+    from stages.workspace import resolve_workspace
+
+    try:
+        root = resolve_workspace(path)
+        settings = _settings()
+        if debounce is not None:
+            settings = settings.model_copy(update={"watch_debounce_ms": debounce})
+    except Exception as exc:  # noqa: BLE001
+        _fail(exc)
+        return
+
+    def said(changed: list[str], report, error) -> None:
+        head = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+        if error is not None:
+            typer.echo(f"{head}: re-index failed: {str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__}")
+        else:
+            typer.echo(f"{head}: re-indexed {report.files_parsed} file(s), {report.entities_total} entities")
+
+    typer.echo(f"watching {root} (Ctrl-C stops)")
+    watch_workspace(root, settings, on_run=said)
+
+
+@app.command()
+def changed(path: str = PathArg, since: str = typer.Option("HEAD", help="a commit, branch or tag: entities changed since it"),
+            as_json: bool = typer.Option(False, "--json")) -> None:
+    """Which indexed entities a diff touches: commits after --since plus uncommitted edits (innermost definitions)."""
+    from stages.git_history import render_changed, workspace_changed
+    from stages.workspace import resolve_workspace
+
+    try:
+        root = resolve_workspace(path)
+        res = workspace_changed(root, since)
+    except Exception as exc:  # noqa: BLE001
+        _fail(exc)
+        return
+    typer.echo(res.model_dump_json() if as_json else render_changed(res))
+
+
+@app.command()
+def history(name: str = NameArg, path: str = PathArg, limit: int = typer.Option(20, help="newest commits shown"),
+            as_json: bool = typer.Option(False, "--json")) -> None:
+    """Commits that changed NAME's lines (git log -L), newest first: for "why is this like this" questions."""
+    from stages.git_history import entity_history, render_history
+    from stages.workspace import resolve_workspace
+
+    try:
+        res = entity_history(resolve_workspace(path), name, limit)
+    except Exception as exc:  # noqa: BLE001
+        _fail(exc)
+        return
+    typer.echo(res.model_dump_json() if as_json else render_history(res))
 
 
 @app.command()

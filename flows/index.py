@@ -41,7 +41,7 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
             entities.extend(Catalog(root).get(previous.notes).values())
         carried = carried_pending(previous, plan)
         embedder = embedder_for(settings)
-        sources = {f.path: f for f in plan.to_parse}
+        sources = {f.path: f for f in discovery.files}
         manifest = next_manifest(root, previous, plan, parsed, sources, embedder.name, embedder.dimension, collection,
                                  to_embed=[e.id for e in entities] + carried)
         call(t.store_records, root, entities, {pf.path: pf.edges for pf in parsed.files})
@@ -50,11 +50,12 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
         pending = entities + list(Catalog(root).get(carried).values())
         sink = progress_for(root)
         sink.start("embed", len(pending))
-        truncated = 0
+        truncated = cached = 0
         for start in range(0, len(pending), EMBED_STORE_BATCH):
             batch = pending[start : start + EMBED_STORE_BATCH]  # bounded memory: embed and store in slices
             embedded = call(t.embed, root, batch, settings)
             truncated += embedded.truncated
+            cached += embedded.cached
             lap("embed")
             call(t.store_vectors, root, collection, embedded, settings)
             manifest = mark_embedded(root, embedded)
@@ -66,7 +67,7 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
         root, discovery, plan, parsed, manifest, len(pending), truncated, watch.timings,
         catalog.counts("kind"), catalog.counts("language"),
     )
-    return call(t.report, data)
+    return call(t.report, data.model_copy(update={"embed_cached": cached}))
 
 
 @flow(name="assay-index", log_prints=False, validate_parameters=False)

@@ -121,6 +121,9 @@ def index_workspace(path: str, rebuild: bool = False) -> CallToolResult:
                 registry.register(root)
                 sink.finish("done", {"entities": report.entities_total, "files": report.files_seen,
                                      "embedded": report.entities_embedded, "skipped": report.skipped})
+                from flows.watch import ensure_watching
+
+                ensure_watching(root, _settings())  # keep it fresh from here on (ASSAY_WATCH=false turns this off)
             except Exception as exc:  # noqa: BLE001
                 sink.error(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
                 sink.finish("failed")
@@ -203,18 +206,22 @@ async def search(query: str, path: str, ctx: Context, k: int = 10) -> CallToolRe
     rows = [
         {"entity": c.entity, "kind": c.kind, "file": c.file, "start_line": c.start_line, "end_line": c.end_line,
          "distance": c.distance, "bm25": c.bm25, "rank": position, "signature": c.signature,
-         "score": c.rank_score, "signals": c.rank_signals, "why": explain(c)}
+         "score": c.rank_score, "signals": c.rank_signals, "why": explain(c), "stale": c.stale}
         for position, c in enumerate(hits, start=1)
     ]
     text = "\n".join(
         f"{r['rank']}. {r['file']}:{r['start_line']}-{r['end_line']} [{r['entity']}] ({r['kind']}) "
         f"distance={r['distance'] if r['distance'] is None else round(r['distance'], 3)} "
         f"bm25={r['bm25'] if r['bm25'] is None else round(r['bm25'], 2)}" + (f" why: {r['why']}" if r["why"] else "")
+        + (" STALE (file changed since indexing)" if r["stale"] else "")
         for r in rows
     ) or "no results"
     if res.note:
         text += f"\nnote: {res.note}"
-    return result(text, {"query": query, "results": rows, "note": res.note})
+    if res.freshness is not None:
+        text += f"\nindex: {res.freshness.line()}"
+    return result(text, {"query": query, "results": rows, "note": res.note,
+                         "freshness": res.freshness.model_dump() if res.freshness is not None else None})
 
 
 @server.tool(description="The exact source span of an entity, by file and line, or by (qualified) name.")
@@ -277,6 +284,29 @@ def references(path: str, name: str, limit: int = 50) -> CallToolResult:
 @server.tool(description="What breaks if a definition changes: transitive callers to `depth` and the tests that reach it.")
 def impact(path: str, name: str, depth: int = 3, limit: int = 100) -> CallToolResult:
     return _graph("impact", path, name, depth=depth, limit=limit)
+
+
+@server.tool(description="Indexed entities a git diff touches: commits since `since` plus uncommitted edits (default HEAD).")
+def changed_symbols(path: str, since: str = "HEAD") -> CallToolResult:
+    from stages.git_history import render_changed, workspace_changed
+
+    try:
+        root = workspace(path)
+        res = workspace_changed(root, since)
+    except Exception as exc:  # noqa: BLE001
+        return failure(exc)
+    return result(render_changed(res), res.model_dump())
+
+
+@server.tool(description="Commits that changed an entity's lines (git log -L), newest first: for 'why is this like this'.")
+def history(path: str, name: str, limit: int = 20) -> CallToolResult:
+    from stages.git_history import entity_history, render_history
+
+    try:
+        res = entity_history(workspace(path), name, limit)
+    except Exception as exc:  # noqa: BLE001
+        return failure(exc)
+    return result(render_history(res), res.model_dump())
 
 
 @server.tool(description="Workspaces this machine has indexed that this server may access.")

@@ -52,7 +52,9 @@ def query_pipeline(workspace: str, question: str, settings: Settings, call: Call
     answer = state_corrections(call(t.synthesize, question, selection, decision, settings), judgment.premises)
     lap("synthesize")
     notes = [retrieval.note] if retrieval.note else []
-    report = make_report(uuid.uuid4().hex[:12], question, str(root), answer, selection, judgment, decision, watch.timings, notes)
+    called_by = call(t.called_by, root, [rp.candidate.id for rp in selection.included])
+    report = make_report(uuid.uuid4().hex[:12], question, str(root), answer, selection, judgment, decision, watch.timings, notes,
+                         called_by, retrieval.freshness)
     report = call(t.publish, report)
     call(t.snapshot, root, report)
     lap("report")

@@ -39,6 +39,7 @@ class SourceFile(BaseModel):
     language: str
     size: int
     content_hash: str = Field(description="sha256 of the raw bytes")
+    mtime_ns: int = Field(0, description="modification time when discovered (freshness checks compare it, no re-hash)")
 
 
 class SkippedFile(BaseModel):
@@ -139,6 +140,7 @@ class EmbeddedBatch(BaseModel):
     ids: list[str]
     vectors: list[list[float]]
     truncated: int = Field(0, description="inputs longer than the model window (the lexical index still has all)")
+    cached: int = Field(0, description="vectors reused from the content cache (not embedded again)")
 
 
 class FileRecord(BaseModel):
@@ -147,6 +149,7 @@ class FileRecord(BaseModel):
     language: str
     entity_ids: list[str]
     partial: bool = False
+    mtime_ns: int = 0
 
 
 class IndexManifest(BaseModel):
@@ -165,6 +168,8 @@ class IndexManifest(BaseModel):
         description="ids in the catalog and BM25 whose vectors are not stored yet (dense fill in progress or interrupted)",
     )
     updated_at: str = ""
+    git_commit: str = Field("", description="HEAD when this index was written (git workspaces)")
+    git_branch: str = ""
 
     @property
     def entity_count(self) -> int:
@@ -197,6 +202,7 @@ class IndexReport(BaseModel):
     entities_by_kind: dict[str, int]
     entities_by_language: dict[str, int]
     embed_truncated: int
+    embed_cached: int = Field(0, description="vectors reused from the content cache instead of embedded again")
     dense_pending: int = Field(0, description="entities still waiting for their vectors when the run ended")
     timings: dict[str, float]
     embedder: str
@@ -233,6 +239,36 @@ class Candidate(BaseModel):
     fused_score: float
     rank_score: float | None = Field(None, description="code-aware rank score (stages.rank); None before ranking")
     rank_signals: dict[str, float] = Field(default_factory=dict, description="the ranking signals behind rank_score")
+    stale: bool = Field(False, description="its file changed or vanished since it was indexed")
+
+
+class Freshness(BaseModel):
+    """What an answer's evidence reflects."""
+
+    indexed_at: str = Field("", description="when the index was last written (UTC)")
+    indexed_commit: str = ""
+    indexed_branch: str = ""
+    head_commit: str = Field("", description="HEAD now ('' outside git)")
+    head_branch: str = ""
+    changed: list[str] = Field(default_factory=list, description="indexed files whose size or time differ now (first 50)")
+    changed_count: int = 0
+    deleted_count: int = 0
+
+    @property
+    def head_moved(self) -> bool:
+        return bool(self.head_commit) and self.head_commit != self.indexed_commit
+
+    def line(self) -> str:
+        """One line for reports and search results."""
+        parts = []
+        if self.indexed_commit:
+            parts.append(f"index of {self.indexed_commit[:10]} ({self.indexed_branch or 'detached'})")
+        parts.append(f"written {self.indexed_at or 'at an unknown time'}")
+        if self.head_moved:
+            parts.append(f"HEAD is now {self.head_commit[:10]} ({self.head_branch or 'detached'})")
+        stale = self.changed_count + self.deleted_count
+        parts.append(f"{stale} file(s) changed since" + (" — run `assay index` or `assay watch`" if stale or self.head_moved else ""))
+        return "; ".join(parts)
 
 
 class Retrieval(BaseModel):
@@ -240,6 +276,7 @@ class Retrieval(BaseModel):
     candidates: list[Candidate]
     dense_available: bool = True
     note: str = ""
+    freshness: Freshness | None = None
 
 
 class PassageScores(BaseModel):
@@ -355,5 +392,7 @@ class QueryReport(BaseModel):
     judgment: Judgment
     route: RouteDecision
     notes: list[str] = Field(default_factory=list, description="degradations the reader must know about")
+    called_by: dict[str, int] = Field(default_factory=dict, description="resolved call sites of each included definition")
+    freshness: Freshness | None = Field(None, description="what the index reflects: commit, branch, time, files changed since")
     timings: dict[str, float] = {}
     text: str = ""

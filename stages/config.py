@@ -52,6 +52,8 @@ class Settings(BaseSettings):
     allowed_roots: str | None = Field(
         None, description="os.pathsep-separated roots the MCP server may touch (default: its working directory)"
     )
+    watch: bool = Field(True, description="the MCP server keeps each workspace it indexes fresh (watches files, re-indexes changes)")
+    watch_debounce_ms: int = Field(1600, description="changes within this window are one re-index (a branch switch is one batch)")
     orchestration: Literal["prefect", "direct"] = Field(
         "prefect", description="prefect runs the flows; direct calls the same stages without an API server"
     )

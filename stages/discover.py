@@ -156,7 +156,7 @@ def discover(root: Path, max_file_bytes: int = 1_000_000) -> DiscoveryResult:
         if is_binary(data[:SNIFF_BYTES]):
             skipped.append(SkippedFile(path=rel, reason="binary"))
             return
-        files.append(SourceFile(path=rel, language=language, size=len(data), content_hash=file_hash(data)))
+        files.append(SourceFile(path=rel, language=language, size=len(data), content_hash=file_hash(data), mtime_ns=st.st_mtime_ns))
 
     walk(root, "", root_rules)
     return DiscoveryResult(files=files, skipped=skipped, unreadable=unreadable)

@@ -400,3 +400,15 @@ def query_workspace(root, command: str, query: str, depth: int = 3, limit: int =
         return {"callers": callers, "callees": callees, "references": references}[command](catalog, query, limit=limit)
     finally:
         catalog.close()
+
+
+def called_by_counts(catalog, entity_ids: list[str], cap: int = 300) -> dict[str, int]:
+    """Resolved call sites per entity, for the report's "called by N sites" (names with more than `cap`
+    same-named sites are skipped: too common to count cheaply)."""
+    graph = Graph(catalog)
+    out: dict[str, int] = {}
+    for eid, ent in catalog.get(entity_ids).items():
+        if ent.kind not in DEFINITION_KINDS or len(catalog.edges(name=ent.name, kinds=("call",))) > cap:
+            continue
+        out[eid] = sum(1 for _ in _sites(graph, ent, ("call",), unresolved=False))
+    return out

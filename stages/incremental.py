@@ -14,6 +14,7 @@ from stages.artifacts import (
     DiscoveryResult, FileRecord, IndexManifest, IndexPlan, IndexReport, ParseResult, SkippedFile, SourceFile,
 )
 from stages.discover import file_hash
+from stages.freshness import git_head
 from stages.parse import PARSER_VERSION, parse_source
 
 
@@ -99,7 +100,8 @@ def next_manifest(
     old = previous.files if previous is not None and not plan.rebuild else {}
     for path in plan.unchanged + plan.kept_unreadable:
         if path in old:
-            files[path] = old[path]
+            seen = sources.get(path)  # touched but unchanged: remember the new time, so freshness checks stay quiet
+            files[path] = old[path].model_copy(update={"mtime_ns": seen.mtime_ns}) if seen is not None else old[path]
     failed = {s.path for s in parsed.skipped}
     for path in failed:
         if path in old:
@@ -108,7 +110,7 @@ def next_manifest(
         src = sources[pf.path]
         files[pf.path] = FileRecord(
             content_hash=pf.content_hash, size=src.size, language=src.language,
-            entity_ids=[e.id for e in pf.entities], partial=pf.partial,
+            entity_ids=[e.id for e in pf.entities], partial=pf.partial, mtime_ns=src.mtime_ns,
         )
     return IndexManifest(
         workspace=str(root), parser=PARSER_VERSION, embedder=embedder, dimension=dimension, collection=collection,
@@ -116,6 +118,7 @@ def next_manifest(
         notes=previous.notes if previous is not None else [],
         dense_pending=sorted(set(to_embed)),
         updated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        **dict(zip(("git_commit", "git_branch"), git_head(root))),
     )
 
 

@@ -13,6 +13,7 @@ def summary_lines(r: IndexReport) -> list[str]:
         f"{r.files_removed} removed, {r.kept_unreadable} kept (unreadable now)",
         f"skipped: {skipped}",
         f"entities: {r.entities_total} in index, {r.entities_embedded} embedded this run"
+        + (f", {r.embed_cached} of them reused from the content cache" if r.embed_cached else "")
         + (f" ({r.embed_truncated} longer than the model window; BM25 has them whole)" if r.embed_truncated else ""),
         "by kind: " + ", ".join(f"{k} {v}" for k, v in r.entities_by_kind.items()),
         "by language: " + ", ".join(f"{k} {v}" for k, v in r.entities_by_language.items()),

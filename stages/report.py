@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from stages.artifacts import Answer, Judgment, QueryReport, RankedPassage, RouteDecision, Selection
+from stages.artifacts import Answer, Freshness, Judgment, QueryReport, RankedPassage, RouteDecision, Selection
 from stages.judge import question_identifiers
 
 LEGEND = (
@@ -35,7 +35,8 @@ def _row(i: int, rp: RankedPassage) -> str:
         if s is not None else "relevance=- evidence=- contradicts=- injection=- (not scored)"
     )
     why = f" ({rp.drop_reason})" if rp.verdict == "drop" and rp.drop_reason else ""
-    return f"  {i}. {c.file}:{c.start_line} [{c.entity}] {scores} verdict={rp.verdict}{why}"
+    stale = " STALE (file changed since indexing)" if c.stale else ""
+    return f"  {i}. {c.file}:{c.start_line} [{c.entity}] {scores} verdict={rp.verdict}{why}{stale}"
 
 
 def render_text(report: QueryReport, max_dropped_rows: int = 10) -> str:
@@ -53,6 +54,8 @@ def render_text(report: QueryReport, max_dropped_rows: int = 10) -> str:
     if report.answer.failure:
         lines.append(f"  synthesis: {report.answer.failure}")
     lines.extend(f"  note: {n}" for n in report.notes)
+    if report.freshness is not None:
+        lines.append(f"  index: {report.freshness.line()}")
     lines.append("Evidence:")
     shown = sorted(sel.dropped, key=lambda r: (not r.drop_reason.startswith("injection"), -r.rank_score))
     rows = sel.included + shown[:max_dropped_rows]  # injection drops first: they are the security receipts
@@ -66,7 +69,9 @@ def render_text(report: QueryReport, max_dropped_rows: int = 10) -> str:
         c = rp.candidate
         d = f"distance {c.distance:.2f} (cosine)" if c.distance is not None else "no dense match"
         b = f", bm25 {c.bm25:.2f}" if c.bm25 is not None else ""
-        lines.append(f"  * {c.file}:{c.start_line}-{c.end_line} [{c.entity}] {d}{b}")
+        calls = report.called_by.get(c.id)
+        used = f"; called by {calls} site(s)" if calls else ""
+        lines.append(f"  * {c.file}:{c.start_line}-{c.end_line} [{c.entity}] {d}{b}{used}")
     if not sel.included:
         lines.append("  (none)")
     return "\n".join(lines)
@@ -90,6 +95,9 @@ def guidance(report: QueryReport) -> list[str]:
     for f in report.judgment.premises:
         if not f.holds:
             out.append(f"premise: the question assumes otherwise; {f.fact}")
+    stale = [rp for rp in sel.included if rp.candidate.stale]
+    if stale:
+        out.append(f"freshness: {len(stale)} cited passage(s) come from files changed since indexing; re-read them or re-index")
     if sel.injection_dropped:
         out.append(f"security: {sel.injection_dropped} retrieved passage(s) attempted prompt injection and were dropped")
     if report.answer.redactions:
@@ -105,7 +113,8 @@ def guidance(report: QueryReport) -> list[str]:
 
 def make_report(
     query_id: str, question: str, workspace: str, answer: Answer, selection: Selection, judgment: Judgment,
-    route: RouteDecision, timings: dict[str, float], notes: list[str] | None = None,
+    route: RouteDecision, timings: dict[str, float], notes: list[str] | None = None, called_by: dict[str, int] | None = None,
+    freshness: Freshness | None = None,
 ) -> QueryReport:
     status, coverage = status_of(selection, judgment)
     if notes and status == "supported":
@@ -113,6 +122,7 @@ def make_report(
     report = QueryReport(
         query_id=query_id, query=question, workspace=workspace, status=status, coverage=coverage,  # type: ignore[arg-type]
         answer=answer, selection=selection, judgment=judgment, route=route, timings=timings, notes=notes or [],
+        called_by=called_by or {}, freshness=freshness,
     )
     report.text = render_text(report)
     return report

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 from stages.artifacts import Candidate, Entity, IndexManifest, Retrieval
+from stages import freshness
 from stages.embed import Embedder
 from stages.incremental import dense_note
 from stages.lexical import LexicalIndex
@@ -142,4 +143,6 @@ def retrieve(
         )
     if ranking is not None:
         candidates = rank(query, candidates, ranking, paths=manifest.files.keys(), limit=pool)
-    return Retrieval(query=query, candidates=candidates[:pool], dense_available=dense_ok, note=note)
+    fresh, stale = freshness.check(root, manifest)
+    candidates = [c.model_copy(update={"stale": True}) if c.file in stale else c for c in candidates[:pool]]
+    return Retrieval(query=query, candidates=candidates, dense_available=dense_ok, note=note, freshness=fresh)

@@ -14,6 +14,7 @@ from stages.artifacts import (
 )
 from stages.config import Settings
 from stages.embed import embed_entities, embedder_for
+from stages.embed_cache import EmbedCache, embed_with_cache
 from stages.progress import progress_for
 from stages.store import Catalog, VectorStore, inspect_store, rebuild_lexical, write_manifest
 from tasks.gpu import gpu_slot
@@ -44,10 +45,18 @@ def embed(root: Path, entities: list[Entity], settings: Settings) -> EmbeddedBat
     sink = progress_for(root)
     embedder = embedder_for(settings)
     advance = lambda n: sink.advance("embed", n)  # noqa: E731
-    if settings.embedder.startswith("ollama:"):
-        with gpu_slot():
-            return embed_entities(entities, embedder, settings.embed_batch, advance)
-    return embed_entities(entities, embedder, settings.embed_batch, advance)
+    cache = EmbedCache(root)
+    run = lambda es: embed_entities(es, embedder, settings.embed_batch, advance)  # noqa: E731
+    try:
+        if settings.embedder.startswith("ollama:"):
+            with gpu_slot():
+                batch = embed_with_cache(entities, run, embedder.name, cache)
+        else:
+            batch = embed_with_cache(entities, run, embedder.name, cache)
+    finally:
+        cache.close()
+    advance(batch.cached)  # remembered vectors count as done
+    return batch
 
 
 @task(name="store-records", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)

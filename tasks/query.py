@@ -36,6 +36,18 @@ def premises(root: Path, question: str, candidates: list[Candidate]) -> PremiseC
     return check_workspace(root, question, candidates)
 
 
+@task(name="called-by", cache_policy=NO_CACHE)
+def called_by(root: Path, ids: list[str]) -> dict[str, int]:
+    from stages.graph import called_by_counts
+    from stages.store import Catalog
+
+    catalog = Catalog(root)
+    try:
+        return called_by_counts(catalog, ids)
+    finally:
+        catalog.close()
+
+
 @task(name="route", cache_policy=NO_CACHE)
 def route(question: str, settings: Settings) -> RouteDecision:
     return route_for(question, settings)

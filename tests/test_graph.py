@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from flows.index import run_index
+from flows.query import run_query
 from stages import graph
 from stages.languages import language_for
 from stages.parse import parse_source
@@ -210,6 +211,8 @@ def test_cli_and_index_flow_build_the_graph(project: Path) -> None:
     runner = CliRunner()
     out = runner.invoke(app, ["callers", "retry_call", str(project)])
     assert out.exit_code == 0, out.output
-    assert "site(s)" in out.output
+    assert "Session.send  pkg/session.py:22  (call at pkg/session.py:24)" in out.output and "1 site(s)" in out.output
     missing = runner.invoke(app, ["callers", "NoSuchThing", str(project)])
     assert "no definition named 'NoSuchThing'" in missing.output
+    report = run_query(str(project), "How does retry_call back off between attempts?")
+    assert "[retry_call] " in report.text and "called by 1 site(s)" in report.text

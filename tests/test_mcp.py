@@ -56,7 +56,8 @@ def test_mcp_tools_end_to_end(roots: Path, tmp_path: Path) -> None:
         async with Client(params(roots, tmp_path / "home")) as client:
             tools = {t.name for t in (await client.list_tools()).tools}
             assert tools == {"index_workspace", "index_status", "ask", "search", "get_entity", "list_workspaces",
-                             "forget_workspace", "remember", "notes"}
+                             "forget_workspace", "remember", "notes", "callers", "callees", "references", "impact",
+                             "changed_symbols", "history"}
             alpha, beta = str(roots / "alpha"), str(roots / "beta")
             started = await call(client, "index_workspace", path=alpha)
             assert started.structured_content["state"] == "running"
@@ -82,6 +83,12 @@ def test_mcp_tools_end_to_end(roots: Path, tmp_path: Path) -> None:
             assert span.structured_content["start_line"] == 17 and span.structured_content["end_line"] == 26
             by_name = await call(client, "get_entity", path=alpha, name="Session.send")
             assert by_name.structured_content["source"].lstrip().startswith("def send(")
+
+            called = await call(client, "callers", path=alpha, name="retry_call")
+            assert not called.is_error and called.structured_content["targets"][0].startswith("retry_call pkg/retry.py:17")
+            assert "site(s)" in called.content[0].text
+            unknown = await call(client, "impact", path=alpha, name="NoSuchThing")
+            assert "no definition named" in unknown.content[0].text
 
             # isolation: the same name answers from each workspace's own code
             beta_span = await call(client, "get_entity", path=beta, name="retry_call")

@@ -1,0 +1,60 @@
+"""The watch door: keep a workspace's index fresh while files change (CLI `assay watch`, the MCP server).
+
+Each quiet period's batch of changes is one incremental index flow run (a Prefect flow run like any
+other, taking the workspace write lock); a run's own writes under `.assay/` never trigger another.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from flows.index import run_index
+from stages.artifacts import IndexReport
+from stages.config import Settings
+from stages.watch import batches
+
+OnRun = Callable[[list[str], IndexReport | None, BaseException | None], None]
+
+
+def watch_workspace(root: Path, settings: Settings, stop: threading.Event | None = None, on_run: OnRun | None = None) -> None:
+    """Re-index after every batch of relevant changes until `stop` is set (or Ctrl-C). A failed run is
+    reported to `on_run` and the watch goes on: the next change retries."""
+    for changed in batches(root, settings.watch_debounce_ms, stop):
+        if not changed:
+            continue
+        try:
+            report, error = run_index(str(root), settings), None
+        except Exception as exc:  # noqa: BLE001 - a watcher must outlive one bad run
+            report, error = None, exc
+        if on_run is not None:
+            on_run(changed, report, error)
+
+
+_watchers: dict[str, tuple[threading.Thread, threading.Event]] = {}
+_lock = threading.Lock()
+
+
+def ensure_watching(root: Path, settings: Settings) -> bool:
+    """Start one background watcher per workspace (the MCP server calls this after indexing); False if off."""
+    if not settings.watch:
+        return False
+    key = str(root.resolve())
+    with _lock:
+        running = _watchers.get(key)
+        if running is not None and running[0].is_alive():
+            return True
+        stop = threading.Event()
+        thread = threading.Thread(target=watch_workspace, args=(root, settings, stop), name=f"assay-watch {key}", daemon=True)
+        thread.start()
+        _watchers[key] = (thread, stop)
+    return True
+
+
+def stop_watching(root: Path | None = None) -> None:
+    with _lock:
+        for key, (thread, stop) in list(_watchers.items()):
+            if root is None or key == str(root.resolve()):
+                stop.set()
+                _watchers.pop(key, None)

@@ -1,0 +1,56 @@
+"""Freshness stage: what the index reflects, and which evidence is older than the code.
+
+Cheap on purpose (it runs on every query): `git rev-parse` for HEAD and branch, one `stat` per indexed
+file compared with the size and modification time the manifest recorded. Nothing is re-hashed; a file
+whose time moved but whose bytes did not is reported until the next index run confirms it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from stages.artifacts import Freshness, IndexManifest
+
+GIT_TIMEOUT = 5.0
+
+
+def _git(root: Path, *args: str) -> str:
+    try:
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=GIT_TIMEOUT)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def git_head(root: Path) -> tuple[str, str]:
+    """(commit, branch) of the workspace's HEAD; ('', '') outside git or without commits."""
+    commit = _git(root, "rev-parse", "HEAD")
+    if not commit:
+        return "", ""
+    branch = _git(root, "rev-parse", "--abbrev-ref", "HEAD")
+    return commit, "" if branch == "HEAD" else branch
+
+
+def check(root: Path, manifest: IndexManifest) -> tuple[Freshness, set[str]]:
+    """The freshness line's facts, and every indexed path that changed or vanished since."""
+    changed: list[str] = []
+    gone: list[str] = []
+    deleted = 0
+    for path, record in manifest.files.items():
+        try:
+            st = os.stat(root / path)
+        except FileNotFoundError:
+            deleted += 1
+            gone.append(path)
+            continue
+        except OSError:
+            continue
+        if st.st_size != record.size or (record.mtime_ns and st.st_mtime_ns != record.mtime_ns):
+            changed.append(path)
+    commit, branch = git_head(root)
+    fresh = Freshness(indexed_at=manifest.updated_at, indexed_commit=manifest.git_commit, indexed_branch=manifest.git_branch,
+                      head_commit=commit, head_branch=branch, changed=changed[:50], changed_count=len(changed),
+                      deleted_count=deleted)
+    return fresh, set(changed) | set(gone)
