@@ -145,6 +145,8 @@ def search(
     path: str = PathArg,
     k: int = typer.Option(10, "-k", help="how many results"),
     mode: str = typer.Option("hybrid", help="hybrid | dense | bm25"),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="print whole entities best-first within this budget"),
+    outline: bool = typer.Option(False, "--outline", help="signatures and locations only"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Retrieval only (no judge, no answer): dense + BM25, ordered by the code-aware rank stage.
@@ -166,6 +168,11 @@ def search(
     hits = result.candidates
     if as_json:
         typer.echo(json.dumps([c.model_dump(exclude={"body"}) for c in hits]))
+        return
+    if max_tokens is not None or outline:
+        from stages.budget import search_text
+
+        typer.echo(search_text(hits, max_tokens, outline, why=explain))
         return
     if result.note:
         typer.echo(f"note: {result.note}", err=True)
@@ -295,6 +302,70 @@ def history(name: str = NameArg, path: str = PathArg, limit: int = typer.Option(
 
 
 @app.command()
+def brief(path: str = PathArg, correct: Optional[str] = typer.Option(None, "--correct", help="add a correction, kept verbatim")) -> None:
+    """The project brief: purpose, entry points, packages, key classes, tests, configuration — from the index,
+    no LLM. Byte-identical while the project does not change, so agents can put it first in their prompts."""
+    from stages.brief import add_correction, refresh
+    from stages.store import Catalog, require_manifest
+    from stages.workspace import resolve_workspace
+
+    try:
+        root = resolve_workspace(path)
+        require_manifest(root)
+        if correct:
+            add_correction(root, correct)
+        catalog = Catalog(root)
+        text, _ = refresh(root, catalog, catalog.files())
+    except Exception as exc:  # noqa: BLE001
+        _fail(exc)
+        return
+    typer.echo(text, nl=False)
+
+
+@app.command()
+def usage(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Model calls by day, backend, model and purpose: calls, tokens, cache hits, estimated cost (ASSAY_PRICES),
+    median latency. The local judge and extractive writer make none; Ollama and cloud calls are all recorded."""
+    from stages.ledger import render, summary
+    from stages.workspace import resolve_workspace
+
+    try:
+        table = summary(resolve_workspace(path))
+    except Exception as exc:  # noqa: BLE001
+        _fail(exc)
+        return
+    typer.echo(json.dumps(table) if as_json else render(table))
+
+
+@app.command()
+def install(
+    roots: list[Path] = typer.Option([], "--root", help="folders the server may touch (default: the current directory)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="say what would change, change nothing"),
+) -> None:
+    """Add Assay's MCP server to every agent found here (Claude Code, Claude Desktop, Cursor, Windsurf, VS Code,
+    Codex). Only the `assay` entry is written; other servers are kept; each file is backed up before its first edit."""
+    from stages.install import apply, server_entry
+
+    _print_actions(apply(Path.home(), server_entry(roots or [Path.cwd()]), dry_run), dry_run)
+
+
+@app.command()
+def uninstall(dry_run: bool = typer.Option(False, "--dry-run", help="say what would change, change nothing")) -> None:
+    """Remove Assay's MCP server entry from every agent found here (nothing else is touched)."""
+    from stages.install import apply
+
+    _print_actions(apply(Path.home(), None, dry_run), dry_run)
+
+
+def _print_actions(actions, dry_run: bool) -> None:
+    if not actions:
+        typer.echo("no supported agent found (Claude Code, Claude Desktop, Cursor, Windsurf, VS Code, Codex)")
+    for a in actions:
+        typer.echo(f"{a.agent}: {a.action}{' (dry run)' if dry_run and a.action not in ('unchanged', 'absent') else ''} {a.path}"
+                   + (f" (backup {a.backup})" if a.backup else ""))
+
+
+@app.command()
 def ask(
     question: str = typer.Argument(..., help="a question about the code"),
     path: str = PathArg,
@@ -302,13 +373,19 @@ def ask(
     synth: Optional[str] = typer.Option(None, help="extractive (default) | ollama | cloud"),
     route: Optional[str] = typer.Option(None, help="auto (default) | local | cloud"),
     top_k: Optional[int] = typer.Option(None, "--top-k", help="passages kept for the answer"),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="budget of the printed report (default 2000; 0: no budget)"),
     as_json: bool = typer.Option(False, "--json", help="print the full report as JSON"),
 ) -> None:
-    """Answer a question with judged, cited evidence and a report of every passage's verdict."""
+    """Answer a question with judged, cited evidence and a report of every passage's verdict.
+
+    The printed report fits --max-tokens (ASSAY_MAX_TOKENS, default 2000): whole lines, the answer first, then
+    the assessment, guidance, sources and evidence; one line counts what was left out. --json keeps everything."""
     from flows.query import run_query
 
     try:
         settings = _settings(judge=judge, synth=synth, route=route, top_k=top_k)
+        if max_tokens is not None:
+            settings = settings.model_copy(update={"max_tokens": max_tokens or None})
         report = run_query(path, question, settings)
     except Exception as exc:  # noqa: BLE001
         _fail(exc)

@@ -177,15 +177,15 @@ def index_status(path: str) -> CallToolResult:
 
 
 @server.tool(description=(
-    "Answer a question about the code in a workspace. Retrieves passages, judges each (relevance, evidence, "
-    "contradiction with your premise, prompt-injection risk), drops weak or unsafe ones and answers with "
-    "file:line citations plus a report of every verdict. judge: local|ollama|cloud|none; synth: extractive|ollama|cloud."))
-async def ask(question: str, path: str, ctx: Context, judge: str | None = None, synth: str | None = None) -> CallToolResult:
+    "Answer a question about the code with file:line citations; every passage judged (relevance, evidence, "
+    "false premises, injection) and a report of the verdicts. max_tokens bounds the text (default 2000)."))
+async def ask(question: str, path: str, ctx: Context, judge: str | None = None, synth: str | None = None,
+              max_tokens: int | None = None) -> CallToolResult:
     from flows.query import run_query
 
     try:
         root = workspace(path)
-        settings = _settings(judge=judge, synth=synth)
+        settings = _settings(judge=judge, synth=synth, max_tokens=max_tokens)
         report = await _run(run_query, ctx, "answering", str(root), question, settings)
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
@@ -193,8 +193,9 @@ async def ask(question: str, path: str, ctx: Context, judge: str | None = None, 
     return result(report.text, data)
 
 
-@server.tool(description="Cheap retrieval only (no judge, no answer): the k best entities for a query, with file:line and scores.")
-async def search(query: str, path: str, ctx: Context, k: int = 10) -> CallToolResult:
+@server.tool(description=("Retrieval only: the k best entities with file:line. max_tokens: whole entities best-first "
+                          "within it; outline: signatures only."))
+async def search(query: str, path: str, ctx: Context, k: int = 10, max_tokens: int | None = None, outline: bool = False) -> CallToolResult:
     from stages.rank import explain
     from stages.retrieve import search as search_stage
 
@@ -216,6 +217,10 @@ async def search(query: str, path: str, ctx: Context, k: int = 10) -> CallToolRe
         + (" STALE (file changed since indexing)" if r["stale"] else "")
         for r in rows
     ) or "no results"
+    if max_tokens is not None or outline:
+        from stages.budget import search_text
+
+        text = search_text(hits, max_tokens, outline, why=explain)
     if res.note:
         text += f"\nnote: {res.note}"
     if res.freshness is not None:
@@ -307,6 +312,48 @@ def history(path: str, name: str, limit: int = 20) -> CallToolResult:
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
     return result(render_history(res), res.model_dump())
+
+
+@server.tool(description="Project brief (purpose, entry points, packages, key classes, tests, config). Byte-stable: put it first.")
+def brief(path: str) -> CallToolResult:
+    from stages.brief import refresh
+    from stages.store import Catalog, require_manifest
+
+    try:
+        root = workspace(path)
+        require_manifest(root)
+        catalog = Catalog(root)
+        text, rewritten = refresh(root, catalog, catalog.files())
+    except Exception as exc:  # noqa: BLE001
+        return failure(exc)
+    return result(text, {"brief": text, "rewritten": rewritten})
+
+
+@server.tool(description="Correct the project brief; the correction is kept verbatim in every later version.")
+def update_brief(path: str, correction: str) -> CallToolResult:
+    from stages.brief import add_correction, refresh
+    from stages.store import Catalog, require_manifest
+
+    try:
+        root = workspace(path)
+        require_manifest(root)
+        add_correction(root, correction)
+        catalog = Catalog(root)
+        text, _ = refresh(root, catalog, catalog.files())
+    except Exception as exc:  # noqa: BLE001
+        return failure(exc)
+    return result(text, {"brief": text})
+
+
+@server.tool(description="Model calls per day/backend/model: tokens, cache hits, estimated cost, latency.")
+def usage(path: str) -> CallToolResult:
+    from stages.ledger import render, summary
+
+    try:
+        table = summary(workspace(path))
+    except Exception as exc:  # noqa: BLE001
+        return failure(exc)
+    return result(render(table), {"usage": table})
 
 
 @server.tool(description="Workspaces this machine has indexed that this server may access.")

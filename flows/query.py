@@ -11,6 +11,7 @@ from flows.runtime import Caller, Stopwatch, prefect_call, run_flow
 from stages.artifacts import QueryReport
 from stages.config import Settings
 from stages.llm import LLMError, require_loopback
+from stages.budget import file_tokens
 from stages.report import make_report
 from stages.synthesize import state_corrections
 from stages.workspace import resolve_workspace
@@ -54,9 +55,11 @@ def query_pipeline(workspace: str, question: str, settings: Settings, call: Call
     notes = [retrieval.note] if retrieval.note else []
     called_by = call(t.called_by, root, [rp.candidate.id for rp in selection.included])
     report = make_report(uuid.uuid4().hex[:12], question, str(root), answer, selection, judgment, decision, watch.timings, notes,
-                         called_by, retrieval.freshness)
+                         called_by, retrieval.freshness, settings.max_tokens,
+                         file_tokens(root, [rp.candidate.file for rp in selection.included]))
     report = call(t.publish, report)
     call(t.snapshot, root, report)
+    call(t.ledger, root, report, settings)
     lap("report")
     report.timings = watch.timings
     return report

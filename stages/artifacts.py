@@ -311,6 +311,19 @@ class PremiseFinding(BaseModel):
     fact: str = Field("", description="the correction, citing the definition, when the premise does not hold")
 
 
+class LLMCall(BaseModel):
+    """One model call, for the usage ledger: tokens as the backend reported them, latency, what it was for."""
+
+    purpose: Literal["judge", "writer", "brief"]
+    backend: str
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = Field(0, description="prompt tokens the provider served from its prefix cache, when it says")
+    latency_s: float = 0.0
+    ok: bool = True
+
+
 class PremiseCheck(BaseModel):
     """The premise stage's output: checked premises, and subject definitions retrieval did not bring."""
 
@@ -331,6 +344,7 @@ class Judgment(BaseModel):
     failure: str = Field("", description="why the judge failed (for some or all passages); empty when it did not")
     reasons: dict[str, str] = {}
     premises: list[PremiseFinding] = Field(default_factory=list, description="the question's premises checked against the index")
+    usage: list[LLMCall] = Field(default_factory=list, description="model calls made to judge")
 
 
 class Thresholds(BaseModel):
@@ -379,6 +393,7 @@ class Answer(BaseModel):
     redactions: int = 0
     cited: list[str] = []
     failure: str = ""
+    usage: list[LLMCall] = Field(default_factory=list, description="model calls made to write the answer")
 
 
 class QueryReport(BaseModel):
@@ -394,5 +409,7 @@ class QueryReport(BaseModel):
     notes: list[str] = Field(default_factory=list, description="degradations the reader must know about")
     called_by: dict[str, int] = Field(default_factory=dict, description="resolved call sites of each included definition")
     freshness: Freshness | None = Field(None, description="what the index reflects: commit, branch, time, files changed since")
+    tokens_returned: int = Field(0, description="tokens of `text`, the report an agent reads")
+    tokens_cited_files: int = Field(0, description="tokens of the whole files the included passages come from")
     timings: dict[str, float] = {}
     text: str = ""

@@ -35,6 +35,10 @@ class Settings(BaseSettings):
     )
     distance_floor: float | None = Field(None, description="drop dense hits with cosine distance above this")
     top_k: int = Field(5, description="passages kept for synthesis after ranking")
+    max_tokens: int | None = Field(
+        2000, description="budget of the report text an agent reads from `ask` (whole lines, most useful first; JSON keeps all); "
+        "2000 is the SWE-QA reports' p90"
+    )
     judge: Literal["local", "ollama", "cloud", "none"] = Field("local", description="passage judge backend")
     synth: Literal["extractive", "ollama", "cloud"] = Field("extractive", description="answer writer backend")
     route: Literal["auto", "local", "cloud"] = Field("auto", description="force synthesis routing")
@@ -46,6 +50,10 @@ class Settings(BaseSettings):
     cloud_api_key: SecretStr = Field(SecretStr(""), description="API key for the cloud endpoint (never logged or stored)")
     cloud_model: str = Field("deepseek-chat", description="cloud model for synthesis")
     cloud_judge_model: str = Field("deepseek-chat", description="cloud model for judging")
+    prices: str | None = Field(
+        '{"deepseek-chat": [0.27, 1.10, 0.07]}',
+        description="JSON {model: [input, output, cached input]} in USD per million tokens, for the usage ledger's costs",
+    )
     llm_timeout: float = Field(60.0, description="seconds per LLM call")
     llm_retries: int = Field(2, description="retries on timeouts, 429 and 5xx")
     thresholds: str | None = Field(None, description="JSON file overriding data/thresholds.json")

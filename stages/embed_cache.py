@@ -8,13 +8,12 @@ the oldest rows go once it holds more than `MAX_ROWS`.
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 from pathlib import Path
 
 import numpy as np
 
 from stages.artifacts import EmbeddedBatch, Entity
-from stages.workspace import state_dir
+from stages.store import open_state_db
 
 MAX_ROWS = 400_000
 
@@ -25,10 +24,7 @@ def text_key(embedder: str, text: str) -> str:
 
 class EmbedCache:
     def __init__(self, root: Path) -> None:
-        folder = state_dir(root)
-        folder.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(folder / "embed_cache.sqlite"), timeout=60, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db = open_state_db(root, "embed_cache.sqlite")
         self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
         self._db.commit()
 

@@ -13,7 +13,7 @@ import math
 
 from pydantic import ValidationError
 
-from stages.artifacts import Candidate, Judgment, PassageScores
+from stages.artifacts import Candidate, Judgment, LLMCall, PassageScores
 
 JUDGE_SYSTEM = (
     "You are a strict evidence judge for a code search engine. You receive numbered passages from a "
@@ -199,17 +199,20 @@ def judge_with_ollama(
         return Judgment(backend="ollama", model=model, scores={}, calls=0)
     parts = []
     calls = 0
+    usage: list[LLMCall] = []
     for batch in split_batches(question, candidates, ceiling):
         user, labels = build_prompt(question, batch, facts)
         ctx = num_ctx_for(JUDGE_SYSTEM, user, len(batch), ceiling)
         try:
             reply = backend.chat(model, JUDGE_SYSTEM, user, schema=JUDGE_SCHEMA, num_ctx=ctx, keep_alive=keep_alive)
             calls += 1
+            usage.append(reply.as_call("judge", "ollama"))
             parts.append(parse_reply(reply.text, labels))
         except LLMError as exc:
             calls += 1
+            usage.append(LLMCall(purpose="judge", backend="ollama", model=model, ok=False))
             parts.append(({}, {}, str(exc)))
-    return merge_batches("ollama", model, parts, calls)
+    return merge_batches("ollama", model, parts, calls).model_copy(update={"usage": usage})
 
 
 def judge_with_cloud(backend, model: str, question: str, candidates: list[Candidate], facts: list[str] | None = None) -> Judgment:
@@ -225,6 +228,8 @@ def judge_with_cloud(backend, model: str, question: str, candidates: list[Candid
         reply = backend.chat(model, JUDGE_SYSTEM + "\nJSON schema: " + json.dumps(JUDGE_SCHEMA), user, json_output=True)
         parts = [parse_reply(reply.text, labels)]
         calls = reply.calls
+        usage = [reply.as_call("judge", "cloud")]
     except LLMError as exc:
         parts, calls = [({}, {}, str(exc))], 1
-    return merge_batches("cloud", model, parts, calls)
+        usage = [LLMCall(purpose="judge", backend="cloud", model=model, ok=False)]
+    return merge_batches("cloud", model, parts, calls).model_copy(update={"usage": usage})

@@ -45,6 +45,13 @@ class ChatResult:
     completion_tokens: int = 0
     cached_tokens: int = 0
     calls: int = 1
+    latency_s: float = 0.0
+
+    def as_call(self, purpose: str, backend: str):
+        from stages.artifacts import LLMCall
+
+        return LLMCall(purpose=purpose, backend=backend, model=self.model, prompt_tokens=self.prompt_tokens,  # type: ignore[arg-type]
+                       completion_tokens=self.completion_tokens, cached_tokens=self.cached_tokens, latency_s=round(self.latency_s, 3))
 
 
 @dataclass
@@ -63,6 +70,7 @@ class OllamaBackend:
     ) -> ChatResult:
         import ollama
 
+        started = time.perf_counter()
         options: dict = {"temperature": 0, "seed": 0}
         if num_ctx:
             options["num_ctx"] = num_ctx
@@ -83,6 +91,7 @@ class OllamaBackend:
         return ChatResult(
             text=reply.message.content or "", model=model,
             prompt_tokens=reply.prompt_eval_count or 0, completion_tokens=reply.eval_count or 0,
+            latency_s=time.perf_counter() - started,
         )
 
     def release(self, model: str) -> None:
@@ -114,6 +123,7 @@ class CloudBackend:
             body["response_format"] = {"type": "json_object"}
         url = self.base_url.rstrip("/") + "/chat/completions"
         headers = {"Authorization": f"Bearer {self.api_key}"}
+        started = time.perf_counter()
         last = ""
         with httpx.Client(timeout=self.timeout) as client:
             for attempt in range(self.retries + 1):
@@ -141,6 +151,7 @@ class CloudBackend:
                 return ChatResult(
                     text=text, model=data.get("model", model), prompt_tokens=usage.get("prompt_tokens", 0),
                     completion_tokens=usage.get("completion_tokens", 0), cached_tokens=cached, calls=attempt + 1,
+                    latency_s=time.perf_counter() - started,
                 )
         raise LLMError(f"{last} after {self.retries + 1} attempts")
 

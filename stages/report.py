@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from stages.artifacts import Answer, Freshness, Judgment, QueryReport, RankedPassage, RouteDecision, Selection
+from stages.budget import count_tokens, fit
 from stages.judge import question_identifiers
 
 LEGEND = (
@@ -39,42 +40,50 @@ def _row(i: int, rp: RankedPassage) -> str:
     return f"  {i}. {c.file}:{c.start_line} [{c.entity}] {scores} verdict={rp.verdict}{why}{stale}"
 
 
-def render_text(report: QueryReport, max_dropped_rows: int = 10) -> str:
+def render_text(report: QueryReport, max_dropped_rows: int = 10, max_tokens: int | None = None) -> str:
+    """The report an agent reads. Over `max_tokens`, sections are kept in order of use (answer, assessment,
+    guidance, sources, evidence, legend), whole lines only, and one line says how many were left out."""
     sel, j = report.selection, report.judgment
     reasons = Counter(rp.drop_reason or "dropped" for rp in sel.dropped)
     dropped = f", {len(sel.dropped)} dropped" + (" (" + ", ".join(f"{n} {r}" for r, n in sorted(reasons.items())) + ")" if reasons else "")
-    lines = [LEGEND, "", report.answer.text, "", "Assessment:", f"  status: {report.status}", f"  coverage: {report.coverage}/3",
-             f"  passages: {len(sel.included)} included{dropped}", f"  conflicts: {sel.conflicts}",
-             f"  judge: {j.backend}" + (f" ({j.model})" if j.model else "") + f", {j.calls} call(s)",
-             f"  route: {report.route.target} ({report.route.reason}); answer by {report.answer.backend}"]
+    answer = [*report.answer.text.splitlines(), ""]
+    assessment = ["Assessment:", f"  status: {report.status}", f"  coverage: {report.coverage}/3",
+                  f"  passages: {len(sel.included)} included{dropped}", f"  conflicts: {sel.conflicts}",
+                  f"  judge: {j.backend}" + (f" ({j.model})" if j.model else "") + f", {j.calls} call(s)",
+                  f"  route: {report.route.target} ({report.route.reason}); answer by {report.answer.backend}"]
     if sel.fail_open:
-        lines.append(f"  fail-open: {sel.fail_open_reason}")
+        assessment.append(f"  fail-open: {sel.fail_open_reason}")
     elif j.backend == "none":
-        lines.append("  judge none: passages were re-ranked lexically, not judged")
+        assessment.append("  judge none: passages were re-ranked lexically, not judged")
     if report.answer.failure:
-        lines.append(f"  synthesis: {report.answer.failure}")
-    lines.extend(f"  note: {n}" for n in report.notes)
+        assessment.append(f"  synthesis: {report.answer.failure}")
+    assessment.extend(f"  note: {n}" for n in report.notes)
     if report.freshness is not None:
-        lines.append(f"  index: {report.freshness.line()}")
-    lines.append("Evidence:")
+        assessment.append(f"  index: {report.freshness.line()}")
+    if report.tokens_cited_files:
+        assessment.append(f"  tokens: this report ~{report.tokens_returned:,} vs {report.tokens_cited_files:,} in the cited files")
+    evidence = ["Evidence:"]
     shown = sorted(sel.dropped, key=lambda r: (not r.drop_reason.startswith("injection"), -r.rank_score))
     rows = sel.included + shown[:max_dropped_rows]  # injection drops first: they are the security receipts
-    lines.extend(_row(i, rp) for i, rp in enumerate(rows, start=1))
+    evidence.extend(_row(i, rp) for i, rp in enumerate(rows, start=1))
     if len(sel.dropped) > max_dropped_rows:
-        lines.append(f"  ... {len(sel.dropped) - max_dropped_rows} more dropped (see --json)")
-    lines.append("Guidance:")
-    lines.extend("  " + g for g in guidance(report))
-    lines.append("Sources:")
+        evidence.append(f"  ... {len(sel.dropped) - max_dropped_rows} more dropped (see --json)")
+    advice = ["Guidance:", *("  " + g for g in guidance(report))]
+    sources = ["Sources:"]
     for rp in sel.included:
         c = rp.candidate
         d = f"distance {c.distance:.2f} (cosine)" if c.distance is not None else "no dense match"
         b = f", bm25 {c.bm25:.2f}" if c.bm25 is not None else ""
         calls = report.called_by.get(c.id)
         used = f"; called by {calls} site(s)" if calls else ""
-        lines.append(f"  * {c.file}:{c.start_line}-{c.end_line} [{c.entity}] {d}{b}{used}")
+        sources.append(f"  * {c.file}:{c.start_line}-{c.end_line} [{c.entity}] {d}{b}{used}")
     if not sel.included:
-        lines.append("  (none)")
-    return "\n".join(lines)
+        sources.append("  (none)")
+    text = "\n".join([LEGEND, "", *answer, *assessment, *evidence, *advice, *sources])
+    if max_tokens is None or count_tokens(text) <= max_tokens:
+        return text
+    return fit([answer, assessment, advice, sources, evidence, LEGEND.splitlines()], max_tokens,
+               more="{n} more report line(s) not shown: ask again with a larger max_tokens, or use --json")
 
 
 def guidance(report: QueryReport) -> list[str]:
@@ -114,7 +123,7 @@ def guidance(report: QueryReport) -> list[str]:
 def make_report(
     query_id: str, question: str, workspace: str, answer: Answer, selection: Selection, judgment: Judgment,
     route: RouteDecision, timings: dict[str, float], notes: list[str] | None = None, called_by: dict[str, int] | None = None,
-    freshness: Freshness | None = None,
+    freshness: Freshness | None = None, max_tokens: int | None = None, cited_file_tokens: int = 0,
 ) -> QueryReport:
     status, coverage = status_of(selection, judgment)
     if notes and status == "supported":
@@ -124,7 +133,11 @@ def make_report(
         answer=answer, selection=selection, judgment=judgment, route=route, timings=timings, notes=notes or [],
         called_by=called_by or {}, freshness=freshness,
     )
-    report.text = render_text(report)
+    report.text = render_text(report, max_tokens=max_tokens)
+    if cited_file_tokens:  # the figure in the text is the first render's; the JSON has the exact count
+        report.tokens_cited_files, report.tokens_returned = cited_file_tokens, count_tokens(report.text)
+        report.text = render_text(report, max_tokens=max_tokens)
+    report.tokens_returned = count_tokens(report.text)
     return report
 
 

@@ -90,14 +90,20 @@ def write_lock(root: Path, timeout: float = 600.0) -> Iterator[None]:
         yield
 
 
+def open_state_db(root: Path, name: str) -> sqlite3.Connection:
+    """A SQLite database in the workspace's `.assay/` (WAL: readers never block the index writer)."""
+    folder = state_dir(root)
+    folder.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(str(folder / name), timeout=60, check_same_thread=False)
+    db.execute("PRAGMA journal_mode=WAL")
+    return db
+
+
 class Catalog:
     """Entity records by id, in SQLite (atomic transactions, safe for concurrent readers)."""
 
     def __init__(self, root: Path) -> None:
-        folder = state_dir(root)
-        folder.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(folder / "catalog.sqlite"), timeout=60, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db = open_state_db(root, "catalog.sqlite")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS entities (id TEXT PRIMARY KEY, file TEXT NOT NULL, kind TEXT NOT NULL,"
             " language TEXT NOT NULL, name TEXT NOT NULL, part INTEGER NOT NULL, qualname TEXT NOT NULL, data TEXT NOT NULL)"
@@ -154,6 +160,11 @@ class Catalog:
             + " ORDER BY file, line", args)
         return [(r[0], Edge.model_construct(kind=r[1], name=r[2], line=r[3], source=r[4], source_id=r[5], receiver=r[6],
                                             module=r[7], alias=r[8])) for r in rows]
+
+    def edge_name_counts(self, kinds: tuple[str, ...]) -> list[tuple[str, int]]:
+        """How often each name is used (called, inherited, referenced): the brief's "most used" classes."""
+        rows = self._db.execute(f"SELECT name, COUNT(*) FROM edges WHERE kind IN ({','.join('?' * len(kinds))}) GROUP BY name", kinds)
+        return [(n, int(c)) for n, c in rows]
 
     def files(self) -> list[str]:
         return [f for (f,) in self._db.execute("SELECT DISTINCT file FROM entities ORDER BY file")]

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from stages.artifacts import Answer, PremiseFinding, RankedPassage
+from stages.artifacts import Answer, LLMCall, PremiseFinding, RankedPassage
 from stages.languages import CONTAINER_KINDS
 from stages.lexical import tokenize
 from stages.redact import redact
@@ -92,8 +92,10 @@ def synthesize_with_ollama(backend, model: str, question: str, passages: list[Ra
         reply = backend.chat(model, SYNTH_SYSTEM, user, num_ctx=num_ctx_for(SYNTH_SYSTEM, user, 10, ceiling))
     except LLMError as exc:
         fallback = extractive(question, passages)
-        return fallback.model_copy(update={"failure": f"{exc}; answered extractively instead"})
-    return Answer(text=reply.text.strip() or NO_EVIDENCE, backend="ollama", model=model, cited=[cite(p) for p in passages])
+        return fallback.model_copy(update={"failure": f"{exc}; answered extractively instead",
+                                           "usage": [LLMCall(purpose="writer", backend="ollama", model=model, ok=False)]})
+    return Answer(text=reply.text.strip() or NO_EVIDENCE, backend="ollama", model=model, cited=[cite(p) for p in passages],
+                  usage=[reply.as_call("writer", "ollama")])
 
 
 def synthesize_with_cloud(backend, model: str, question: str, passages: list[RankedPassage]) -> Answer:
@@ -106,9 +108,10 @@ def synthesize_with_cloud(backend, model: str, question: str, passages: list[Ran
         reply = backend.chat(model, SYNTH_SYSTEM, user)
     except LLMError as exc:
         fallback = extractive(question, passages)
-        return fallback.model_copy(update={"failure": f"{exc}; answered extractively instead", "redactions": redactions})
+        return fallback.model_copy(update={"failure": f"{exc}; answered extractively instead", "redactions": redactions,
+                                           "usage": [LLMCall(purpose="writer", backend="cloud", model=model, ok=False)]})
     return Answer(text=reply.text.strip() or NO_EVIDENCE, backend="cloud", model=reply.model,
-                  redactions=redactions, cited=[cite(p) for p in passages])
+                  redactions=redactions, cited=[cite(p) for p in passages], usage=[reply.as_call("writer", "cloud")])
 
 
 def state_corrections(answer: Answer, premises: list[PremiseFinding]) -> Answer:

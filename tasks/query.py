@@ -95,6 +95,13 @@ def publish(report: QueryReport) -> QueryReport:
     return report
 
 
+@task(name="usage-ledger", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
+def ledger(root: Path, report: QueryReport, settings: Settings) -> str:
+    from stages.ledger import prices_from, record
+
+    return str(record(root, report, prices_from(settings.prices)) or "")
+
+
 @task(name="audit-snapshot", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
 def snapshot(root: Path, report: QueryReport) -> str:
     return str(write_snapshot(root, report))

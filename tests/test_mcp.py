@@ -57,7 +57,7 @@ def test_mcp_tools_end_to_end(roots: Path, tmp_path: Path) -> None:
             tools = {t.name for t in (await client.list_tools()).tools}
             assert tools == {"index_workspace", "index_status", "ask", "search", "get_entity", "list_workspaces",
                              "forget_workspace", "remember", "notes", "callers", "callees", "references", "impact",
-                             "changed_symbols", "history"}
+                             "changed_symbols", "history", "brief", "update_brief", "usage"}
             alpha, beta = str(roots / "alpha"), str(roots / "beta")
             started = await call(client, "index_workspace", path=alpha)
             assert started.structured_content["state"] == "running"

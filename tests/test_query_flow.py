@@ -159,6 +159,16 @@ def test_cloud_synthesis_pins_the_judge_and_redacts(project: Path) -> None:
         assert secret not in sent
     assert "[REDACTED]" in sent
     assert report.answer.redactions >= 1 and "secret(s) were redacted" in report.text
+    # the usage ledger: one Ollama judge call and one cloud writer call per answer, with the tokens they reported
+    from stages.ledger import summary
+
+    table = {(r["backend"], r["purpose"]): r for r in summary(project)}
+    assert table[("ollama", "judge")]["calls"] >= 2 and table[("ollama", "judge")]["prompt_tokens"] > 0
+    assert table[("ollama", "judge")]["cost_usd"] == 0.0
+    cloud = table[("cloud", "writer")]
+    assert (cloud["calls"], cloud["prompt_tokens"], cloud["completion_tokens"], cloud["cached_tokens"]) == (2, 200, 40, 128)
+    assert cloud["cost_usd"] == round(2 * (36 * 0.27 + 64 * 0.07 + 20 * 1.10) / 1e6, 6)
+    assert report.tokens_returned > 0 and report.tokens_cited_files > report.tokens_returned // 10
 
 
 def test_injected_passage_is_dropped_and_never_reaches_the_writer(project: Path) -> None:
