@@ -305,17 +305,11 @@ def history(name: str = NameArg, path: str = PathArg, limit: int = typer.Option(
 def brief(path: str = PathArg, correct: Optional[str] = typer.Option(None, "--correct", help="add a correction, kept verbatim")) -> None:
     """The project brief: purpose, entry points, packages, key classes, tests, configuration — from the index,
     no LLM. Byte-identical while the project does not change, so agents can put it first in their prompts."""
-    from stages.brief import add_correction, refresh
-    from stages.store import Catalog, require_manifest
+    from stages.brief import workspace_brief
     from stages.workspace import resolve_workspace
 
     try:
-        root = resolve_workspace(path)
-        require_manifest(root)
-        if correct:
-            add_correction(root, correct)
-        catalog = Catalog(root)
-        text, _ = refresh(root, catalog, catalog.files())
+        text, _ = workspace_brief(resolve_workspace(path), correct)
     except Exception as exc:  # noqa: BLE001
         _fail(exc)
         return

@@ -316,33 +316,22 @@ def history(path: str, name: str, limit: int = 20) -> CallToolResult:
 
 @server.tool(description="Project brief (purpose, entry points, packages, key classes, tests, config). Byte-stable: put it first.")
 def brief(path: str) -> CallToolResult:
-    from stages.brief import refresh
-    from stages.store import Catalog, require_manifest
-
-    try:
-        root = workspace(path)
-        require_manifest(root)
-        catalog = Catalog(root)
-        text, rewritten = refresh(root, catalog, catalog.files())
-    except Exception as exc:  # noqa: BLE001
-        return failure(exc)
-    return result(text, {"brief": text, "rewritten": rewritten})
+    return _brief(path, None)
 
 
 @server.tool(description="Correct the project brief; the correction is kept verbatim in every later version.")
 def update_brief(path: str, correction: str) -> CallToolResult:
-    from stages.brief import add_correction, refresh
-    from stages.store import Catalog, require_manifest
+    return _brief(path, correction)
+
+
+def _brief(path: str, correction: str | None) -> CallToolResult:
+    from stages.brief import workspace_brief
 
     try:
-        root = workspace(path)
-        require_manifest(root)
-        add_correction(root, correction)
-        catalog = Catalog(root)
-        text, _ = refresh(root, catalog, catalog.files())
+        text, rewritten = workspace_brief(workspace(path), correction)
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
-    return result(text, {"brief": text})
+    return result(text, {"brief": text, "rewritten": rewritten})
 
 
 @server.tool(description="Model calls per day/backend/model: tokens, cache hits, estimated cost, latency.")

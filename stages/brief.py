@@ -165,3 +165,17 @@ def add_correction(root: Path, note: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as fh:
         fh.write(f"- {note}\n")
+
+
+def workspace_brief(root: Path, correction: str | None = None) -> tuple[str, bool]:
+    """The brief of an indexed workspace (adding a correction first, when given): the doors call this."""
+    from stages.store import Catalog, require_manifest
+
+    require_manifest(root)
+    if correction:
+        add_correction(root, correction)
+    catalog = Catalog(root)
+    try:
+        return refresh(root, catalog, catalog.files())
+    finally:
+        catalog.close()
