@@ -8,6 +8,7 @@ whose time moved but whose bytes did not is reported until the next index run co
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -24,8 +25,49 @@ def _git(root: Path, *args: str) -> str:
     return done.stdout.strip() if done.returncode == 0 else ""
 
 
+def _read_head(root: Path) -> tuple[str, str] | None:
+    """HEAD read from `.git` files directly (no process): a branch's loose or packed ref, or a detached commit.
+    None for anything else (worktrees, unusual layouts): the caller asks git then."""
+    git_dir = root / ".git"
+    try:
+        head = (git_dir / "HEAD").read_text().strip()
+    except OSError:
+        return None
+    if re.fullmatch(r"[0-9a-f]{40}", head):
+        return head, ""
+    if not head.startswith("ref: refs/heads/"):
+        return None
+    ref = head[5:]
+    branch = ref.removeprefix("refs/heads/")
+    try:
+        return (git_dir / ref).read_text().strip(), branch
+    except OSError:
+        pass
+    try:
+        for line in (git_dir / "packed-refs").read_text().splitlines():
+            if line.endswith(" " + ref):
+                return line.split(" ", 1)[0], branch
+    except OSError:
+        return None
+    return None
+
+
+def _repository(root: Path) -> Path | None:
+    """The folder holding `.git` for this workspace (itself or a parent); None outside any repository."""
+    for folder in (root, *root.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
 def git_head(root: Path) -> tuple[str, str]:
     """(commit, branch) of the workspace's HEAD; ('', '') outside git or without commits."""
+    repo = _repository(root)
+    if repo is None:
+        return "", ""
+    quick = _read_head(repo)
+    if quick is not None and re.fullmatch(r"[0-9a-f]{40}", quick[0]):
+        return quick
     commit = _git(root, "rev-parse", "HEAD")
     if not commit:
         return "", ""
@@ -38,9 +80,10 @@ def check(root: Path, manifest: IndexManifest) -> tuple[Freshness, set[str]]:
     changed: list[str] = []
     gone: list[str] = []
     deleted = 0
+    base = str(root) + os.sep
     for path, record in manifest.files.items():
         try:
-            st = os.stat(root / path)
+            st = os.stat(base + path)
         except FileNotFoundError:
             deleted += 1
             gone.append(path)

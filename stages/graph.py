@@ -68,6 +68,7 @@ class Graph:
     def __init__(self, catalog) -> None:
         self.catalog = catalog
         self._files: list[str] | None = None
+        self._keys: dict[str, list[tuple[str, str]]] | None = None
         self.by_file = lru_cache(maxsize=512)(self._by_file)
         self.by_name = lru_cache(maxsize=4096)(self._by_name)
         self.imports = lru_cache(maxsize=512)(self._imports)
@@ -88,6 +89,18 @@ class Graph:
         return self._files
 
     # -- modules -------------------------------------------------------------------------------------------
+    def _module_keys(self) -> dict[str, list[tuple[str, str]]]:
+        """Indexed files by the module path they stand for (`pkg/mod` for `pkg/mod.py` and `pkg/mod/__init__.py`),
+        grouped by last path component: built once per graph, so a lookup never scans every file."""
+        if self._keys is None:
+            self._keys = {}
+            for f in self.files:
+                for suffix in _SOURCE_SUFFIXES:
+                    if f.endswith(suffix):
+                        key = f[: -len(suffix)]
+                        self._keys.setdefault(key.rsplit("/", 1)[-1], []).append((key, f))
+        return self._keys
+
     def module_files(self, module: str, from_file: str) -> list[str]:
         """Files a module path names: `.utils` beside the importer, `pkg.utils`, `./x`, `crate::a`, a Go package."""
         if not module:
@@ -102,9 +115,10 @@ class Graph:
                     folder = posixpath.dirname(folder)
                 rest = module.lstrip(".").replace(".", "/")
                 base = posixpath.join(folder, rest) if rest else folder
-            return [f for f in self.files if any(f == base + s for s in _SOURCE_SUFFIXES)]
+            return sorted({f for key, f in self._module_keys().get(base.rsplit("/", 1)[-1], []) if key == base})
         path = module.replace("::", "/").replace(".", "/").removeprefix("crate/").removeprefix("self/")
-        found = [f for f in self.files if any(f == path + s or f.endswith("/" + path + s) for s in _SOURCE_SUFFIXES)]
+        found = sorted({f for key, f in self._module_keys().get(path.rsplit("/", 1)[-1], [])
+                        if key == path or key.endswith("/" + path)})
         if not found and "/" in module:  # Go: an import path names a package folder
             found = [f for f in self.files if f.endswith(".go") and posixpath.dirname(f).endswith(module.rsplit("/", 1)[-1])]
         return found
@@ -402,7 +416,7 @@ def query_workspace(root, command: str, query: str, depth: int = 3, limit: int =
         catalog.close()
 
 
-def called_by_counts(catalog, entity_ids: list[str], cap: int = 300) -> dict[str, int]:
+def called_by_counts(catalog, entity_ids: list[str], cap: int = 60) -> dict[str, int]:
     """Resolved call sites per entity, for the report's "called by N sites" (names with more than `cap`
     same-named sites are skipped: too common to count cheaply)."""
     graph = Graph(catalog)

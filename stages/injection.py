@@ -123,6 +123,8 @@ _B64 = re.compile(r"[A-Za-z0-9+/]{60,}={0,2}")
 _B64_HINTED = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
 _HEX = re.compile(r"\b(?:[0-9a-fA-F]{2}){12,}\b")
 _DECODE_HINT = re.compile(r"\b(decode|decoded|decoding|base64|base-64|b64|rot13|rot-13|hex|hexadecimal|reverse|reversed|backwards|decipher|unscramble)\b", _F)
+_ROT_HINT = re.compile(r"\brot-?13\b", _F)
+_REVERSE_HINT = re.compile(r"\b(reverse|reversed|backwards)\b", _F)
 _STRING_PREFIX = re.compile(r"^[rRbBuUfF]{0,2}(\"\"\"|\'\'\'|\"|\'|`)")
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _TASK_START = re.compile(
@@ -181,8 +183,10 @@ def _decoded_payloads(text: str) -> list[str]:
                 continue
             if _printable(decoded):
                 found.append(decoded)
-        found.append(codecs.decode(text, "rot13"))
-        found.append(text[::-1])
+        if _ROT_HINT.search(text):
+            found.append(codecs.decode(text, "rot13"))
+        if _REVERSE_HINT.search(text):
+            found.append(text[::-1])
     for blob in (_B64_HINTED if hinted else _B64).findall(text):
         try:
             raw = base64.b64decode(blob + "=" * (-len(blob) % 4), validate=False)
@@ -232,14 +236,32 @@ def off_topic_request(prose: str, context: str = "") -> bool:
     return False
 
 
-_LITERAL_SIGNALS = frozenset({"tool_bait", "exfiltration"})  # a command in backticks is still a command
+_LITERAL_SIGNALS = frozenset({"tool_bait", "exfiltration"})
+# Words without which a signal's pattern cannot match (checked as substrings of the lower-cased prose first).
+_GATES: dict[str, tuple[str, ...]] = {
+    "override": ("ignore", "disregard", "forget", "override", "bypass"),
+    "role_play": ("you are", "you're", "from now", "developer mode", "pretend", "play a game", "roleplay", "role-play",
+                  "you must", "anything now", "act as"),
+    "steers_response": ("your", "before", "tell", "mention", "reveal", "inform", "show", "warn", "ask", "without",
+                        "respond", "reply", "answer"),
+    "steers_code": ("your", "following", "subsequent", "below", "every"),
+    "chat_request": ("you", "tell me", "show me", "give me", "explain", "new", "task", "what", "provide", "write", "describe",
+                     "difference"),
+    "exfiltration": ("![", "send", "post", "upload", "exfiltrate", "forward", "transmit", "leak", "mail", "paste", "include",
+                     "curl", "wget"),
+    "tool_bait": ("rm -rf", "cat", "type", "print", "dump", "read", "show", "run", "exec", "invoke", "use", "call", "trigger"),
+}  # a command in backticks is still a command
 
 
 def score_text(prose: str, _decoding: bool = False, raw: str = "", context: str = "") -> tuple[float, list[str]]:
     """Score prose already extracted from a passage (quoted mentions removed; `raw` keeps them for the signals
     where quoting does not disarm); returns (score, signal names)."""
     hits: dict[str, float] = {}
+    low, raw_low = prose.lower(), raw.lower()
     for sig in SIGNALS:
+        gate = _GATES.get(sig.name)
+        if gate is not None and not any(g in low or g in raw_low for g in gate):
+            continue  # none of the words this signal needs: skip its (costly) pattern
         if sig.pattern.search(prose) or (raw and sig.name in _LITERAL_SIGNALS and sig.pattern.search(raw)):
             hits[sig.name] = sig.weight
     if _HIDDEN.search(prose):

@@ -133,11 +133,11 @@ def make_report(
         answer=answer, selection=selection, judgment=judgment, route=route, timings=timings, notes=notes or [],
         called_by=called_by or {}, freshness=freshness,
     )
-    report.text = render_text(report, max_tokens=max_tokens)
-    if cited_file_tokens:  # the figure in the text is the first render's; the JSON has the exact count
-        report.tokens_cited_files, report.tokens_returned = cited_file_tokens, count_tokens(report.text)
-        report.text = render_text(report, max_tokens=max_tokens)
+    report.tokens_cited_files = cited_file_tokens
+    slack = 6 if cited_file_tokens and max_tokens else 0  # the placeholder's digits, filled below
+    report.text = render_text(report, max_tokens=max_tokens - slack if max_tokens else None)
     report.tokens_returned = count_tokens(report.text)
+    report.text = report.text.replace("this report ~0 vs", f"this report ~{report.tokens_returned:,} vs", 1)
     return report
 
 
