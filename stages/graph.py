@@ -194,7 +194,7 @@ class Graph:
             owner = self._enclosing_class(file, edge.source)
             return self.members(owner, edge.name) if owner is not None else []
         head = recv.split(".")[0].split("::")[0]
-        holder = self._entity(file, edge.source_id, edge.source)
+        holder = self.entity(edge.source_id)
         go_receiver = re.match(r"^func\s*\(\s*(\w+)\s", holder.signature) if holder is not None and file.endswith(".go") else None
         if go_receiver and go_receiver.group(1) == recv:  # `func (b *Base) Run()`: `b` is Go's self
             owner = self._enclosing_class(file, edge.source)
@@ -234,12 +234,9 @@ class Graph:
             found = [e for e in found if e.file == file or e.file.endswith("/" + file)]
         return found
 
-    def _entity(self, file: str, source_id: str, source: str) -> Entity | None:
-        if source_id:
-            got = self.catalog.get([source_id]).get(source_id)
-            if got is not None:
-                return got
-        return None
+    def entity(self, entity_id: str) -> Entity | None:
+        """The definition an edge sits in, by id ('' = module level: None)."""
+        return self.catalog.get([entity_id]).get(entity_id) if entity_id else None
 
 
 def _row(holder: Entity | None, file: str, edge: Edge, resolved: bool, depth: int = 1) -> GraphRow:
@@ -263,7 +260,7 @@ def _sites(graph: Graph, target: Entity, kinds: tuple[str, ...], unresolved: boo
             found += [(f, e) for f, e in graph.catalog.edges(name=imp.alias, file=file, kinds=kinds) if e.kind != "import"]
     for file, edge in found:
         hits = graph.resolve(file, edge)
-        holder = graph._entity(file, edge.source_id, edge.source)
+        holder = graph.entity(edge.source_id)
         if any(h.id == target.id for h in hits):
             out.append((_row(holder, file, edge, True), edge.source_id))
         elif not hits and unresolved and (edge.kind == "call" and edge.receiver and edge.receiver not in _SELF):
@@ -338,7 +335,7 @@ def impact(catalog, query: str, depth: int = 3, limit: int = 100) -> GraphResult
                     continue
                 seen.add(key)
                 rows.append(row.model_copy(update={"depth": level}))
-                holder = graph._entity(row.site_file, holder_id, row.entity) if holder_id else None
+                holder = graph.entity(holder_id)
                 if holder is not None:
                     nxt.append(holder)
         frontier = nxt
@@ -358,7 +355,7 @@ def impact(catalog, query: str, depth: int = 3, limit: int = 100) -> GraphResult
         for file, edge in catalog.edges(name=e.name, kinds=("call",)):
             if is_test_path(file) and edge.receiver and edge.receiver not in _SELF and not graph.resolve(file, edge) \
                     and not any(x.site_file == file and x.site_line == edge.line for x in tests):
-                holder = graph._entity(file, edge.source_id, edge.source)
+                holder = graph.entity(edge.source_id)
                 tests.append(_row(holder, file, edge, False).model_copy(update={"via": f"{edge.receiver}.{edge.name} (only definition of {e.name})"}))
     sure = sum(1 for x in tests if x.resolved)
     note = (f"{len(tests)} test site(s) reach it ({sure} resolved, {len(tests) - sure} by a name defined only once)"

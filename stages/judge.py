@@ -26,6 +26,7 @@ _IDENT = re.compile(r"`([^`]+)`|\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-
 RANK_WEIGHT = 0.5  # share of relevance taken from the rank stage's score, when the pool was ranked
 _DEFINITION_KINDS = frozenset({"function", "method", "class", "interface", "type", "enum", "struct", "trait", "module", "constant"})
 
+
 def question_identifiers(question: str) -> list[str]:
     """Code identifiers named in a question: `backticked`, dotted.paths, snake_case, camelCase, call()."""
     found: list[str] = []

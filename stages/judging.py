@@ -30,8 +30,8 @@ def with_local_floor(judgment: Judgment, candidates: list[Candidate], premises: 
         injection = local_judge.passage_injection(c)[0]
         scores[c.id] = s.model_copy(update={"contradicts": max(s.contradicts, contra.get(c.id, 0.0)),
                                             "injection": max(s.injection, injection)})
-    conflict = max([judgment.conflict or 0.0, *contra.values()])
-    return judgment.model_copy(update={"scores": scores, "premises": premises, "conflict": conflict if judgment.conflict is not None or contra else None})
+    conflict = max([judgment.conflict or 0.0, *contra.values()]) if judgment.conflict is not None or contra else None
+    return judgment.model_copy(update={"scores": scores, "premises": premises, "conflict": conflict})
 
 
 def run_judge(

@@ -18,7 +18,7 @@ import builtins
 import re
 from collections.abc import Callable, Iterable, Iterator
 
-from stages.artifacts import Candidate, Entity, Premise, PremiseFinding
+from stages.artifacts import Candidate, Entity, Premise, PremiseCheck, PremiseFinding
 
 Resolver = Callable[[str], list[Entity]]
 
@@ -253,33 +253,10 @@ def extract(question: str) -> list[Premise]:
                     continue
                 text = m.group(0).strip()
                 negated = _negated(question, m.start(), m.end())
-                value, param = "", ""
-                if kind == "base" or kind == "raises":
-                    value = _clean(g["V"])
-                    if kind == "base" and not (_codeish(g["V"], 1) or isinstance(getattr(builtins, value, None), type)):
-                        continue  # "subclasses during processing": a base class is written as code
-                    if kind == "raises" and not value.rsplit(".", 1)[-1][:1].isupper():
-                        continue
-                elif kind == "param":
-                    param = _clean(g.get("P") or g.get("kw") or "")
-                    value = param
-                elif kind == "default":
-                    param, value = _clean(g["P"]), _clean_literal(g["V"])
-                elif kind == "decorator":
-                    value = " ".join(_clean(g["D"]).lower().replace("_", " ").split()) if g.get("D") else ""
-                elif kind == "async":
-                    word = (g.get("A") or "").lower()
-                    value = "async" if _ASYNC_WORDS.get(word, True) else "sync"  # "awaited": async
-                    if word.startswith("block") or (not word and re.search(r"\b(sync|synchronous|blocking)\b", m.group(0), re.I)):
-                        value = "sync"
-                elif kind == "returns":
-                    value = _clean(g["V"])
-                    if not _typeish(g["V"], m.group(0)):
-                        continue
-                elif kind == "file":
-                    value = _clean(g["F"])
-                elif kind == "kind":
-                    value = _KIND_WORDS.get((g.get("K") or "class").lower(), "class")
+                slots = _slot_values(kind, g, text)
+                if slots is None:
+                    continue
+                value, param = slots
                 if not value or (kind not in ("default", "kind", "async") and value.lower() in _STOP):
                     continue
                 if kind == "default" and value.lower() in _FUNCTION_WORDS - {"true", "false", "none", "null"}:
@@ -288,6 +265,38 @@ def extract(question: str) -> list[Premise]:
                     continue
                 found.append(Premise(kind=kind, subject=subject, value=value, param=param, negated=negated, text=text))  # type: ignore[arg-type]
     return _dedupe(found)
+
+
+def _slot_values(kind: str, g: dict, phrase: str) -> tuple[str, str] | None:
+    """(value, param) a grammar match names for its kind; None when the slot holds no such thing."""
+    value, param = "", ""
+    if kind == "base" or kind == "raises":
+        value = _clean(g["V"])
+        if kind == "base" and not (_codeish(g["V"], 1) or isinstance(getattr(builtins, value, None), type)):
+            return None  # "subclasses during processing": a base class is written as code
+        if kind == "raises" and not value.rsplit(".", 1)[-1][:1].isupper():
+            return None
+    elif kind == "param":
+        param = _clean(g.get("P") or g.get("kw") or "")
+        value = param
+    elif kind == "default":
+        param, value = _clean(g["P"]), _clean_literal(g["V"])
+    elif kind == "decorator":
+        value = " ".join(_clean(g["D"]).lower().replace("_", " ").split()) if g.get("D") else ""
+    elif kind == "async":
+        word = (g.get("A") or "").lower()
+        value = "async" if _ASYNC_WORDS.get(word, True) else "sync"  # "awaited": async
+        if word.startswith("block") or (not word and re.search(r"\b(sync|synchronous|blocking)\b", phrase, re.I)):
+            value = "sync"
+    elif kind == "returns":
+        value = _clean(g["V"])
+        if not _typeish(g["V"], phrase):
+            return None
+    elif kind == "file":
+        value = _clean(g["F"])
+    elif kind == "kind":
+        value = _KIND_WORDS.get((g.get("K") or "class").lower(), "class")
+    return value, param
 
 
 def _overlapping(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
@@ -835,9 +844,8 @@ def subject_passages(findings: list[PremiseFinding], candidates: list[Candidate]
     return [to_candidate(found[eid], fused_rank=start + n + 1, fused_score=0.0) for n, eid in enumerate(dict.fromkeys(wanted)) if eid in found]
 
 
-def check_workspace(root, question: str, candidates: list[Candidate]) -> "PremiseCheck":
+def check_workspace(root, question: str, candidates: list[Candidate]) -> PremiseCheck:
     """The question's premises checked against the workspace catalog; cited definitions join the pool."""
-    from stages.artifacts import PremiseCheck
     from stages.retrieve import to_candidate
     from stages.store import Catalog
 
