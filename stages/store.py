@@ -99,26 +99,26 @@ def open_state_db(root: Path, name: str) -> sqlite3.Connection:
     return db
 
 
+_CATALOG_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entities (id TEXT PRIMARY KEY, file TEXT NOT NULL, kind TEXT NOT NULL, language TEXT NOT NULL,
+    name TEXT NOT NULL, part INTEGER NOT NULL, qualname TEXT NOT NULL, data TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS entities_name ON entities(name);
+CREATE INDEX IF NOT EXISTS entities_qualname ON entities(qualname);
+CREATE INDEX IF NOT EXISTS entities_file ON entities(file);
+CREATE TABLE IF NOT EXISTS edges (file TEXT NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, line INTEGER NOT NULL,
+    source TEXT NOT NULL, source_id TEXT NOT NULL, receiver TEXT NOT NULL, module TEXT NOT NULL, alias TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS edges_name ON edges(name);
+CREATE INDEX IF NOT EXISTS edges_source ON edges(source_id);
+CREATE INDEX IF NOT EXISTS edges_file ON edges(file);
+"""
+
+
 class Catalog:
     """Entity records by id, in SQLite (atomic transactions, safe for concurrent readers)."""
 
     def __init__(self, root: Path) -> None:
         self._db = open_state_db(root, "catalog.sqlite")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS entities (id TEXT PRIMARY KEY, file TEXT NOT NULL, kind TEXT NOT NULL,"
-            " language TEXT NOT NULL, name TEXT NOT NULL, part INTEGER NOT NULL, qualname TEXT NOT NULL, data TEXT NOT NULL)"
-        )
-        self._db.execute("CREATE INDEX IF NOT EXISTS entities_name ON entities(name)")
-        self._db.execute("CREATE INDEX IF NOT EXISTS entities_qualname ON entities(qualname)")
-        self._db.execute("CREATE INDEX IF NOT EXISTS entities_file ON entities(file)")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS edges (file TEXT NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, line INTEGER NOT NULL,"
-            " source TEXT NOT NULL, source_id TEXT NOT NULL, receiver TEXT NOT NULL, module TEXT NOT NULL, alias TEXT NOT NULL)"
-        )
-        self._db.execute("CREATE INDEX IF NOT EXISTS edges_name ON edges(name)")
-        self._db.execute("CREATE INDEX IF NOT EXISTS edges_source ON edges(source_id)")
-        self._db.execute("CREATE INDEX IF NOT EXISTS edges_file ON edges(file)")
-        self._db.commit()
+        self._db.executescript(_CATALOG_SCHEMA)
 
     def replace(self, upserts: list[Entity], deletes: Iterable[str]) -> None:
         with self._db:
