@@ -302,14 +302,19 @@ def history(name: str = NameArg, path: str = PathArg, limit: int = typer.Option(
 
 
 @app.command()
-def brief(path: str = PathArg, correct: Optional[str] = typer.Option(None, "--correct", help="add a correction, kept verbatim")) -> None:
+def brief(
+    path: str = PathArg,
+    correct: Optional[str] = typer.Option(None, "--correct", help="add a correction, kept verbatim"),
+    writer: Optional[str] = typer.Option(None, help="ollama | cloud: have that model rewrite it (once per change)"),
+) -> None:
     """The project brief: purpose, entry points, packages, key classes, tests, configuration — from the index,
-    no LLM. Byte-identical while the project does not change, so agents can put it first in their prompts."""
-    from stages.brief import workspace_brief
+    no LLM by default. Byte-identical while the project does not change, so agents can put it first in their
+    prompts. --writer rewrites it with a model once per change; corrections are appended verbatim either way."""
+    from stages.brief import run_brief
     from stages.workspace import resolve_workspace
 
     try:
-        text, _ = workspace_brief(resolve_workspace(path), correct)
+        text, _ = run_brief(resolve_workspace(path), _settings(), writer, correct)
     except Exception as exc:  # noqa: BLE001
         _fail(exc)
         return

@@ -314,21 +314,22 @@ def history(path: str, name: str, limit: int = 20) -> CallToolResult:
     return result(render_history(res), res.model_dump())
 
 
-@server.tool(description="Project brief (purpose, entry points, packages, key classes, tests, config). Byte-stable: put it first.")
-def brief(path: str) -> CallToolResult:
-    return _brief(path, None)
+@server.tool(description=("Project brief (purpose, entry points, packages, key classes, tests, config). Byte-stable: put it "
+                          "first. writer: ollama|cloud rewrites it once per change."))
+def brief(path: str, writer: str | None = None) -> CallToolResult:
+    return _brief(path, None, writer)
 
 
 @server.tool(description="Correct the project brief; the correction is kept verbatim in every later version.")
 def update_brief(path: str, correction: str) -> CallToolResult:
-    return _brief(path, correction)
+    return _brief(path, correction, None)
 
 
-def _brief(path: str, correction: str | None) -> CallToolResult:
-    from stages.brief import workspace_brief
+def _brief(path: str, correction: str | None, writer: str | None) -> CallToolResult:
+    from stages.brief import run_brief
 
     try:
-        text, rewritten = workspace_brief(workspace(path), correction)
+        text, rewritten = run_brief(workspace(path), _settings(), writer, correction)
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
     return result(text, {"brief": text, "rewritten": rewritten})

@@ -15,9 +15,14 @@ import json
 import re
 import tomllib
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from stages.workspace import state_dir
+
+if TYPE_CHECKING:
+    from stages.llm import ChatResult
 
 BRIEF_FILE = "brief.md"
 CORRECTIONS_FILE = "brief_corrections.md"
@@ -142,18 +147,38 @@ def with_corrections(text: str, fixes: str) -> str:
     return text if not fixes.strip() else text + "\n## Corrections (from the agent, kept verbatim)\n" + fixes.rstrip("\n") + "\n"
 
 
-def refresh(root: Path, catalog, files: list[str]) -> tuple[str, bool]:
-    """The current brief, rebuilt only when its inputs changed; returns (text, rewritten)."""
-    text = with_corrections(build(root, catalog, files), corrections(root))
-    digest = hashlib.sha256(text.encode()).hexdigest()
+BRIEF_SYSTEM = (
+    "You edit orientation briefs that coding agents read before working in a repository. Rewrite the brief you are "
+    "given into clear, compact Markdown for that reader. Keep every fact, name, path, number and command exactly as "
+    "written; add nothing that is not in it; keep its section headings. Reply with the brief only."
+)
+Writer = Callable[[str, str], "ChatResult"]  # (system, user) -> reply; an Ollama or cloud chat bound to a model
+
+
+def refresh(root: Path, catalog, files: list[str], writer: Writer | None = None, writer_name: str = "") -> tuple[str, bool, list]:
+    """The current brief, rebuilt only when its inputs changed; returns (text, rewritten, model calls).
+
+    With a `writer`, the deterministic brief is rewritten by that model once per change of its source (the
+    fingerprint covers the source and the writer's name), so the text stays byte-stable between changes; the
+    agent's corrections are appended after the rewrite, verbatim, never passed through the model."""
+    source = build(root, catalog, files)
+    fixes = corrections(root)
+    digest = hashlib.sha256("\0".join([source, fixes, writer_name if writer else ""]).encode()).hexdigest()
     folder = state_dir(root)
     stamp, path = folder / FINGERPRINT_FILE, folder / BRIEF_FILE
     if path.exists() and stamp.exists() and stamp.read_text().strip() == digest:
-        return path.read_text("utf-8"), False
+        return path.read_text("utf-8"), False, []
+    calls = []
+    body = source
+    if writer is not None:
+        reply = writer(BRIEF_SYSTEM, source)
+        calls.append(reply)
+        body = reply.text.strip() + "\n" if reply.text.strip() else source
+    text = with_corrections(body, fixes)
     folder.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     stamp.write_text(digest)
-    return text, True
+    return text, True, calls
 
 
 def add_correction(root: Path, note: str) -> None:
@@ -167,7 +192,8 @@ def add_correction(root: Path, note: str) -> None:
         fh.write(f"- {note}\n")
 
 
-def workspace_brief(root: Path, correction: str | None = None) -> tuple[str, bool]:
+def workspace_brief(root: Path, correction: str | None = None, writer: Writer | None = None,
+                    writer_name: str = "") -> tuple[str, bool, list]:
     """The brief of an indexed workspace (adding a correction first, when given): the doors call this."""
     from stages.store import Catalog, require_manifest
 
@@ -176,6 +202,36 @@ def workspace_brief(root: Path, correction: str | None = None) -> tuple[str, boo
         add_correction(root, correction)
     catalog = Catalog(root)
     try:
-        return refresh(root, catalog, catalog.files())
+        return refresh(root, catalog, catalog.files(), writer, writer_name)
     finally:
         catalog.close()
+
+
+def run_brief(root: Path, settings, writer_kind: str | None = None, correction: str | None = None) -> tuple[str, bool]:
+    """The doors' entry: the brief, optionally rewritten by the Ollama or cloud writer (local mode allows only a
+    loopback Ollama), with the writer's calls recorded in the usage ledger."""
+    from stages.ledger import prices_from, record_calls
+
+    writer: Writer | None = None
+    name = ""
+    if writer_kind in ("ollama", "cloud"):
+        from stages.judging import cloud_backend, ollama_backend
+        from stages.llm import LLMError, require_loopback
+
+        if writer_kind == "cloud":
+            if settings.mode == "local":
+                raise LLMError("local mode: the cloud writer is not allowed; use --writer ollama or ASSAY_MODE=hybrid")
+            backend, model = cloud_backend(settings), settings.cloud_model
+            writer = lambda system, user: backend.chat(model, system, user)  # noqa: E731
+        else:
+            require_loopback(settings.ollama_host, "Ollama") if settings.mode == "local" else None
+            backend, model = ollama_backend(settings), settings.ollama_synth_model
+            writer = lambda system, user: backend.chat(model, system, user)  # noqa: E731
+        name = f"{writer_kind}:{model}"
+    elif writer_kind not in (None, "", "none"):
+        raise ValueError(f"unknown brief writer {writer_kind!r}; use ollama, cloud or none")
+    text, rewritten, replies = workspace_brief(root, correction, writer, name)
+    if replies:
+        calls = [r.as_call("brief", writer_kind or "") for r in replies]
+        record_calls(root, "brief-" + hashlib.sha256(text.encode()).hexdigest()[:12], calls, prices_from(settings.prices))
+    return text, rewritten

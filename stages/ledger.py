@@ -58,13 +58,17 @@ def rows(query_id: str, calls: list[LLMCall], prices: dict[str, list[float]], no
 
 def record(root: Path, report: QueryReport, prices: dict[str, list[float]]) -> Path | None:
     """Write one answer's model calls (none: nothing written)."""
-    calls = [*report.judgment.usage, *report.answer.usage]
+    return record_calls(root, report.query_id, [*report.judgment.usage, *report.answer.usage], prices)
+
+
+def record_calls(root: Path, key: str, calls: list[LLMCall], prices: dict[str, list[float]]) -> Path | None:
+    """Write model calls under one key (a query id, or `brief-...`) into the day's partition."""
     if not calls:
         return None
-    data = rows(report.query_id, calls, prices)
+    data = rows(key, calls, prices)
     folder = usage_dir(root) / f"date={data[0]['day']}"
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{report.query_id}.parquet"
+    path = folder / f"{key}.parquet"
     pq.write_table(pa.Table.from_pylist(data, schema=SCHEMA), path)
     return path
 

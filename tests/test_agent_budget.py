@@ -94,17 +94,40 @@ def test_brief_is_byte_stable_changes_with_the_code_and_keeps_corrections(projec
 
     run_index(str(project))
     catalog = Catalog(project)
-    first, wrote = refresh(project, catalog, catalog.files())
-    again, rewrote = refresh(project, catalog, catalog.files())
+    first, wrote, _ = refresh(project, catalog, catalog.files())
+    again, rewrote, _ = refresh(project, catalog, catalog.files())
     assert wrote and not rewrote and first == again
     assert "## Purpose" in first and "## Key classes (most used)" in first and "`pkg/`" in first
     add_correction(project, "Retries must always go through retry_call.")
-    corrected, _ = refresh(project, catalog, catalog.files())
+    corrected, _, _ = refresh(project, catalog, catalog.files())
     assert corrected.endswith("- Retries must always go through retry_call.\n")
     (project / "pkg" / "billing.py").write_text('"""Invoices and payments."""\n\n\nclass Invoice:\n    """An invoice."""\n')
     run_index(str(project))
-    changed, rewrote = refresh(project, catalog, catalog.files())
+    changed, rewrote, _ = refresh(project, catalog, catalog.files())
     assert rewrote and "`pkg.billing`" not in changed and "Invoice" in changed
     assert changed.endswith("- Retries must always go through retry_call.\n")
     out = CliRunner().invoke(app, ["brief", str(project)])
     assert out.exit_code == 0 and out.output.strip() == changed.strip()
+
+
+def test_brief_rewritten_by_a_loopback_ollama_once_per_change_with_a_ledger_row(project: Path) -> None:
+    from flows.index import run_index
+    from stages.brief import add_correction, run_brief
+    from stages.ledger import summary
+    from tests.fakes import FakeOllama
+
+    run_index(str(project))
+    add_correction(project, "Retries must always go through retry_call.")
+    with FakeOllama(answer="# Rewritten brief\n\nShort and clear.") as ollama:
+        settings = Settings(ollama_host=ollama.url)
+        text, wrote = run_brief(project, settings, "ollama")
+        again, rewrote = run_brief(project, settings, "ollama")
+        calls = [b for b in ollama.bodies("/api/chat")]
+    assert wrote and not rewrote and text == again and len(calls) == 1
+    assert text.startswith("# Rewritten brief") and text.endswith("- Retries must always go through retry_call.\n")
+    assert "## Purpose" in calls[0]["messages"][-1]["content"]  # the model saw the deterministic brief
+    assert "Retries must" not in calls[0]["messages"][-1]["content"]  # corrections never pass through it
+    rows = {(r["backend"], r["purpose"]): r for r in summary(project)}
+    assert rows[("ollama", "brief")]["calls"] == 1 and rows[("ollama", "brief")]["prompt_tokens"] > 0
+    with pytest.raises(Exception, match="local mode: the cloud writer is not allowed"):
+        run_brief(project, Settings(), "cloud")
