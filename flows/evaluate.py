@@ -19,7 +19,8 @@ from flows import runtime  # noqa: F401
 from prefect import flow
 
 from flows.index import index_pipeline
-from flows.runtime import Caller, prefect_call, run_flow
+from flows.query import query_pipeline
+from flows.runtime import Caller, direct_call, prefect_call, run_flow
 from stages.config import Settings
 from tasks import evaluate as t
 
@@ -51,7 +52,7 @@ def evaluate_pipeline(
         questions = call(t.load_questions, qdir / f"{name}.jsonl", limit)
         retrieval, per_q = call(t.evaluate_retrieval, root, questions, settings, judges)
         injection = call(t.evaluate_injection, root, bipia, settings)
-        cost = call(t.evaluate_cost, root, questions, settings)
+        cost = call(t.evaluate_cost, root, questions, lambda q: query_pipeline(str(root), q, settings, call=direct_call))
         results["corpora"][name] = {"package": CORPORA[name], "entities": index_report.entities_total,
                                     "files": index_report.files_parsed + index_report.files_unchanged,
                                     "retrieval": retrieval, "injection": injection, "cost": cost}

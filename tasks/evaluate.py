@@ -35,11 +35,9 @@ def evaluate_injection(root: Path, bipia: Path, settings: Settings) -> dict:
 
 
 @task(name="evaluate-cost", cache_policy=NO_CACHE)
-def evaluate_cost(root: Path, questions: list[ev.Question], settings: Settings) -> dict:
-    from flows.query import query_pipeline
-    from flows.runtime import direct_call
-
-    return jobs.evaluate_cost(root, questions, lambda q: query_pipeline(str(root), q, settings, call=direct_call))
+def evaluate_cost(root: Path, questions: list[ev.Question], answer) -> dict:
+    """`answer(question) -> QueryReport` comes from the flow: a task never reaches up into flows/."""
+    return jobs.evaluate_cost(root, questions, answer)
 
 
 @task(name="render-results", cache_policy=NO_CACHE)
