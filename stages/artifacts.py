@@ -32,6 +32,10 @@ EntityKind = Literal[
 ]
 
 
+# Kinds that define a name (what premises, the graph and diffs talk about); sections, windows, files and notes do not.
+DEFINITION_KINDS = frozenset({"function", "method", "class", "interface", "type", "enum", "struct", "trait", "constant"})
+
+
 class SourceFile(BaseModel):
     """A file that passed discovery and will be parsed."""
 

@@ -15,6 +15,7 @@ import re
 from tree_sitter import Node
 
 from stages.artifacts import CodeFacts
+from stages.languages import node_text
 
 _NESTED_SCOPES = frozenset(
     {"function_definition", "class_definition", "lambda", "function_declaration", "function_expression",
@@ -25,13 +26,10 @@ _DEFAULT_PARAMS = frozenset({"default_parameter", "typed_default_parameter", "re
 _NAME = re.compile(r"[A-Za-z_$][\w$]*")
 
 
-def _text(node: Node | None) -> str:
-    return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
-
 
 def _decorator_name(node: Node) -> str:
     """`@functools.lru_cache(maxsize=2)` -> `lru_cache`; `@x.setter` -> `setter`."""
-    raw = _text(node).lstrip("@").split("(", 1)[0].strip()
+    raw = node_text(node).lstrip("@").split("(", 1)[0].strip()
     return raw.rsplit(".", 1)[-1]
 
 
@@ -53,7 +51,7 @@ def _decorators(node: Node, span: Node) -> list[str]:
 
 def _is_async(node: Node) -> bool:
     for child in node.children:
-        if child.type == "async" or (child.type in ("function_modifiers", "modifiers") and "async" in _text(child).split()):
+        if child.type == "async" or (child.type in ("function_modifiers", "modifiers") and "async" in node_text(child).split()):
             return True
     value = node.child_by_field_name("value")  # const f = async () => ...
     return value is not None and any(c.type == "async" for c in value.children)
@@ -67,9 +65,9 @@ def _returns(node: Node, language: str) -> str:
     for field in _RETURN_FIELDS:
         found = target.child_by_field_name(field)
         if found is not None:
-            return " ".join(_text(found).lstrip(":").split())
+            return " ".join(node_text(found).lstrip(":").split())
     if language == "java" and node.type == "method_declaration":
-        return " ".join(_text(node.child_by_field_name("type")).split())
+        return " ".join(node_text(node.child_by_field_name("type")).split())
     return ""
 
 
@@ -86,7 +84,7 @@ def _defaults(node: Node) -> dict[str, str]:
         value = p.child_by_field_name("value") or p.child_by_field_name("right")
         name = p.child_by_field_name("name") or p.child_by_field_name("pattern") or p.child_by_field_name("left")
         if value is not None and name is not None:
-            out[_text(name).lstrip("$")] = " ".join(_text(value).split())[:80]
+            out[node_text(name).lstrip("$")] = " ".join(node_text(value).split())[:80]
     return out
 
 
@@ -100,7 +98,7 @@ def _raised_name(stmt: Node) -> str:
         expr = expr.child_by_field_name("function") or expr
     elif expr.type == "object_creation_expression":
         expr = expr.child_by_field_name("type") or expr
-    name = _text(expr).split("(", 1)[0].rsplit(".", 1)[-1].strip()
+    name = node_text(expr).split("(", 1)[0].rsplit(".", 1)[-1].strip()
     return name if _NAME.fullmatch(name) and name[:1].isupper() else ""  # `raise err` re-raises a variable: unknown type
 
 
@@ -121,7 +119,7 @@ def _raises(node: Node) -> list[str]:
         stack.extend(n.named_children)
     for child in node.named_children:  # Java: `throws IOException, X`
         if child.type == "throws":
-            found += [_text(t) for t in child.named_children]
+            found += [node_text(t) for t in child.named_children]
     return sorted(set(found))
 
 

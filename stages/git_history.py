@@ -14,10 +14,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from stages.artifacts import Entity
+from stages.artifacts import DEFINITION_KINDS, Entity
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_INNER_KINDS = frozenset({"function", "method", "class", "interface", "struct", "trait", "enum", "type", "constant"})
 
 
 class NotAGitRepository(ValueError):
@@ -93,7 +92,7 @@ def map_to_entities(touched: dict[str, set[int]], by_file) -> tuple[list[Touched
     for file, lines in sorted(touched.items()):
         spans: dict[tuple[str, str], list] = {}
         for e in by_file(file):
-            if e.kind in _INNER_KINDS:
+            if e.kind in DEFINITION_KINDS:
                 key = (e.kind, e.qualname)
                 cur = spans.setdefault(key, [e.start_line, e.end_line])
                 cur[0], cur[1] = min(cur[0], e.start_line), max(cur[1], e.end_line)
@@ -151,7 +150,7 @@ def entity_history(root: Path, name: str, limit: int = 20) -> History:
 
     catalog = Catalog(root)
     try:
-        matches = [e for e in catalog.by_name(name) if e.kind in _INNER_KINDS and e.part == 0]
+        matches = [e for e in catalog.by_name(name) if e.kind in DEFINITION_KINDS and e.part == 0]
         if not matches:
             raise ValueError(f"no definition named {name!r} in the index")
         first = matches[0]

@@ -21,9 +21,8 @@ from functools import lru_cache
 
 from pydantic import BaseModel, Field
 
-from stages.artifacts import Edge, Entity
+from stages.artifacts import DEFINITION_KINDS, Edge, Entity
 
-DEFINITION_KINDS = frozenset({"function", "method", "class", "interface", "struct", "trait", "enum", "type", "constant"})
 CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum"})
 _SELF = frozenset({"self", "this", "cls", "super()", "Self"})
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing|__tests__|spec)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$|Test\.java$|conftest\.py$")

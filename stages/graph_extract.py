@@ -17,7 +17,8 @@ from functools import lru_cache
 
 from tree_sitter import Node, Query, QueryCursor
 
-from stages.artifacts import Edge, Entity
+from stages.artifacts import DEFINITION_KINDS, Edge, Entity
+from stages.languages import node_text
 
 _CALLS: dict[str, tuple[str, ...]] = {
     "python": ("(call function: (identifier) @name) @site",
@@ -70,7 +71,6 @@ _IMPORTS: dict[str, tuple[str, ...]] = {
 }
 _IMPORTS["typescript"] = _IMPORTS["tsx"] = _IMPORTS["javascript"]
 GRAPH_LANGUAGES = frozenset(_CALLS)
-_DEF_KINDS = frozenset({"function", "method", "class", "interface", "struct", "trait", "enum", "type", "constant"})
 
 
 @lru_cache(maxsize=None)
@@ -93,9 +93,6 @@ def _query(language: str) -> tuple[Query | None, dict[int, str]]:
     return Query(lang, "\n".join(p for _, p in kept)), {i: g for i, (g, _) in enumerate(kept)}
 
 
-def _text(node: Node | None) -> str:
-    return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
-
 
 class _Scopes:
     """Innermost enclosing definition of each line, painted once per file: outer spans first, inner ones over them."""
@@ -103,7 +100,7 @@ class _Scopes:
     def __init__(self, entities: list[Entity]) -> None:
         spans: dict[tuple[str, str], list] = {}
         for e in entities:
-            if e.kind not in _DEF_KINDS:
+            if e.kind not in DEFINITION_KINDS:
                 continue
             key = (e.kind, e.qualname)
             if key not in spans:
@@ -145,7 +142,7 @@ def extract_edges(root: Node, language: str, entities: list[Entity]) -> list[Edg
         return []
     scopes = _Scopes(entities)
     edges: list[Edge] = []
-    defined_names = {e.name for e in entities if e.kind in _DEF_KINDS}
+    defined_names = {e.name for e in entities if e.kind in DEFINITION_KINDS}
 
     def add(kind: str, name: str, line: int, receiver: str = "", alias: str = "", module: str = "") -> None:
         if not name:
@@ -161,19 +158,19 @@ def extract_edges(root: Node, language: str, entities: list[Entity]) -> list[Edg
         if group == "call":
             site = caps["site"][0]
             recv = caps.get("recv")
-            add("call", _text(caps["name"][0]), site.start_point[0] + 1, receiver=_text(recv[0]) if recv else "")
+            add("call", node_text(caps["name"][0]), site.start_point[0] + 1, receiver=node_text(recv[0]) if recv else "")
         elif group == "ref":
             node = caps["ref"][0]
-            name = _text(node)
+            name = node_text(node)
             if name in defined_names or name[:1].isupper():
                 add("ref", name, node.start_point[0] + 1)
         else:
             module_node = caps["module"][0]
-            module = _text(module_node).strip("\"'")
+            module = node_text(module_node).strip("\"'")
             line = module_node.start_point[0] + 1
-            alias = _text(caps["alias"][0]) if "alias" in caps else ""
+            alias = node_text(caps["alias"][0]) if "alias" in caps else ""
             if "name" in caps:
-                add("import", _text(caps["name"][0]), line, alias=alias, module=module)
+                add("import", node_text(caps["name"][0]), line, alias=alias, module=module)
             elif language == "rust":
                 for mod, name, als in _rust_uses(module):
                     add("import", name, line, alias=als, module=mod)

@@ -17,14 +17,14 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from stages.artifacts import Candidate, Judgment, PassageScores, PremiseFinding
+from stages.artifacts import DEFINITION_KINDS, Candidate, Judgment, PassageScores, PremiseFinding
 from stages.injection import injection_score, score_text
 from stages.lexical import tokenize
 from stages.premise import check_question, entity_of, resolver_from
 
 _IDENT = re.compile(r"`([^`]+)`|\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)\b|\b([A-Za-z_]+[A-Za-z0-9]*_[A-Za-z0-9_]+|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*)\b|\b([A-Za-z_][A-Za-z0-9_]*)\(\)")
 RANK_WEIGHT = 0.5  # share of relevance taken from the rank stage's score, when the pool was ranked
-_DEFINITION_KINDS = frozenset({"function", "method", "class", "interface", "type", "enum", "struct", "trait", "module", "constant"})
+_DEFINITION_KINDS = DEFINITION_KINDS | {"module"}
 
 
 def question_identifiers(question: str) -> list[str]:

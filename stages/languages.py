@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
+
+
+def node_text(node: Any) -> str:
+    """A tree-sitter node's source text ('' for no node): the parse, facts and graph stages all read it so."""
+    return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
 
 # extension (or exact file name) -> language id used by tree-sitter-language-pack
 TREE_SITTER_EXTENSIONS: dict[str, str] = {

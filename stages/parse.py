@@ -18,7 +18,7 @@ from tree_sitter import Node, Parser
 from stages.artifacts import Entity, ParsedFile
 from stages.facts import facts_of
 from stages.graph_extract import extract_edges
-from stages.languages import CONTAINER_KINDS, HTML_LANDMARKS, SPECS, LanguageSpec, uses_tree_sitter
+from stages.languages import CONTAINER_KINDS, HTML_LANDMARKS, SPECS, LanguageSpec, node_text, uses_tree_sitter
 
 # Bump when what unchanged files index to changes: entities, or the BM25 tokens made from them
 # (2: a file entity per code file, stemmed BM25 tokens; 3: code facts per definition, graph edges).
@@ -57,9 +57,6 @@ def _end_line(node: Node) -> int:
     return max(node.start_point[0] + 1, row if col == 0 else row + 1)
 
 
-def _text(node: Node | None) -> str:
-    return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
-
 
 @dataclass
 class _Draft:
@@ -94,24 +91,24 @@ class _Extractor:
             if heading is None:
                 return None
             content = heading.child_by_field_name("heading_content")
-            text = _text(content) if content else _text(heading).lstrip("#").strip()
+            text = node_text(content) if content else node_text(heading).lstrip("#").strip()
             return text.strip().splitlines()[0] if text.strip() else None
         if lang == "html":
             return self._html_name(node)
         if lang == "css":
             if t == "rule_set":
                 sel = next((c for c in node.named_children if c.type == "selectors"), None)
-                return " ".join(_text(sel).split()) or None
-            return " ".join(_text(node).split("{", 1)[0].split()) or None
+                return " ".join(node_text(sel).split()) or None
+            return " ".join(node_text(node).split("{", 1)[0].split()) or None
         if t == "variable_declarator":
             value = node.child_by_field_name("value")
-            name = _text(node.child_by_field_name("name"))
+            name = node_text(node.child_by_field_name("name"))
             if value is not None and value.type in _FUNCTION_VALUES:
                 return name or None
             return None
         if t == "type_definition":
             decl = node.child_by_field_name("declarator")
-            return _text(decl) if decl is not None else None
+            return node_text(decl) if decl is not None else None
         if t in ("function_definition", "preproc_function_def") and lang in ("c", "cpp"):
             return self._declarator_name(node)
         if t in ("struct_specifier", "union_specifier", "enum_specifier", "class_specifier"):
@@ -120,38 +117,38 @@ class _Extractor:
             name = node.child_by_field_name("name")
             if name is None:
                 return None  # anonymous; a typedef names it
-            return _text(name)
+            return node_text(name)
         if t == "impl_item":
-            return _text(node.child_by_field_name("type")) or None
+            return node_text(node.child_by_field_name("type")) or None
         name = node.child_by_field_name("name")
         if name is not None:
-            return _text(name)
+            return node_text(name)
         return None
 
     def _declarator_name(self, node: Node) -> str | None:
         decl = node.child_by_field_name("declarator")
         while decl is not None:
             if decl.type in _IDENT_TYPES:
-                return _text(decl)
+                return node_text(decl)
             inner = decl.child_by_field_name("declarator")
             if inner is None:
                 ident = next((c for c in decl.named_children if c.type in _IDENT_TYPES), None)
-                return _text(ident) if ident is not None else None
+                return node_text(ident) if ident is not None else None
             decl = inner
         name = node.child_by_field_name("name")
-        return _text(name) if name is not None else None
+        return node_text(name) if name is not None else None
 
     def _html_name(self, node: Node) -> str | None:
         start = next((c for c in node.named_children if c.type == "start_tag"), None)
         if start is None:
             return None
-        tag = _text(next((c for c in start.named_children if c.type == "tag_name"), None))
+        tag = node_text(next((c for c in start.named_children if c.type == "tag_name"), None))
         ident = ""
         for attr in start.named_children:
             if attr.type == "attribute":
                 parts = attr.named_children
-                if parts and _text(parts[0]) == "id" and len(parts) > 1:
-                    ident = _text(parts[1]).strip("\"'")
+                if parts and node_text(parts[0]) == "id" and len(parts) > 1:
+                    ident = node_text(parts[1]).strip("\"'")
         if node.type in ("script_element", "style_element") or tag in HTML_LANDMARKS or ident:
             return f"{tag}#{ident}" if ident else tag
         return None
@@ -160,11 +157,11 @@ class _Extractor:
     def _signature(self, node: Node) -> str:
         body = node.child_by_field_name("body")
         if self.language in ("markdown",):
-            return _text(node).splitlines()[0].strip() if _text(node) else ""
+            return node_text(node).splitlines()[0].strip() if node_text(node) else ""
         if body is not None and body.start_byte > node.start_byte:
             head = self.source[node.start_byte : body.start_byte].decode("utf-8", "replace")
         else:
-            head = _text(node).split("\n", 1)[0]
+            head = node_text(node).split("\n", 1)[0]
         sig = " ".join(head.split())
         return sig.rstrip("{:").strip()[:400]
 
@@ -176,12 +173,12 @@ class _Extractor:
                 if first.type == "expression_statement" and first.named_children:
                     first = first.named_children[0]
                 if first.type == "string":
-                    return _clean_doc(_text(first))
+                    return _clean_doc(node_text(first))
         comments: list[str] = []
         prev = span.prev_sibling
         line = span.start_point[0]
         while prev is not None and prev.type in self.spec.comment_types and prev.end_point[0] >= line - 1:
-            comments.append(_text(prev))
+            comments.append(node_text(prev))
             line = prev.start_point[0]
             prev = prev.prev_sibling
         return _clean_doc("\n".join(reversed(comments)))
@@ -191,11 +188,11 @@ class _Extractor:
         if self.language == "python":
             sup = node.child_by_field_name("superclasses")
             if sup is not None:
-                found = [w for w in _WORD.findall(_text(sup)) if w not in ("metaclass",)]
+                found = [w for w in _WORD.findall(node_text(sup)) if w not in ("metaclass",)]
             return found
         for child in node.children:
             if child.type in _BASE_TYPES:
-                words = _WORD.findall(_text(child))
+                words = _WORD.findall(node_text(child))
                 found.extend(w for w in words if w not in ("extends", "implements", "public", "private", "protected", "virtual"))
         return found
 
@@ -205,7 +202,7 @@ class _Extractor:
             value = node.child_by_field_name("value")
             params = value.child_by_field_name("parameters") if value is not None else None
             if params is None and value is not None and value.child_by_field_name("parameter") is not None:
-                return [_text(value.child_by_field_name("parameter"))]
+                return [node_text(value.child_by_field_name("parameter"))]
         if params is None and self.language in ("c", "cpp"):
             decl = node.child_by_field_name("declarator")
             while decl is not None and params is None:
@@ -274,7 +271,7 @@ class _Extractor:
                 push(child, [*own_scope, name], qual, kind in _CLASS_KINDS, draft.children)
                 continue
             if child.type in self.spec.scopes:
-                scope_name = _text(child.child_by_field_name(self.spec.scopes[child.type]))
+                scope_name = node_text(child.child_by_field_name(self.spec.scopes[child.type]))
                 self.scope_spans.append(child)
                 inner = [*scope, scope_name] if scope_name else scope
                 push(child, inner, ".".join(inner) or parent, True, sink)
@@ -291,30 +288,30 @@ class _Extractor:
         if assign is None or assign.type != "assignment":
             return
         left = assign.child_by_field_name("left")
-        if left is None or left.type != "identifier" or not _UPPER_CONST.match(_text(left)):
+        if left is None or left.type != "identifier" or not _UPPER_CONST.match(node_text(left)):
             return
         doc = _trailing_comment(stmt)
-        out.append(_Draft(stmt, stmt, "constant", _text(left), [], None, _first_line(_text(stmt)), doc or self._docstring(stmt, stmt), [], [], []))
+        out.append(_Draft(stmt, stmt, "constant", node_text(left), [], None, _first_line(node_text(stmt)), doc or self._docstring(stmt, stmt), [], [], []))
 
     def _js_constant(self, decl: Node, out: list[_Draft]) -> None:
         for d in decl.named_children:
             if d.type != "variable_declarator":
                 continue
-            name = _text(d.child_by_field_name("name"))
+            name = node_text(d.child_by_field_name("name"))
             value = d.child_by_field_name("value")
             if _UPPER_CONST.match(name) and (value is None or value.type not in _FUNCTION_VALUES):
-                out.append(_Draft(decl, decl, "constant", name, [], None, _first_line(_text(decl)), self._docstring(decl, decl), [], [], []))
+                out.append(_Draft(decl, decl, "constant", name, [], None, _first_line(node_text(decl)), self._docstring(decl, decl), [], [], []))
 
 
 def _go_receiver(node: Node) -> str:
     recv = node.child_by_field_name("receiver")
-    words = [w for w in _WORD.findall(_text(recv))] if recv is not None else []
+    words = [w for w in _WORD.findall(node_text(recv))] if recv is not None else []
     return words[-1] if words else ""
 
 
 def _first_identifier(node: Node) -> str:
     if node.type in ("identifier", "variable_name", "shorthand_property_identifier_pattern"):
-        return _text(node)
+        return node_text(node)
     for child in node.named_children:
         if child.type in ("type_identifier", "primitive_type", "type", "type_annotation", "integral_type"):
             continue
@@ -327,7 +324,7 @@ def _first_identifier(node: Node) -> str:
 def _trailing_comment(stmt: Node) -> str:
     nxt = stmt.next_sibling
     if nxt is not None and nxt.type == "comment" and nxt.start_point[0] == stmt.end_point[0]:
-        return _clean_doc(_text(nxt))
+        return _clean_doc(node_text(nxt))
     return ""
 
 
@@ -544,12 +541,12 @@ def _module_doc(ex: _Extractor, root: Node) -> str:
     first = children[0]
     if ex.language == "python" and first.type == "expression_statement" and first.named_children:
         if first.named_children[0].type == "string":
-            return _clean_doc(_text(first.named_children[0]))
+            return _clean_doc(node_text(first.named_children[0]))
     comments: list[str] = []
     for node in children:
         if node.type not in ex.spec.comment_types:
             break
-        comments.append(_text(node))
+        comments.append(node_text(node))
     text = _clean_doc("\n".join(comments))
     return "" if text.lower().startswith(("copyright", "license", "!", "eslint", "@ts-")) else text
 

@@ -18,11 +18,10 @@ import builtins
 import re
 from collections.abc import Callable, Iterable, Iterator
 
-from stages.artifacts import Candidate, Entity, Premise, PremiseCheck, PremiseFinding
+from stages.artifacts import DEFINITION_KINDS, Candidate, Entity, Premise, PremiseCheck, PremiseFinding
 
 Resolver = Callable[[str], list[Entity]]
 
-_DEF_KINDS = frozenset({"function", "method", "class", "interface", "type", "enum", "struct", "trait", "constant"})
 _CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum", "type"})
 _FUNC_KINDS = frozenset({"function", "method"})
 _FUNCTION_WORDS = frozenset(
@@ -358,7 +357,7 @@ def _real_params(e: Entity) -> list[str]:
 def _definitions(name: str, resolve: Resolver) -> list[Entity]:
     """Definitions of a subject: `Session.request` by qualified name, `request` by name; part 0 only."""
     short = _short(name)
-    found = [e for e in resolve(short) if e.kind in _DEF_KINDS and e.part == 0]
+    found = [e for e in resolve(short) if e.kind in DEFINITION_KINDS and e.part == 0]
     if "." in name and found:
         tail = name.split(".")
         narrowed = [e for e in found if e.qualname.endswith(".".join(tail[-2:])) or e.qualname == name]

@@ -27,7 +27,7 @@ from pathlib import PurePosixPath
 
 from pydantic import BaseModel
 
-from stages.artifacts import Candidate
+from stages.artifacts import DEFINITION_KINDS as NAMING_KINDS, Candidate
 from stages.judge import question_identifiers
 from stages.lexical import tokenize
 
@@ -51,7 +51,7 @@ class RankConfig(BaseModel):
     diversity_decay: float = 0.5
 
 
-DEFINITION_KINDS = frozenset({"function", "method", "class", "interface", "type", "enum", "struct", "trait", "constant", "module"})
+DEFINITION_KINDS = NAMING_KINDS | {"module"}
 PROSE_LANGUAGES = frozenset({"markdown", "rst", "text"})
 PRIVATE_FACTOR = 0.8
 _SYMBOL_QUERY = re.compile(r"^[A-Za-z_$][\w$]*(?:[.:#]+[A-Za-z_$][\w$]*)*\(?\)?$")
