@@ -107,9 +107,7 @@ def build(root: Path, catalog, files: list[str]) -> str:
             if doc:
                 break
         roles.append(f"- `{pkg}/` ({n} code files)" + (f": {_sentence(doc)}" if doc else ""))
-    uses: Counter[str] = Counter()
-    for name, count in catalog.edge_name_counts(("call", "inherit", "ref")):
-        uses[name] = count
+    uses: Counter[str] = Counter(dict(catalog.edge_name_counts(("call", "inherit", "ref"))))
     classes = [e for f in code for e in catalog.by_file(f) if e.kind in ("class", "struct", "interface", "trait") and e.part == 0]
     ranked = sorted(classes, key=lambda e: (-uses.get(e.name, 0), e.file, e.start_line))[:10]
     key = [f"- `{e.qualname}` ({e.file}:{e.start_line}, used {uses.get(e.name, 0)}x)" + (f": {_sentence(e.docstring)}" if e.docstring else "")

@@ -61,10 +61,9 @@ def embed_with_cache(entities: list[Entity], embed, embedder_name: str, cache: E
         cache.put([k for e, k in zip(entities, keys) if k not in known], np.asarray(fresh.vectors, dtype=np.float32))
     by_id = dict(zip(fresh.ids, fresh.vectors)) if fresh is not None else {}
     vectors = [by_id[e.id] if e.id in by_id else known[k].tolist() for e, k in zip(entities, keys)]
-    first = fresh if fresh is not None else None
     return EmbeddedBatch.model_construct(
-        embedder=first.embedder if first is not None else embedder_name,
-        dimension=first.dimension if first is not None else (len(vectors[0]) if vectors else 0),
-        ids=[e.id for e in entities], vectors=vectors, truncated=first.truncated if first is not None else 0,
+        embedder=fresh.embedder if fresh is not None else embedder_name,
+        dimension=fresh.dimension if fresh is not None else (len(vectors[0]) if vectors else 0),
+        ids=[e.id for e in entities], vectors=vectors, truncated=fresh.truncated if fresh is not None else 0,
         cached=len(entities) - len(missing),
     )

@@ -94,12 +94,13 @@ def evaluate_retrieval(root: Path, questions: list[ev.Question], settings: Setti
     return {"retrieval": summary, "judges": judged}, rows
 
 
-def plant(body: str, attack: str, where: int) -> str:
-    """Insert an attack string after a function's first line: as a comment, a docstring or a string literal."""
+def plant(body: str, attack: str, where: int, ensure_ascii: bool = True) -> str:
+    """Insert an attack string after a function's first line: as a comment, a docstring or a string literal
+    (`where` 0, 1, 2; `ensure_ascii=False` keeps other scripts readable in the literal)."""
     lines = body.splitlines()
     indent = " " * (len(lines[1]) - len(lines[1].lstrip())) if len(lines) > 1 and lines[1].strip() else "    "
     one = " ".join(attack.split())
-    planted = [f"{indent}# {one}", f'{indent}"""{one}"""', f"{indent}_note = {json.dumps(one)}"][where % 3]
+    planted = [f"{indent}# {one}", f'{indent}"""{one}"""', f"{indent}_note = {json.dumps(one, ensure_ascii=ensure_ascii)}"][where % 3]
     return "\n".join([lines[0], planted, *lines[1:]])
 
 

@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from pathlib import Path
 
 from stages.artifacts import Freshness, IndexManifest
+from stages.git_history import git
 
 GIT_TIMEOUT = 5.0
 
 
 def _git(root: Path, *args: str) -> str:
+    """git's answer, or '' when git is missing, fails or is slow: freshness is a report, never an error."""
     try:
-        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=GIT_TIMEOUT)
-    except (OSError, subprocess.SubprocessError):
+        return git(root, *args, timeout=GIT_TIMEOUT).strip()
+    except ValueError:
         return ""
-    return done.stdout.strip() if done.returncode == 0 else ""
 
 
 def _read_head(root: Path) -> tuple[str, str] | None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from stages.artifacts import DEFINITION_KINDS, Entity
+from stages.graph_extract import definition_spans
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
@@ -60,6 +61,8 @@ def git(root: Path, *args: str, timeout: float = 30.0) -> str:
         done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=timeout)
     except FileNotFoundError as exc:
         raise NotAGitRepository("git is not installed: changed_symbols and history need it") from exc
+    except (OSError, subprocess.SubprocessError) as exc:  # a timeout, a workspace that vanished
+        raise ValueError(f"git {' '.join(args[:2])}: {type(exc).__name__}") from exc
     if done.returncode != 0:
         msg = (done.stderr.strip().splitlines() or ["git failed"])[0]
         if "not a git repository" in done.stderr.lower():
@@ -90,14 +93,9 @@ def map_to_entities(touched: dict[str, set[int]], by_file) -> tuple[list[Touched
     found: dict[tuple[str, str, str], TouchedEntity] = {}
     outside: list[str] = []
     for file, lines in sorted(touched.items()):
-        spans: dict[tuple[str, str], list] = {}
-        for e in by_file(file):
-            if e.kind in DEFINITION_KINDS:
-                key = (e.kind, e.qualname)
-                cur = spans.setdefault(key, [e.start_line, e.end_line])
-                cur[0], cur[1] = min(cur[0], e.start_line), max(cur[1], e.end_line)
+        spans = definition_spans(by_file(file))
         for line in sorted(lines):
-            inside = [(end - start, kind, qual, start, end) for (kind, qual), (start, end) in spans.items() if start <= line <= end]
+            inside = [(end - start, kind, qual, start, end) for (kind, qual), (start, end, _) in spans.items() if start <= line <= end]
             if not inside:
                 outside.append(f"{file}:{line}")
                 continue

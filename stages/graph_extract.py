@@ -94,22 +94,28 @@ def _query(language: str) -> tuple[Query | None, dict[int, str]]:
 
 
 
+def definition_spans(entities: list[Entity]) -> dict[tuple[str, str], list]:
+    """Each definition's whole span over its parts: (kind, qualname) -> [start, end, id of part 0]."""
+    spans: dict[tuple[str, str], list] = {}
+    for e in entities:
+        if e.kind not in DEFINITION_KINDS:
+            continue
+        key = (e.kind, e.qualname)
+        if key not in spans:
+            spans[key] = [e.start_line, e.end_line, e.id.split("-")[0]]
+        else:
+            spans[key][0] = min(spans[key][0], e.start_line)
+            spans[key][1] = max(spans[key][1], e.end_line)
+    return spans
+
+
 class _Scopes:
     """Innermost enclosing definition of each line, painted once per file: outer spans first, inner ones over them."""
 
     def __init__(self, entities: list[Entity]) -> None:
-        spans: dict[tuple[str, str], list] = {}
-        for e in entities:
-            if e.kind not in DEFINITION_KINDS:
-                continue
-            key = (e.kind, e.qualname)
-            if key not in spans:
-                spans[key] = [e.start_line, e.end_line, e.qualname, e.id.split("-")[0]]
-            else:
-                spans[key][0] = min(spans[key][0], e.start_line)
-                spans[key][1] = max(spans[key][1], e.end_line)
         self.owner: dict[int, tuple[str, str]] = {}
-        for start, end, qual, eid in sorted(spans.values(), key=lambda s: s[0] - s[1]):  # widest first
+        spans = sorted(definition_spans(entities).items(), key=lambda kv: kv[1][0] - kv[1][1])  # widest first
+        for (_, qual), (start, end, eid) in spans:
             for line in range(start, end + 1):
                 self.owner[line] = (qual, eid)
 

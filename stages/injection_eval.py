@@ -16,6 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from stages.artifacts import Entity
+from stages.evaluate_jobs import plant as plant_in_code
 from stages.injection import injection_score
 from stages.parse import parse_source
 
@@ -67,13 +68,9 @@ def clean_hosts(roots: list[Path]) -> tuple[list[Entity], list[Entity]]:
 
 def plant(host: str, attack: str, function: Entity, section: Entity) -> tuple[str, str]:
     """(text, language) of a host with the attack in it: after a function's first line, or ending a section."""
-    one = " ".join(attack.split())
     if host == "markdown":
         return f"{section.body.rstrip()}\n\n{attack.strip()}\n", "markdown"
-    lines = function.body.splitlines()
-    indent = " " * (len(lines[1]) - len(lines[1].lstrip())) if len(lines) > 1 and lines[1].strip() else "    "
-    planted = {"comment": f"{indent}# {one}", "docstring": f'{indent}"""{one}"""', "string": f"{indent}_note = {json.dumps(one, ensure_ascii=False)}"}[host]
-    return "\n".join([lines[0], planted, *lines[1:]]), "python"
+    return plant_in_code(function.body, attack, HOSTS.index(host), ensure_ascii=False), "python"
 
 
 def evaluate(roots: list[Path], bipia: Path | None, threshold: float = 0.5) -> dict:

@@ -23,7 +23,7 @@ from pathlib import Path
 from stages.artifacts import Entity
 from stages.languages import language_for
 from stages.parse import parse_source
-from stages.premise import check_question
+from stages.premise import check_question, resolver_from
 
 PREMISE_CORPORA = ("httpx==0.28.1", "click==8.1.8", "rich==13.9.4", "starlette==0.41.3")
 KINDS = ("base", "param", "default", "decorator", "async", "returns", "raises", "file", "kind")
@@ -454,22 +454,13 @@ def generate(root: Path, corpus: str, per_kind: int = 40, seed: int = 7, unseen:
 
 def resolver_for(root: Path):
     """Parse the tree with the parse stage and resolve names as `Catalog.by_name` does."""
-    index: dict[str, list[Entity]] = defaultdict(list)
+    entities: list[Entity] = []
     for path in package_files(root):
         rel = path.relative_to(root).as_posix()
         lang = language_for(rel)
-        if lang is None:
-            continue
-        parsed = parse_source(path.read_bytes(), rel, lang, "")
-        for e in parsed.entities:
-            index[e.name].append(e)
-            if e.qualname != e.name:
-                index[e.qualname].append(e)
-
-    def resolve(name: str) -> list[Entity]:
-        return list(index.get(name, []))
-
-    return resolve
+        if lang is not None:
+            entities.extend(parse_source(path.read_bytes(), rel, lang, "").entities)
+    return resolver_from(entities)
 
 
 def score(cases: list[PremiseCase], resolvers: dict) -> tuple[dict[str, dict[str, float]], list[dict]]:
