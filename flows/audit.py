@@ -6,9 +6,8 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 
 from flows import runtime  # noqa: F401
-from prefect import flow
 
-from flows.runtime import Caller, prefect_call, run_flow
+from flows.runtime import Caller, flow_exports, lazy_flow, prefect_call, run_flow
 from stages import audit_stats
 from stages.audit_charts import calibration_heatmap, score_histograms, verdict_bars
 from stages.audit_report import render_markdown
@@ -63,8 +62,8 @@ def audit_pipeline(
     return data
 
 
-@flow(name="assay-audit", log_prints=False, validate_parameters=False)
-def audit_flow(
+@lazy_flow("assay-audit")
+def _audit_flow(
     workspace: str, rejudge: str | None = None, labels: str | None = None, baseline_n: int = 50,
     judge: str | None = None, start: date | None = None, end: date | None = None, settings: Settings | None = None,
 ) -> dict:
@@ -76,4 +75,7 @@ def run_audit(workspace: str, settings: Settings | None = None, **options) -> di
     def body(workspace: str, settings: Settings, call: Caller, **kw) -> dict:
         return audit_pipeline(workspace, settings, call=call, **kw)
 
-    return run_flow(audit_flow, body, workspace, settings=settings or Settings(), **options)
+    return run_flow(_audit_flow, body, workspace, settings=settings or Settings(), **options)
+
+
+__getattr__ = flow_exports(audit_flow=_audit_flow)  # the Prefect flow, built on first access (prefect.yaml)

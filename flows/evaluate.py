@@ -16,11 +16,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from flows import runtime  # noqa: F401
-from prefect import flow
 
 from flows.index import index_pipeline
 from flows.query import query_pipeline
-from flows.runtime import Caller, direct_call, prefect_call, run_flow
+from flows.runtime import Caller, direct_call, flow_exports, lazy_flow, prefect_call, run_flow
 from stages.config import Settings
 from tasks import evaluate as t
 
@@ -107,9 +106,9 @@ def evaluate_semble_pipeline(
     return save_results(home, "semble-", results, rows, "per_query.parquet", call(t.render_semble, results))
 
 
-@flow(name="assay-evaluate-semble", log_prints=False, validate_parameters=False)
-def evaluate_semble_flow(repos: list[str] | None = None, semble_dir: str | None = None, ablate: bool = True,
-                         limit: int | None = None, settings: Settings | None = None) -> dict:
+@lazy_flow("assay-evaluate-semble")
+def _evaluate_semble_flow(repos: list[str] | None = None, semble_dir: str | None = None, ablate: bool = True,
+                          limit: int | None = None, settings: Settings | None = None) -> dict:
     """Run semble's code-search benchmark (dev repositories) against Assay's ranking and a plain BM25."""
     return evaluate_semble_pipeline(settings or Settings(), repos, semble_dir, ablate, limit)
 
@@ -118,7 +117,7 @@ def run_evaluate_semble(settings: Settings | None = None, **options) -> dict:
     def body(settings: Settings, call: Caller, **kw) -> dict:
         return evaluate_semble_pipeline(settings, call=call, **kw)
 
-    return run_flow(evaluate_semble_flow, body, settings=settings or Settings(), **options)
+    return run_flow(_evaluate_semble_flow, body, settings=settings or Settings(), **options)
 
 
 def evaluate_judge_pipeline(settings: Settings, bipia_dir: str | None = None, call: Caller = prefect_call) -> dict:
@@ -138,8 +137,8 @@ def evaluate_judge_pipeline(settings: Settings, bipia_dir: str | None = None, ca
     return save_results(home, "judge-", results, [], "", markdown)
 
 
-@flow(name="assay-evaluate-judge", log_prints=False, validate_parameters=False)
-def evaluate_judge_flow(bipia_dir: str | None = None, settings: Settings | None = None) -> dict:
+@lazy_flow("assay-evaluate-judge")
+def _evaluate_judge_flow(bipia_dir: str | None = None, settings: Settings | None = None) -> dict:
     """Measure premise checking and injection detection of the local judge."""
     return evaluate_judge_pipeline(settings or Settings(), bipia_dir)
 
@@ -148,12 +147,12 @@ def run_evaluate_judge(settings: Settings | None = None, **options) -> dict:
     def body(settings: Settings, call: Caller, **kw) -> dict:
         return evaluate_judge_pipeline(settings, call=call, **kw)
 
-    return run_flow(evaluate_judge_flow, body, settings=settings or Settings(), **options)
+    return run_flow(_evaluate_judge_flow, body, settings=settings or Settings(), **options)
 
 
-@flow(name="assay-evaluate", log_prints=False, validate_parameters=False)
-def evaluate_flow(corpora: list[str] | None = None, questions_dir: str | None = None, judges: list[str] | None = None,
-                  limit: int | None = None, settings: Settings | None = None) -> dict:
+@lazy_flow("assay-evaluate")
+def _evaluate_flow(corpora: list[str] | None = None, questions_dir: str | None = None, judges: list[str] | None = None,
+                   limit: int | None = None, settings: Settings | None = None) -> dict:
     """Run the SWE-QA retrieval and judge evaluation over the requests and pytest sdists."""
     return evaluate_pipeline(settings or Settings(), corpora or list(CORPORA), questions_dir, judges, limit)
 
@@ -162,4 +161,10 @@ def run_evaluate(settings: Settings | None = None, **options) -> dict:
     def body(settings: Settings, call: Caller, corpora=None, **kw) -> dict:
         return evaluate_pipeline(settings, corpora or list(CORPORA), call=call, **kw)
 
-    return run_flow(evaluate_flow, body, settings=settings or Settings(), **options)
+    return run_flow(_evaluate_flow, body, settings=settings or Settings(), **options)
+
+
+# the Prefect flows, built on first access
+__getattr__ = flow_exports(
+    evaluate_semble_flow=_evaluate_semble_flow, evaluate_judge_flow=_evaluate_judge_flow, evaluate_flow=_evaluate_flow,
+)

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from flows import runtime  # noqa: F401  (Prefect settings before Prefect loads)
-from prefect import flow
 
-from flows.runtime import Caller, Stopwatch, prefect_call, run_flow
+from flows.runtime import Caller, flow_exports, lazy_flow, prefect_call, run_flow, Stopwatch
 from stages.artifacts import IndexReport
 from stages.config import Settings
 from stages.embed import embedder_for
@@ -44,7 +43,7 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
         sources = {f.path: f for f in discovery.files}
         manifest = next_manifest(root, previous, plan, parsed, sources, embedder.name, embedder.dimension, collection,
                                  to_embed=[e.id for e in entities] + carried)
-        call(t.store_records, root, entities, {pf.path: pf.edges for pf in parsed.files})
+        call(t.store_records, root, entities, {pf.path: pf.edges for pf in parsed.files}, parsed.tokens_by_id())
         call(t.purge, root, collection, manifest, settings)  # BM25 and the manifest: queryable from here on
         lap("lexical")
         pending = entities + list(Catalog(root).get(carried).values())
@@ -70,8 +69,8 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
     return call(t.report, data.model_copy(update={"embed_cached": cached}))
 
 
-@flow(name="assay-index", log_prints=False, validate_parameters=False)
-def index_flow(workspace: str, rebuild: bool = False, settings: Settings | None = None) -> IndexReport:
+@lazy_flow("assay-index")
+def _index_flow(workspace: str, rebuild: bool = False, settings: Settings | None = None) -> IndexReport:
     """Index (or incrementally re-index) a workspace into its own `.assay/` store."""
     return index_pipeline(workspace, settings or Settings(), rebuild)
 
@@ -79,5 +78,8 @@ def index_flow(workspace: str, rebuild: bool = False, settings: Settings | None 
 def run_index(workspace: str, settings: Settings | None = None, rebuild: bool = False) -> IndexReport:
     """Entry point for the CLI and MCP server: a Prefect flow run, or direct stage calls."""
     s = settings or Settings()
-    return run_flow(index_flow, lambda workspace, rebuild, settings, call: index_pipeline(workspace, settings, rebuild, call),
+    return run_flow(_index_flow, lambda workspace, rebuild, settings, call: index_pipeline(workspace, settings, rebuild, call),
                     workspace, rebuild=rebuild, settings=s)
+
+
+__getattr__ = flow_exports(index_flow=_index_flow)  # the Prefect flow, built on first access (prefect.yaml)

@@ -5,9 +5,8 @@ from __future__ import annotations
 import uuid
 
 from flows import runtime  # noqa: F401
-from prefect import flow
 
-from flows.runtime import Caller, Stopwatch, prefect_call, run_flow
+from flows.runtime import Caller, flow_exports, lazy_flow, prefect_call, run_flow, Stopwatch
 from stages.artifacts import QueryReport
 from stages.config import Settings
 from stages.llm import LLMError, require_loopback
@@ -65,13 +64,16 @@ def query_pipeline(workspace: str, question: str, settings: Settings, call: Call
     return report
 
 
-@flow(name="assay-query", log_prints=False, validate_parameters=False)
-def query_flow(workspace: str, question: str, settings: Settings | None = None) -> QueryReport:
+@lazy_flow("assay-query")
+def _query_flow(workspace: str, question: str, settings: Settings | None = None) -> QueryReport:
     """Answer a question about a workspace with judged, cited evidence."""
     return query_pipeline(workspace, question, settings or Settings())
 
 
 def run_query(workspace: str, question: str, settings: Settings | None = None) -> QueryReport:
     s = settings or Settings()
-    return run_flow(query_flow, lambda workspace, question, settings, call: query_pipeline(workspace, question, settings, call),
+    return run_flow(_query_flow, lambda workspace, question, settings, call: query_pipeline(workspace, question, settings, call),
                     workspace, question, settings=s)
+
+
+__getattr__ = flow_exports(query_flow=_query_flow)  # the Prefect flow, built on first access (prefect.yaml)

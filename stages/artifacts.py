@@ -129,11 +129,19 @@ class ParsedFile(BaseModel):
     edges: list[Edge] = []
     partial: bool = Field(False, description="tree-sitter reported syntax errors; what parsed is kept")
     error: str = ""
+    lexical_tokens: list[str] = Field(
+        [], description="each entity's BM25 tokens, space-joined, in entity order: computed where the parse ran (in "
+        "parallel), so the catalog does not tokenize again",
+    )
 
 
 class ParseResult(BaseModel):
     files: list[ParsedFile]
     skipped: list[SkippedFile] = []
+
+    def tokens_by_id(self) -> dict[str, str]:
+        """Every parsed entity's space-joined BM25 tokens, by entity id."""
+        return {e.id: t for pf in self.files for e, t in zip(pf.entities, pf.lexical_tokens)}
 
 
 class EmbeddedBatch(BaseModel):

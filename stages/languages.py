@@ -67,6 +67,9 @@ class LanguageSpec:
     scopes: dict[str, str] = field(default_factory=dict)  # node type -> field holding the scope name
     comment_types: frozenset[str] = frozenset({"comment"})
     function_kinds_in_container: str = "method"
+    # node types a definition can sit inside; None means any. Python defines only in statements, so the
+    # parse walk skips every expression subtree (most of a file's nodes: half the parse time on pytest)
+    descend: frozenset[str] | None = None
 
 
 CONTAINER_KINDS = frozenset({"class", "interface", "struct", "trait", "enum", "module", "section"})
@@ -86,6 +89,11 @@ _JS_DEFS = {
 SPECS: dict[str, LanguageSpec] = {
     "python": LanguageSpec(
         defs={"function_definition": "function", "class_definition": "class"},
+        descend=frozenset({
+            "block", "decorated_definition", "if_statement", "elif_clause", "else_clause", "for_statement",
+            "while_statement", "try_statement", "except_clause", "except_group_clause", "finally_clause",
+            "with_statement", "match_statement", "case_clause", "ERROR",
+        }),
     ),
     "javascript": LanguageSpec(defs=_JS_DEFS),
     "typescript": LanguageSpec(defs=_JS_DEFS),

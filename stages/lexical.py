@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 
@@ -31,6 +32,7 @@ STOPWORDS = frozenset(
 )
 
 
+TOKENIZER_VERSION = 1  # bump when `tokenize` changes: the catalog's cached tokens are keyed by it
 _STEMMER = Stemmer.Stemmer("english")
 _stem = _STEMMER.stemWord
 
@@ -41,10 +43,12 @@ def word_parts(word: str) -> list[str]:
 
 
 def tokenize(text: str) -> list[str]:
-    """Identifiers whole and split (snake and camel case), lowercased and stemmed, minus English stop words."""
+    """Identifiers whole and split (snake and camel case), lowercased and stemmed, minus English stop words.
+    A bag of words (BM25 ignores order): each distinct word is looked up once, times its count."""
     out: list[str] = []
-    for word in _TOKEN.findall(text):
-        out.extend(_word_tokens(word))
+    for word, count in Counter(_TOKEN.findall(text)).items():
+        tokens = _word_tokens(word)
+        out.extend(tokens * count if count > 1 else tokens)
     return out
 
 
@@ -70,10 +74,15 @@ class LexicalIndex:
 
     @classmethod
     def build(cls, ids: list[str], texts: list[str]) -> "LexicalIndex":
+        return cls.from_tokens(ids, [tokenize(t) for t in texts])
+
+    @classmethod
+    def from_tokens(cls, ids: list[str], tokens: list[list[str]]) -> "LexicalIndex":
+        """From already tokenized passages (the catalog keeps them, so a re-index skips tokenizing)."""
         if not ids:
             return cls(None, [])
         retriever = bm25s.BM25()
-        retriever.index([tokenize(t) or ["_empty_"] for t in texts], show_progress=False)
+        retriever.index([t or ["_empty_"] for t in tokens], show_progress=False)
         return cls(retriever, list(ids))
 
     def search(self, query: str, k: int) -> list[tuple[str, float]]:

@@ -243,6 +243,7 @@ class _Extractor:
         def push(node: Node, scope: list[str], parent: str | None, in_container: bool, sink: list[_Draft]) -> None:
             stack.extend((c, scope, parent, in_container, sink) for c in reversed(node.named_children))
 
+        descend = self.spec.descend
         while stack:
             child, scope, parent, in_container, sink = stack.pop()
             kind = self._def_kind(child, in_container)
@@ -281,7 +282,8 @@ class _Extractor:
                 continue
             if self.language in ("javascript", "typescript", "tsx") and not scope and child.type == "lexical_declaration":
                 self._js_constant(child, sink)
-            push(child, scope, parent, in_container, sink)
+            if descend is None or child.type in descend:
+                push(child, scope, parent, in_container, sink)
 
     def _python_constant(self, stmt: Node, out: list[_Draft]) -> None:
         assign = stmt if stmt.type == "assignment" else (stmt.named_children[0] if stmt.named_children else None)

@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 from filelock import FileLock
 
 from stages.artifacts import Edge, EmbeddedBatch, Entity, IndexManifest
-from stages.lexical import LexicalIndex
+from stages.lexical import TOKENIZER_VERSION, LexicalIndex, tokenize
 from stages.workspace import collection_name, state_dir
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
@@ -110,7 +110,9 @@ CREATE TABLE IF NOT EXISTS edges (file TEXT NOT NULL, kind TEXT NOT NULL, name T
 CREATE INDEX IF NOT EXISTS edges_name ON edges(name);
 CREATE INDEX IF NOT EXISTS edges_source ON edges(source_id);
 CREATE INDEX IF NOT EXISTS edges_file ON edges(file);
-"""
+CREATE TABLE IF NOT EXISTS {tokens} (id TEXT PRIMARY KEY, tokens TEXT NOT NULL);
+""".format(tokens=f"lexical_tokens_v{TOKENIZER_VERSION}")
+_TOKENS = f"lexical_tokens_v{TOKENIZER_VERSION}"
 
 
 class Catalog:
@@ -120,14 +122,39 @@ class Catalog:
         self._db = open_state_db(root, "catalog.sqlite")
         self._db.executescript(_CATALOG_SCHEMA)
 
-    def replace(self, upserts: list[Entity], deletes: Iterable[str]) -> None:
+    def replace(self, upserts: list[Entity], deletes: Iterable[str], tokens: dict[str, str] | None = None) -> None:
+        """Upsert entities (with their BM25 tokens: given, or computed here) and delete ids, in one transaction."""
+        tokens = tokens or {}
         with self._db:
             self._db.executemany(
                 "INSERT OR REPLACE INTO entities (id, file, kind, language, name, part, qualname, data)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [(e.id, e.file, e.kind, e.language, e.name, e.part, e.qualname, e.model_dump_json()) for e in upserts],
             )
-            self._db.executemany("DELETE FROM entities WHERE id = ?", [(i,) for i in deletes])
+            self._db.executemany(f"INSERT OR REPLACE INTO {_TOKENS} (id, tokens) VALUES (?, ?)",
+                                 [(e.id, tokens.get(e.id) or " ".join(tokenize(e.lexical_text()))) for e in upserts])
+            gone = [(i,) for i in deletes]
+            self._db.executemany("DELETE FROM entities WHERE id = ?", gone)
+            self._db.executemany(f"DELETE FROM {_TOKENS} WHERE id = ?", gone)
+
+    def lexical_tokens(self) -> tuple[list[str], list[list[str]]]:
+        """Every entity's BM25 tokens in id order, tokenized when it was stored (entities stored by an
+        older tokenizer are tokenized now and remembered)."""
+        ids: list[str] = []
+        tokens: list[list[str]] = []
+        missing: list[tuple[str, str]] = []
+        rows = self._db.execute(f"SELECT e.id, t.tokens, CASE WHEN t.tokens IS NULL THEN e.data END FROM entities e"
+                                f" LEFT JOIN {_TOKENS} t ON t.id = e.id ORDER BY e.id")
+        for eid, joined, data in rows:
+            if joined is None:
+                joined = " ".join(tokenize(Entity.model_validate_json(data).lexical_text()))
+                missing.append((eid, joined))
+            ids.append(eid)
+            tokens.append(joined.split())
+        if missing:
+            with self._db:
+                self._db.executemany(f"INSERT OR REPLACE INTO {_TOKENS} (id, tokens) VALUES (?, ?)", missing)
+        return ids, tokens
 
     def replace_edges(self, by_file: dict[str, list[Edge]]) -> None:
         """The graph edges of each given file, replacing what that file had (one transaction)."""
@@ -214,6 +241,7 @@ class Catalog:
         with self._db:
             self._db.execute("DELETE FROM entities")
             self._db.execute("DELETE FROM edges")
+            self._db.execute(f"DELETE FROM {_TOKENS}")
 
     def close(self) -> None:
         self._db.close()
@@ -345,12 +373,8 @@ def lexical_dir(root: Path) -> Path:
 
 
 def rebuild_lexical(root: Path, catalog: Catalog) -> int:
-    ids: list[str] = []
-    texts: list[str] = []
-    for ent in catalog.all():
-        ids.append(ent.id)
-        texts.append(ent.lexical_text())
-    LexicalIndex.build(ids, texts).save(lexical_dir(root))
+    ids, tokens = catalog.lexical_tokens()
+    LexicalIndex.from_tokens(ids, tokens).save(lexical_dir(root))
     return len(ids)
 
 

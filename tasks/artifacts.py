@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from tasks.lazy import in_prefect_run
+
 
 def publish_markdown(key: str, markdown: str, description: str) -> None:
-    from prefect.context import FlowRunContext, TaskRunContext
-
-    if FlowRunContext.get() is None and TaskRunContext.get() is None:
+    if not in_prefect_run():
         return
     from prefect.artifacts import create_markdown_artifact
 

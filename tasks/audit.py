@@ -6,8 +6,6 @@ from datetime import date
 from pathlib import Path
 
 import pyarrow as pa
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 
 from stages import audit_jobs, audit_stats
 from stages.audit import judgments_dir
@@ -15,24 +13,25 @@ from stages.config import Settings
 from stages.embed import embedder_for
 from stages.store import Catalog
 from tasks.gpu import judge_holding_gpu
+from tasks.lazy import task
 
 
-@task(name="load-snapshots", cache_policy=NO_CACHE)
+@task(name="load-snapshots")
 def load(root: Path, start: date | None, end: date | None) -> pa.Table:
     return audit_stats.load_snapshots(judgments_dir(root), start, end)
 
 
-@task(name="rejudge", cache_policy=NO_CACHE)
+@task(name="rejudge")
 def rejudge(root: Path, table: pa.Table, backend: str, settings: Settings) -> int:
     return audit_jobs.rejudge(root, table, backend, judge_holding_gpu(backend, settings), settings.thresholds, settings.top_k)
 
 
-@task(name="calibrate", cache_policy=NO_CACHE)
+@task(name="calibrate")
 def calibrate(labels: Path, backend: str, settings: Settings) -> dict:
     return audit_jobs.calibrate(labels, backend, judge_holding_gpu(backend, settings), embedder_for(settings), settings.thresholds)
 
 
-@task(name="injection-baseline", cache_policy=NO_CACHE)
+@task(name="injection-baseline")
 def baseline(root: Path, backend: str, n: int, settings: Settings) -> dict:
     """Score N clean functions of the workspace itself with the judge; the audit fails above 0.15."""
     functions = [e for e in Catalog(root).all() if e.kind in ("function", "method") and e.part == 0][:n]

@@ -4,72 +4,70 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
 from stages import evaluate as ev
 from stages import evaluate_jobs as jobs
 from stages.config import Settings
 from tasks.gpu import judge_holding_gpu
+from tasks.lazy import task
 
 
-@task(name="prepare-corpus", cache_policy=NO_CACHE, retries=1)
+@task(name="prepare-corpus", retries=1)
 def prepare_corpus(requirement: str, home: Path) -> Path:
     return jobs.prepare_corpus(requirement, home)
 
 
-@task(name="load-questions", cache_policy=NO_CACHE)
+@task(name="load-questions")
 def load_questions(path: Path, limit: int | None) -> list[ev.Question]:
     return jobs.answerable_questions(path, limit)
 
 
-@task(name="evaluate-retrieval", cache_policy=NO_CACHE)
+@task(name="evaluate-retrieval")
 def evaluate_retrieval(root: Path, questions: list[ev.Question], settings: Settings, judges: list[str]):
     """Per configuration: primary hit@1/5/10, MRR, entity and file recall@10; judges' keep/drop vs gold."""
     return jobs.evaluate_retrieval(root, questions, settings, judges, lambda backend: judge_holding_gpu(backend, settings))
 
 
-@task(name="evaluate-injection", cache_policy=NO_CACHE)
+@task(name="evaluate-injection")
 def evaluate_injection(root: Path, bipia: Path, settings: Settings) -> dict:
     return jobs.evaluate_injection(root, bipia, settings)
 
 
-@task(name="evaluate-cost", cache_policy=NO_CACHE)
+@task(name="evaluate-cost")
 def evaluate_cost(root: Path, questions: list[ev.Question], answer) -> dict:
     """`answer(question) -> QueryReport` comes from the flow: a task never reaches up into flows/."""
     return jobs.evaluate_cost(root, questions, answer)
 
 
-@task(name="render-results", cache_policy=NO_CACHE)
+@task(name="render-results")
 def render(results: dict) -> str:
     return jobs.render(results)
 
 
-@task(name="prepare-semble-repo", cache_policy=NO_CACHE, retries=1)
+@task(name="prepare-semble-repo", retries=1)
 def prepare_semble_repo(repo: dict, home: Path) -> Path:
     from stages.semble_bench import prepare_repo
 
     return prepare_repo(repo, home)
 
 
-@task(name="evaluate-semble", cache_policy=NO_CACHE)
+@task(name="evaluate-semble")
 def evaluate_semble(root: Path, repo: str, queries: list, settings: Settings, ablate: bool) -> list[dict]:
     return jobs.evaluate_semble(root, repo, queries, settings, ablate)
 
 
-@task(name="render-semble", cache_policy=NO_CACHE)
+@task(name="render-semble")
 def render_semble(results: dict) -> str:
     return jobs.render_semble(results)
 
 
-@task(name="evaluate-premises", cache_policy=NO_CACHE)
+@task(name="evaluate-premises")
 def evaluate_premises(roots: dict[str, Path]) -> dict:
     from stages import premise_eval
 
     return premise_eval.evaluate(roots)
 
 
-@task(name="evaluate-injection-planted", cache_policy=NO_CACHE)
+@task(name="evaluate-injection-planted")
 def evaluate_injection_planted(roots: list[Path], bipia: Path | None) -> dict:
     from stages import injection_eval
 

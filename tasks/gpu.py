@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from filelock import FileLock
 
 from stages.registry import assay_home
+from tasks.lazy import in_prefect_run
 
 GPU_LIMIT = "gpu"
 _created = threading.Event()
@@ -36,16 +37,10 @@ def ensure_gpu_limit() -> None:
     _created.set()
 
 
-def _in_prefect_run() -> bool:
-    from prefect.context import FlowRunContext, TaskRunContext
-
-    return FlowRunContext.get() is not None or TaskRunContext.get() is not None
-
-
 @contextmanager
 def gpu_slot(timeout: float = 600.0) -> Iterator[str]:
     """Hold the single GPU slot; yields which mechanism held it (for the report and tests)."""
-    if _in_prefect_run():
+    if in_prefect_run():
         from prefect.concurrency.sync import concurrency
 
         ensure_gpu_limit()

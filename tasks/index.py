@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
 from stages import discover as discover_stage
 from stages import incremental
 from stages.artifacts import (
@@ -18,29 +15,31 @@ from stages.embed_cache import EmbedCache, embed_with_cache
 from stages.progress import progress_for
 from stages.store import Catalog, VectorStore, inspect_store, rebuild_lexical, write_manifest
 from tasks.gpu import gpu_slot
+from tasks.lazy import task
 
 
-@task(name="discover", cache_policy=NO_CACHE)
+@task(name="discover")
 def discover(root: Path, settings: Settings) -> DiscoveryResult:
     return discover_stage.discover(root, settings.max_file_bytes)
 
 
-@task(name="plan", cache_policy=NO_CACHE)
+@task(name="plan")
 def plan(root: Path, discovery: DiscoveryResult, settings: Settings, rebuild: bool) -> tuple[IndexManifest | None, IndexPlan]:
     previous, count = inspect_store(root, settings.chroma_url, rebuild)
     return previous, incremental.plan_index(discovery, previous, embedder_for(settings).name, rebuild, count)
 
 
-@task(name="parse", cache_policy=NO_CACHE)
+@task(name="parse")
 def parse(root: Path, index_plan: IndexPlan, settings: Settings) -> ParseResult:
     sink = progress_for(root)
     sink.start("parse", len(index_plan.to_parse))
     return incremental.parse_files(
-        root, index_plan.to_parse, settings.chunk_lines, settings.chunk_chars, progress=lambda n: sink.advance("parse", n)
+        root, index_plan.to_parse, settings.chunk_lines, settings.chunk_chars, progress=lambda n: sink.advance("parse", n),
+        workers=incremental.parse_workers(settings.parse_workers, index_plan.to_parse),
     )
 
 
-@task(name="embed", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=2)
+@task(name="embed", retries=1, retry_delay_seconds=2)
 def embed(root: Path, entities: list[Entity], settings: Settings) -> EmbeddedBatch:
     sink = progress_for(root)
     embedder = embedder_for(settings)
@@ -59,23 +58,24 @@ def embed(root: Path, entities: list[Entity], settings: Settings) -> EmbeddedBat
     return batch
 
 
-@task(name="store-records", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
-def store_records(root: Path, entities: list[Entity], edges: dict[str, list[Edge]] | None = None) -> None:
+@task(name="store-records", retries=2, retry_delay_seconds=1)
+def store_records(root: Path, entities: list[Entity], edges: dict[str, list[Edge]] | None = None,
+                  tokens: dict[str, str] | None = None) -> None:
     """Upsert catalog records (the text BM25 and every answer read) and the parsed files' graph edges; no entity
     is deleted here."""
     catalog = Catalog(root)
-    catalog.replace(entities, [])
+    catalog.replace(entities, [], tokens)
     if edges:
         catalog.replace_edges(edges)
 
 
-@task(name="store-vectors", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
+@task(name="store-vectors", retries=2, retry_delay_seconds=1)
 def store_vectors(root: Path, collection: str, batch: EmbeddedBatch, settings: Settings) -> None:
     """Upsert one slice of vectors; nothing is deleted here."""
     VectorStore(root, settings.chroma_url, collection).upsert(batch, settings.store_batch)
 
 
-@task(name="purge", cache_policy=NO_CACHE)
+@task(name="purge")
 def purge(root: Path, collection: str, manifest: IndexManifest, settings: Settings) -> int:
     """Remove entities of deleted, ignored or rewritten files, rebuild BM25, then write the manifest (last)."""
     catalog = Catalog(root)
@@ -89,7 +89,7 @@ def purge(root: Path, collection: str, manifest: IndexManifest, settings: Settin
     return len(stale)
 
 
-@task(name="report", cache_policy=NO_CACHE)
+@task(name="report")
 def report(report_data: IndexReport) -> IndexReport:
     from stages.index_report import render_markdown
     from tasks.artifacts import publish_markdown

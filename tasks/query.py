@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
 from stages import synthesize as synth
 from stages.artifacts import Answer, Candidate, Judgment, PremiseCheck, PremiseFinding, QueryReport, Retrieval, RouteDecision, Selection
 from stages.audit import write_snapshot
@@ -21,9 +18,10 @@ from stages.store import require_manifest
 from stages.threshold import default_thresholds, select
 from tasks.artifacts import publish_markdown
 from tasks.gpu import gpu_slot
+from tasks.lazy import task
 
 
-@task(name="retrieve", cache_policy=NO_CACHE)
+@task(name="retrieve")
 def retrieve(root: Path, question: str, settings: Settings) -> Retrieval:
     return retrieve_stage(
         root, question, require_manifest(root), embedder_for(settings), settings.pool_size, settings.distance_floor,
@@ -31,12 +29,12 @@ def retrieve(root: Path, question: str, settings: Settings) -> Retrieval:
     )
 
 
-@task(name="premises", cache_policy=NO_CACHE)
+@task(name="premises")
 def premises(root: Path, question: str, candidates: list[Candidate]) -> PremiseCheck:
     return check_workspace(root, question, candidates)
 
 
-@task(name="called-by", cache_policy=NO_CACHE)
+@task(name="called-by")
 def called_by(root: Path, ids: list[str]) -> dict[str, int]:
     from stages.graph import called_by_counts
     from stages.store import Catalog
@@ -48,12 +46,12 @@ def called_by(root: Path, ids: list[str]) -> dict[str, int]:
         catalog.close()
 
 
-@task(name="route", cache_policy=NO_CACHE)
+@task(name="route")
 def route(question: str, settings: Settings) -> RouteDecision:
     return route_for(question, settings)
 
 
-@task(name="judge", cache_policy=NO_CACHE)
+@task(name="judge")
 def judge(question: str, candidates: list[Candidate], settings: Settings, decision: RouteDecision,
           premises: list[PremiseFinding] | None = None) -> Judgment:
     """One batched judgment. Ollama: pinned while cloud synthesis follows, released before a local model loads."""
@@ -70,13 +68,13 @@ def judge(question: str, candidates: list[Candidate], settings: Settings, decisi
                 backend.release(settings.ollama_judge_model)
 
 
-@task(name="threshold", cache_policy=NO_CACHE)
+@task(name="threshold")
 def threshold(question: str, candidates: list[Candidate], judgment: Judgment, settings: Settings) -> Selection:
     th = default_thresholds(judgment.backend, settings.thresholds, settings.top_k)
     return select(candidates, judgment, th, question)
 
 
-@task(name="synthesize", cache_policy=NO_CACHE)
+@task(name="synthesize")
 def synthesize(question: str, selection: Selection, decision: RouteDecision, settings: Settings) -> Answer:
     passages = selection.included
     if decision.target == "cloud":
@@ -89,19 +87,19 @@ def synthesize(question: str, selection: Selection, decision: RouteDecision, set
     return synth.extractive(question, passages)
 
 
-@task(name="report", cache_policy=NO_CACHE)
+@task(name="report")
 def publish(report: QueryReport) -> QueryReport:
     publish_markdown("query-report", render_markdown(report), "Assay answer with receipts")
     return report
 
 
-@task(name="usage-ledger", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
+@task(name="usage-ledger", retries=2, retry_delay_seconds=1)
 def ledger(root: Path, report: QueryReport, settings: Settings) -> str:
     from stages.ledger import prices_from, record
 
     return str(record(root, report, prices_from(settings.prices)) or "")
 
 
-@task(name="audit-snapshot", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
+@task(name="audit-snapshot", retries=2, retry_delay_seconds=1)
 def snapshot(root: Path, report: QueryReport) -> str:
     return str(write_snapshot(root, report))

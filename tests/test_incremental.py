@@ -192,3 +192,38 @@ def test_a_query_during_the_dense_fill_gets_bm25_results_and_says_dense_is_parti
         runner.join(60)
     assert load_manifest(project).dense_pending == []
     assert search(project, "retry_call", Settings(), k=5).note == ""
+
+
+def test_parsing_in_worker_processes_gives_the_same_result_in_the_same_order(tmp_path: Path) -> None:
+    from stages.discover import discover
+    from stages.incremental import parse_files, parse_workers
+
+    for i in range(6):
+        (tmp_path / f"m{i}.py").write_text(f"class C{i}:\n    def m(self):\n        return {i}\n")
+        (tmp_path / f"n{i}.md").write_text(f"# Note {i}\n\ntext {i}\n")
+    (tmp_path / "broken.py").write_bytes(b"def ok():\n    return 1\n\ndef bad(:\n")
+    files = discover(tmp_path, 1_000_000).files
+    one = parse_files(tmp_path, files, 40, 1200)
+    two = parse_files(tmp_path, files, 40, 1200, workers=2)
+    assert [pf.path for pf in two.files] == [pf.path for pf in one.files] == [f.path for f in files]
+    assert two.model_dump() == one.model_dump()
+    assert parse_workers(0, files) == 1  # a small run is not worth a process
+    big = [f.model_copy(update={"size": 1_000_000}) for f in files]
+    assert parse_workers(0, big) >= 1 and parse_workers(3, big) == 3
+
+
+def test_the_catalog_keeps_bm25_tokens_and_fills_in_missing_ones(project: Path) -> None:
+    from stages.lexical import tokenize
+    from stages.store import _TOKENS
+
+    run_index(str(project), Settings())
+    catalog = Catalog(project)
+    ids, tokens = catalog.lexical_tokens()
+    entities = catalog.get(ids)
+    assert ids == sorted(ids) and len(ids) == catalog.count()
+    assert all(sorted(t) == sorted(tokenize(entities[i].lexical_text())) for i, t in zip(ids, tokens))
+    with catalog._db:  # an index stored by an older tokenizer has no cached tokens
+        catalog._db.execute(f"DELETE FROM {_TOKENS}")
+    again_ids, again = catalog.lexical_tokens()
+    assert again_ids == ids and [sorted(t) for t in again] == [sorted(t) for t in tokens]
+    assert catalog._db.execute(f"SELECT COUNT(*) FROM {_TOKENS}").fetchone()[0] == len(ids)

@@ -162,3 +162,51 @@ def test_ids_are_deterministic() -> None:
     a = [e.id for e in parse_fixture("sample.ts").entities]
     b = [e.id for e in parse_fixture("sample.ts").entities]
     assert a == b and len(set(a)) == len(a)
+
+
+def test_python_definitions_inside_every_statement_block_are_found() -> None:
+    """The walk skips expression subtrees in Python; every statement that can hold a def must still be entered."""
+    src = b"""\
+if TYPE_CHECKING:
+    def in_if(): pass
+elif OTHER:
+    def in_elif(): pass
+else:
+    def in_else(): pass
+try:
+    class InTry: pass
+except ImportError:
+    class InExcept: pass
+else:
+    def in_try_else(): pass
+finally:
+    def in_finally(): pass
+with lock:
+    def in_with(): pass
+for x in y:
+    def in_for(): pass
+while cond:
+    def in_while(): pass
+match value:
+    case 1:
+        def in_case(): pass
+@decorated
+def decorated_fn():
+    if flag:
+        def nested_in_if(): pass
+    return [lambda: 1 for _ in range(2)]
+class Holder:
+    if sys.version_info >= (3, 8):
+        def method_in_if(self):
+            try:
+                raise ValueError("x")
+            except KeyError:
+                with ctx:
+                    raise TypeError("y")
+"""
+    parsed = parse_source(src, "blocks.py", "python", file_hash(src))
+    names = {e.qualname for e in parsed.entities if e.kind != "file"}
+    assert {"in_if", "in_elif", "in_else", "InTry", "InExcept", "in_try_else", "in_finally", "in_with", "in_for",
+            "in_while", "in_case", "decorated_fn", "decorated_fn.nested_in_if", "Holder", "Holder.method_in_if"} <= names
+    method = next(e for e in parsed.entities if e.qualname == "Holder.method_in_if")
+    assert method.kind == "method" and method.facts is not None and method.facts.raises == ["TypeError", "ValueError"]

@@ -1,11 +1,15 @@
 """Index throughput per stage, time to BM25-queryable, full vs incremental re-index, and peak memory,
 per embedder, on the pytest 8.4.2 sdist.
 
-    python -m tests.benchmarks.bench_index [--repeats 1] [--embedders minilm,static]
+    python -m tests.benchmarks.bench_index [--repeats 1] [--embedders minilm,static] [--against REV]
 
 Each run is a fresh process (`assay index --json`, direct orchestration) so peak RSS is per run.
 "BM25-queryable" is when the manifest first appears (the lexical phase committed), counted from the
-process start; dense vectors fill in after it.
+process start; dense vectors fill in after it. "Warm incremental" re-indexes a one-file change inside a
+process that already indexed once, as `assay watch` and the MCP server's auto-watch do: no interpreter
+start and no imports (Chroma's alone is ~1 s). `--against REV` also runs the same fresh-process figures with
+the code of an older commit (a temporary git worktree), interleaved run by run so that both see the same
+load on shared cores, and prints the ratios.
 """
 
 from __future__ import annotations
@@ -23,14 +27,16 @@ from tests.benchmarks.common import median, sdist
 ASSAY = str(Path(sys.executable).with_name("assay"))
 
 
-def run(root: Path, embedder: str) -> tuple[dict, float, float, float | None]:
-    """(report, wall seconds, peak RSS MiB, seconds until BM25-queryable or None when it already was)."""
+def run(root: Path, embedder: str, tree: Path | None = None) -> tuple[dict, float, float, float | None]:
+    """(report, wall seconds, peak RSS MiB, seconds until BM25-queryable or None when it already was).
+    `tree`: run the code of that checkout instead of the installed one."""
     env = {**os.environ, "ASSAY_ORCHESTRATION": os.environ.get("ASSAY_ORCHESTRATION", "direct"), "ASSAY_EMBEDDER": embedder}
     manifest = root / ".assay" / "manifest.json"
     existed = manifest.exists()
     start = time.perf_counter()
-    proc = subprocess.Popen([ASSAY, "index", "--json", str(root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+    command = [ASSAY] if tree is None else [sys.executable, "-c", "from flows.cli import main; main()"]
+    proc = subprocess.Popen([*command, "index", "--json", str(root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, cwd=tree)  # `python -c` puts the tree's folder first on sys.path
     queryable = None
     peak_kib = 0
     while proc.poll() is None:
@@ -49,12 +55,64 @@ def run(root: Path, embedder: str) -> tuple[dict, float, float, float | None]:
     return json.loads(out), wall, peak_kib / 1024, queryable if queryable is not None or existed else wall
 
 
+def warm_incremental(root: Path, embedder: str, repeats: int = 3) -> list[float]:
+    """Seconds per one-file re-index in this (long-lived) process, after a first run that pays the imports."""
+    os.environ["ASSAY_ORCHESTRATION"] = "direct"
+    from flows.index import run_index
+    from stages.config import Settings
+
+    settings = Settings(embedder=embedder)
+    run_index(str(root), settings)
+    target = root / "src" / "_pytest" / "python_api.py"
+    if not target.exists():
+        target = next(root.rglob("*.py"))
+    times = []
+    for i in range(repeats):
+        target.write_text(target.read_text() + f"\n\ndef bench_warm_{i}():\n    return {i}\n")
+        start = time.perf_counter()
+        run_index(str(root), settings)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def compare(embedder: str, requirement: str, against: str, repeats: int) -> None:
+    """Interleaved fresh-process runs of this checkout and of commit `against`; medians and ratios."""
+    import tempfile
+
+    repo = Path(__file__).resolve().parents[2]
+    figures: dict[str, dict[str, list[float]]] = {"this": {}, against: {}}
+    with tempfile.TemporaryDirectory(prefix="assay-against-") as tmp:
+        tree = Path(tmp) / "tree"
+        subprocess.run(["git", "worktree", "add", "--detach", str(tree), against], cwd=repo, check=True, capture_output=True)
+        try:
+            for _ in range(repeats):
+                for name, code in (("this", None), (against, tree)):
+                    root = sdist(requirement)
+                    _, full, _, queryable = run(root, embedder, code)
+                    target = next(iter(sorted(root.rglob("python_api.py"))), None) or next(root.rglob("*.py"))
+                    target.write_text(target.read_text() + "\n\ndef bench_added_function():\n    return 1\n")
+                    _, inc, _, _ = run(root, embedder, code)
+                    for key, value in (("BM25-queryable", queryable or full), ("full", full), ("incremental", inc)):
+                        figures[name].setdefault(key, []).append(value)
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=repo, capture_output=True)
+    print(f"== {embedder}: this checkout vs {against} (fresh processes, interleaved, median of {repeats})")
+    for key in figures["this"]:
+        new, old = median(figures["this"][key]), median(figures[against][key])
+        print(f"  {key}: {old:.2f} s -> {new:.2f} s (ratio {new / old:.2f})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--requirement", default="pytest==8.4.2")
     parser.add_argument("--embedders", default="minilm,static", help="comma-separated ASSAY_EMBEDDER values")
+    parser.add_argument("--against", help="also run an older commit's code, interleaved, and print the ratios")
     opts = parser.parse_args()
+    if opts.against:
+        for embedder in opts.embedders.split(","):
+            compare(embedder, opts.requirement, opts.against, opts.repeats)
+        return
     for embedder in opts.embedders.split(","):
         fulls, incs, peaks, ready = [], [], [], []
         for _ in range(opts.repeats):
@@ -88,6 +146,8 @@ def main() -> None:
         print(f"incremental re-index after a one-file change: {median([w for _, w in incs]):.2f} s wall, "
               f"{inc['files_parsed']} file parsed, {inc['entities_embedded']} entities embedded")
         print(f"ratio incremental/full: {median([w for _, w in incs]) / median([w for _, w in fulls]):.3f}")
+        warm = warm_incremental(root, embedder)
+        print(f"warm incremental (long-lived process, median of {len(warm)}): {median(warm):.2f} s")
         print(f"peak RSS of an index process: {max(peaks):.0f} MiB")
 
 
