@@ -1,17 +1,18 @@
 """Offline judgment audits over the Parquet snapshots: distributions, agreement, calibration, baseline.
 
-All figures are plain functions of pyarrow tables and lists, so they can be checked by hand.
+Tables are read from the pyarrow dataset into pandas for the group-bys, crosstabs and quantiles; every
+figure is a plain function of its input, so it can be checked by hand.
 """
 
 from __future__ import annotations
 
 import json
-from collections import Counter
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
 
@@ -27,42 +28,40 @@ def load_snapshots(folder: Path, start: date | None = None, end: date | None = N
     files = [p for p in folder.rglob("*.parquet") if not p.name.startswith(".")]
     if not files:
         return SNAPSHOT_SCHEMA.empty_table()
-    dataset = ds.dataset([str(p) for p in files], schema=SNAPSHOT_SCHEMA, format="parquet")
-    table = dataset.to_table()
+    table = ds.dataset([str(p) for p in files], schema=SNAPSHOT_SCHEMA, format="parquet").to_table()
     if start or end:
-        days = np.array([t.date() for t in table.column("timestamp").to_pylist()])
-        mask = np.ones(len(days), dtype=bool)
+        days = table.column("timestamp").to_pandas().dt.date
+        mask = pd.Series(True, index=days.index)
         if start:
             mask &= days >= start
         if end:
             mask &= days <= end
-        table = table.filter(pa.array(mask))
+        table = table.filter(pa.array(mask.to_numpy()))
     return table
 
 
 def distributions(table: pa.Table, bins: int = 10) -> dict[str, dict]:
     """Per judge backend/model: count, mean and quartiles of each score, a histogram, verdict counts."""
-    out: dict[str, dict] = {}
-    rows = table.to_pylist()
-    groups: dict[str, list[dict]] = {}
-    for r in rows:
-        groups.setdefault(f"{r['judge_backend']}/{r['judge_model'] or '-'}", []).append(r)
+    frame = table.select(["judge_backend", "judge_model", "query_id", "verdict", *SCORES]).to_pandas()
+    frame["judge"] = frame["judge_backend"] + "/" + frame["judge_model"].fillna("").replace("", "-")
     edges = np.linspace(0, 1, bins + 1)
-    for key, items in sorted(groups.items()):
-        entry: dict = {"passages": len(items), "queries": len({r["query_id"] for r in items}),
-                       "verdicts": dict(sorted(Counter(r["verdict"] for r in items).items()))}
+    out: dict[str, dict] = {}
+    for key, group in frame.groupby("judge", sort=True):
+        verdicts = group["verdict"].value_counts().sort_index()
+        entry: dict = {"passages": len(group), "queries": int(group["query_id"].nunique()),
+                       "verdicts": {str(v): int(n) for v, n in verdicts.items()}}
         for score in SCORES:
-            vals = np.array([r[score] for r in items if r[score] is not None], dtype=float)
-            if len(vals) == 0:
+            vals = group[score].dropna().astype(float)
+            if vals.empty:
                 entry[score] = {"n": 0}
                 continue
-            hist, _ = np.histogram(vals, bins=edges)
+            quartiles = vals.quantile([0.25, 0.5, 0.75])
             entry[score] = {
                 "n": int(len(vals)), "mean": round(float(vals.mean()), 4),
-                "p25": round(float(np.percentile(vals, 25)), 4), "p50": round(float(np.percentile(vals, 50)), 4),
-                "p75": round(float(np.percentile(vals, 75)), 4), "histogram": hist.tolist(),
+                "p25": round(float(quartiles[0.25]), 4), "p50": round(float(quartiles[0.5]), 4),
+                "p75": round(float(quartiles[0.75]), 4), "histogram": np.histogram(vals, bins=edges)[0].tolist(),
             }
-        out[key] = entry
+        out[str(key)] = entry
     return out
 
 
@@ -70,11 +69,10 @@ def cohen_kappa(a: list[str], b: list[str]) -> float:
     """Cohen's kappa for two raters' labels on the same items (1.0 when both are constant and equal)."""
     if not a:
         return 0.0
-    labels = sorted(set(a) | set(b))
-    n = len(a)
-    observed = sum(x == y for x, y in zip(a, b)) / n
-    ca, cb = Counter(a), Counter(b)
-    expected = sum(ca[label] * cb[label] for label in labels) / (n * n)
+    observed = float(np.mean(np.array(a, dtype=object) == np.array(b, dtype=object)))
+    share_a = pd.Series(a).value_counts(normalize=True)
+    share_b = pd.Series(b).value_counts(normalize=True)
+    expected = float(share_a.mul(share_b, fill_value=0).sum())
     if expected == 1.0:
         return 1.0
     return round((observed - expected) / (1 - expected), 4)
@@ -86,21 +84,21 @@ def keep_label(verdict: str) -> str:
 
 def agreement(table: pa.Table, first: str, second: str) -> dict:
     """Verdict agreement between two judge backends on the same (query, passage) pairs."""
-    rows = table.to_pylist()
-    by: dict[str, dict[tuple[str, str], str]] = {first: {}, second: {}}
-    for r in rows:
-        if r["judge_backend"] in by:
-            by[r["judge_backend"]][(r["query_id"], r["passage_id"])] = r["verdict"]
-    shared = sorted(set(by[first]) & set(by[second]))
-    a = [keep_label(by[first][k]) for k in shared]
-    b = [keep_label(by[second][k]) for k in shared]
-    confusion: dict[str, dict[str, int]] = {x: {y: 0 for y in ("keep", "drop")} for x in ("keep", "drop")}
-    for x, y in zip(a, b):
-        confusion[x][y] += 1
-    agree = sum(x == y for x, y in zip(a, b))
+    frame = table.select(["judge_backend", "query_id", "passage_id", "verdict"]).to_pandas()
+    frame["label"] = frame["verdict"].map(keep_label)
+    pair = ["query_id", "passage_id"]
+    # a later snapshot of the same pair by the same backend replaces an earlier one
+    one = frame[frame["judge_backend"] == first].drop_duplicates(pair, keep="last")
+    two = frame[frame["judge_backend"] == second].drop_duplicates(pair, keep="last")
+    shared = one.merge(two, on=pair, suffixes=("_a", "_b")).sort_values(pair)
+    labels = ["keep", "drop"]
+    confusion = pd.crosstab(pd.Categorical(shared["label_a"], labels), pd.Categorical(shared["label_b"], labels),
+                            dropna=False).reindex(index=labels, columns=labels, fill_value=0)
+    a, b = shared["label_a"].tolist(), shared["label_b"].tolist()
     return {"first": first, "second": second, "pairs": len(shared),
-            "agreement": round(agree / len(shared), 4) if shared else 0.0,
-            "kappa": cohen_kappa(a, b), "confusion": confusion}
+            "agreement": round(float((shared["label_a"] == shared["label_b"]).mean()), 4) if len(shared) else 0.0,
+            "kappa": cohen_kappa(a, b),
+            "confusion": {x: {y: int(confusion.loc[x, y]) for y in labels} for x in labels}}
 
 
 def rows_to_candidates(rows: list[dict]) -> list[Candidate]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from stages.artifacts import Candidate, Entity
 
@@ -85,11 +86,10 @@ def question_metrics(ranked: list[tuple[str, str]], q: Question) -> dict[str, fl
 
 
 def aggregate(per_question: list[dict[str, float | None]]) -> dict[str, float]:
+    """Mean of each metric over the questions that have it (a question without a primary entity has no hit@k)."""
     keys = ("hit@1", "hit@5", "hit@10", "rr", "entity_recall@10", "file_recall@10")
-    out: dict[str, float] = {}
-    for k in keys:
-        vals = [m[k] for m in per_question if m.get(k) is not None]
-        out["mrr" if k == "rr" else k] = round(float(np.mean(vals)), 4) if vals else 0.0
+    means = pd.DataFrame(per_question, columns=list(keys), dtype=float).mean()  # NaN (missing) is skipped
+    out = {"mrr" if k == "rr" else k: round(float(means[k]), 4) if pd.notna(means[k]) else 0.0 for k in keys}
     out["questions"] = len(per_question)
     return out
 

@@ -23,6 +23,8 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+
 CATEGORIES = ("architecture", "semantic", "symbol")
 
 # Published on the whole benchmark (62 repos, 1,258 queries): overall, architecture, semantic, symbol.
@@ -121,15 +123,14 @@ def ndcg_at_10(hits: list[Hit], targets: tuple[Target, ...]) -> float:
 
 def summarise(rows: list[dict]) -> dict:
     """Mean NDCG@10 overall, per repo and per category, from rows {repo, category, ndcg}."""
-
-    def mean(values: list[float]) -> float:
-        return round(sum(values) / len(values), 4) if values else 0.0
-
+    frame = pd.DataFrame(rows, columns=["repo", "category", "ndcg"])
+    by_repo = frame.groupby("repo", sort=False)["ndcg"].mean()
+    by_category = frame.groupby("category")["ndcg"].mean().reindex(list(CATEGORIES), fill_value=0.0)
     return {
-        "overall": mean([r["ndcg"] for r in rows]),
-        "repos": {repo: mean([r["ndcg"] for r in rows if r["repo"] == repo]) for repo in dict.fromkeys(r["repo"] for r in rows)},
-        "categories": {c: mean([r["ndcg"] for r in rows if r["category"] == c]) for c in CATEGORIES},
-        "queries": len(rows),
+        "overall": round(float(frame["ndcg"].mean()), 4) if len(frame) else 0.0,
+        "repos": {str(repo): round(float(v), 4) for repo, v in by_repo.items()},
+        "categories": {str(c): round(float(v), 4) for c, v in by_category.items()},
+        "queries": len(frame),
     }
 
 

@@ -105,3 +105,69 @@ def test_injection_guard_fails_on_a_judge_that_scores_clean_code_high(project: P
     assert json.loads(result.stdout)["injection_baseline"]["passed"] is False
     ok = CliRunner().invoke(app, ["audit", str(project)])
     assert ok.exit_code == 0 and "Injection baseline: PASSED" in ok.stdout
+
+
+# ---- the pandas tables against plain loops (the implementation they replaced) on a random snapshot table
+
+
+def _loop_distributions(rows: list[dict], bins: int = 10) -> dict[str, dict]:
+    from collections import Counter
+
+    import numpy as np
+
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(f"{r['judge_backend']}/{r['judge_model'] or '-'}", []).append(r)
+    out: dict[str, dict] = {}
+    for key, items in sorted(groups.items()):
+        entry: dict = {"passages": len(items), "queries": len({r["query_id"] for r in items}),
+                       "verdicts": dict(sorted(Counter(r["verdict"] for r in items).items()))}
+        for score in audit_stats.SCORES:
+            vals = np.array([r[score] for r in items if r[score] is not None], dtype=float)
+            if len(vals) == 0:
+                entry[score] = {"n": 0}
+                continue
+            entry[score] = {"n": int(len(vals)), "mean": round(float(vals.mean()), 4),
+                            **{f"p{q}": round(float(np.percentile(vals, q)), 4) for q in (25, 50, 75)},
+                            "histogram": np.histogram(vals, bins=np.linspace(0, 1, bins + 1))[0].tolist()}
+        out[key] = entry
+    return out
+
+
+def _loop_agreement(rows: list[dict], first: str, second: str) -> tuple[int, float, dict]:
+    by: dict[str, dict] = {first: {}, second: {}}
+    for r in rows:
+        if r["judge_backend"] in by:
+            by[r["judge_backend"]][(r["query_id"], r["passage_id"])] = audit_stats.keep_label(r["verdict"])
+    shared = sorted(set(by[first]) & set(by[second]))
+    confusion = {x: {y: 0 for y in ("keep", "drop")} for x in ("keep", "drop")}
+    for k in shared:
+        confusion[by[first][k]][by[second][k]] += 1
+    agree = sum(by[first][k] == by[second][k] for k in shared)
+    return len(shared), round(agree / len(shared), 4) if shared else 0.0, confusion
+
+
+def test_pandas_tables_match_plain_loops_on_a_random_snapshot_table() -> None:
+    import random
+
+    rng = random.Random(7)
+    rows = []
+    for i in range(400):
+        r = row(f"q{rng.randrange(30)}", f"p{rng.randrange(12)}", rng.choice(["local", "cloud", "ollama"]),
+                rng.choice(["include", "drop", "conflict", "flag"]), rng.random(), rng.random(), rng.random() * 0.3,
+                day=rng.randrange(1, 28))
+        r["judge_model"] = rng.choice(["", None, "m1"])
+        r["contradicts"] = None if i % 7 == 0 else rng.random()
+        rows.append(r)
+    table = pa.Table.from_pylist(rows, schema=SNAPSHOT_SCHEMA)
+    assert audit_stats.distributions(table) == _loop_distributions(table.to_pylist())
+    for first, second in (("local", "cloud"), ("cloud", "ollama"), ("local", "absent")):
+        got = audit_stats.agreement(table, first, second)
+        assert (got["pairs"], got["agreement"], got["confusion"]) == _loop_agreement(table.to_pylist(), first, second)
+    labels_a = [rng.choice("abc") for _ in range(50)]
+    labels_b = [rng.choice("abd") for _ in range(50)]
+    from collections import Counter
+
+    po = sum(x == y for x, y in zip(labels_a, labels_b)) / 50
+    pe = sum(Counter(labels_a)[k] * Counter(labels_b)[k] for k in "abcd") / 2500
+    assert audit_stats.cohen_kappa(labels_a, labels_b) == round((po - pe) / (1 - pe), 4)

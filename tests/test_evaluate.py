@@ -103,3 +103,15 @@ def test_evaluate_flow_on_a_tiny_local_corpus(tmp_path: Path, monkeypatch: pytes
     assert (out / "results.json").exists() and (out / "per_question.parquet").exists() and "| tiny | hybrid |" in results["markdown"]
     again = evaluate.run_evaluate(corpora=["tiny"], questions_dir=str(qdir), bipia_dir=str(shared_path("eval", "bipia")))
     assert again["corpora"]["tiny"]["retrieval"] == tiny["retrieval"]  # deterministic given the same inputs
+
+
+def test_aggregate_matches_plain_means_on_random_questions() -> None:
+    import random
+
+    rng = random.Random(5)
+    keys = ("hit@1", "hit@5", "hit@10", "rr", "entity_recall@10", "file_recall@10")
+    rows = [{k: rng.choice([None, 0.0, 1.0, rng.random()]) for k in keys if rng.random() < 0.8} for _ in range(61)]
+    agg = aggregate(rows)
+    for k in keys:
+        vals = [r[k] for r in rows if r.get(k) is not None]
+        assert agg["mrr" if k == "rr" else k] == (round(sum(vals) / len(vals), 4) if vals else 0.0)

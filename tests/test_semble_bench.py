@@ -95,3 +95,19 @@ def test_semble_suite_scores_assay_beside_plain_bm25(tmp_path: Path) -> None:
     table = render_semble({"summary": summary, "repos": {"demo": {"source": "npm demo 1.0.0", "queries": 2, "targets_present": 2,
                                                                    "targets_total": 2, "orphaned": []}}})
     assert "| assay | 1.000 |" in table and "semble (published, 62 repos) | 0.852" in table
+
+
+def test_summary_matches_plain_means_on_random_rows() -> None:
+    import random
+
+    rng = random.Random(3)
+    rows = [{"repo": rng.choice("xyz"), "category": rng.choice(["semantic", "symbol"]), "ndcg": rng.random()}
+            for _ in range(97)]
+    s = sb.summarise(rows)
+
+    def mean(values: list[float]) -> float:
+        return round(sum(values) / len(values), 4) if values else 0.0
+
+    assert s["overall"] == mean([r["ndcg"] for r in rows])
+    assert s["repos"] == {r: mean([x["ndcg"] for x in rows if x["repo"] == r]) for r in dict.fromkeys(x["repo"] for x in rows)}
+    assert s["categories"] == {c: mean([x["ndcg"] for x in rows if x["category"] == c]) for c in sb.CATEGORIES}
