@@ -8,12 +8,12 @@ from pathlib import Path
 from flows import runtime  # noqa: F401
 
 from flows.runtime import Caller, flow_exports, lazy_flow, prefect_call, run_flow
-from stages import audit_stats
-from stages.audit_charts import calibration_heatmap, score_histograms, verdict_bars
-from stages.audit_report import render_markdown
-from stages.config import Settings
-from stages.threshold import DATA_DIR
-from stages.workspace import resolve_workspace, state_dir
+from stages.audit import stats as audit_stats
+from stages.audit.charts import calibration_heatmap, score_histograms, verdict_bars
+from stages.audit.report import render_markdown
+from stages.core.config import Settings
+from stages.query.threshold import DATA_DIR
+from stages.core.workspace import resolve_workspace, state_dir
 from tasks import audit as t
 from tasks.artifacts import publish_markdown
 

@@ -41,7 +41,7 @@ PathArg = typer.Argument(".", help="workspace folder (default: current directory
 
 
 def _settings(**overrides):
-    from stages.config import Settings
+    from stages.core.config import Settings
 
     base = Settings()
     return base.model_copy(update={k: v for k, v in overrides.items() if v is not None})
@@ -81,9 +81,9 @@ def index(
 ) -> None:
     """Index a workspace (incremental: only changed files are re-parsed and re-embedded)."""
     from flows.index import run_index
-    from stages import progress as prog
-    from stages.index_report import summary_lines
-    from stages.workspace import resolve_workspace
+    from stages.core import progress as prog
+    from stages.index.report import summary_lines
+    from stages.core.workspace import resolve_workspace
 
     try:
         root = resolve_workspace(path)
@@ -107,10 +107,10 @@ def index(
 @app.command()
 def status(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -> None:
     """Show what a workspace's index holds and how the last index run went."""
-    from stages.incremental import dense_note
-    from stages.progress import read_status
-    from stages.store import Catalog, load_manifest
-    from stages.workspace import resolve_workspace
+    from stages.index.incremental import dense_note
+    from stages.core.progress import read_status
+    from stages.index.store import Catalog, load_manifest
+    from stages.core.workspace import resolve_workspace
 
     try:
         root = resolve_workspace(path)
@@ -156,9 +156,9 @@ def search(
     name), penalties (test, prose, example, legacy, stub, hidden, private, re-export), and `same file xN`
     (a file already shown counts less, so more files reach the top).
     Set ASSAY_RANKING=rrf for plain reciprocal rank fusion."""
-    from stages.rank import explain
-    from stages.retrieve import search as search_stage
-    from stages.workspace import resolve_workspace
+    from stages.query.rank import explain
+    from stages.query.retrieve import search as search_stage
+    from stages.core.workspace import resolve_workspace
 
     try:
         result = search_stage(resolve_workspace(path), query, _settings(), k=k, mode=mode)
@@ -170,7 +170,7 @@ def search(
         typer.echo(json.dumps([c.model_dump(exclude={"body"}) for c in hits]))
         return
     if max_tokens is not None or outline:
-        from stages.budget import search_text
+        from stages.query.budget import search_text
 
         typer.echo(search_text(hits, max_tokens, outline, why=explain))
         return
@@ -198,8 +198,8 @@ def search(
 
 
 def _graph(command: str, name: str, path: str, depth: int, limit: int, as_json: bool) -> None:
-    from stages.graph import query_workspace, render
-    from stages.workspace import resolve_workspace
+    from stages.query.graph import query_workspace, render
+    from stages.core.workspace import resolve_workspace
 
     try:
         res = query_workspace(resolve_workspace(path), command, name, depth=depth, limit=limit)
@@ -248,7 +248,7 @@ def watch(path: str = PathArg, debounce: Optional[int] = typer.Option(None, help
     Respects .gitignore/.assayignore and never reacts to .assay/ or .git/; changes within the debounce window
     are one incremental run, so a branch switch re-indexes once. Each run prints one line."""
     from flows.watch import watch_workspace
-    from stages.workspace import resolve_workspace
+    from stages.core.workspace import resolve_workspace
 
     try:
         root = resolve_workspace(path)
@@ -274,8 +274,8 @@ def watch(path: str = PathArg, debounce: Optional[int] = typer.Option(None, help
 def changed(path: str = PathArg, since: str = typer.Option("HEAD", help="a commit, branch or tag: entities changed since it"),
             as_json: bool = typer.Option(False, "--json")) -> None:
     """Which indexed entities a diff touches: commits after --since plus uncommitted edits (innermost definitions)."""
-    from stages.git_history import render_changed, workspace_changed
-    from stages.workspace import resolve_workspace
+    from stages.query.git_history import render_changed, workspace_changed
+    from stages.core.workspace import resolve_workspace
 
     try:
         root = resolve_workspace(path)
@@ -290,8 +290,8 @@ def changed(path: str = PathArg, since: str = typer.Option("HEAD", help="a commi
 def history(name: str = NameArg, path: str = PathArg, limit: int = typer.Option(20, help="newest commits shown"),
             as_json: bool = typer.Option(False, "--json")) -> None:
     """Commits that changed NAME's lines (git log -L), newest first: for "why is this like this" questions."""
-    from stages.git_history import entity_history, render_history
-    from stages.workspace import resolve_workspace
+    from stages.query.git_history import entity_history, render_history
+    from stages.core.workspace import resolve_workspace
 
     try:
         res = entity_history(resolve_workspace(path), name, limit)
@@ -310,8 +310,8 @@ def brief(
     """The project brief: purpose, entry points, packages, key classes, tests, configuration — from the index,
     no LLM by default. Byte-identical while the project does not change, so agents can put it first in their
     prompts. --writer rewrites it with a model once per change; corrections are appended verbatim either way."""
-    from stages.brief import run_brief
-    from stages.workspace import resolve_workspace
+    from stages.query.brief import run_brief
+    from stages.core.workspace import resolve_workspace
 
     try:
         text, _ = run_brief(resolve_workspace(path), _settings(), writer, correct)
@@ -325,8 +325,8 @@ def brief(
 def usage(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -> None:
     """Model calls by day, backend, model and purpose: calls, tokens, cache hits, estimated cost (ASSAY_PRICES),
     median latency. The local judge and extractive writer make none; Ollama and cloud calls are all recorded."""
-    from stages.ledger import render, summary
-    from stages.workspace import resolve_workspace
+    from stages.query.ledger import render, summary
+    from stages.core.workspace import resolve_workspace
 
     try:
         table = summary(resolve_workspace(path))
@@ -343,7 +343,7 @@ def install(
 ) -> None:
     """Add Assay's MCP server to every agent found here (Claude Code, Claude Desktop, Cursor, Windsurf, VS Code,
     Codex). Only the `assay` entry is written; other servers are kept; each file is backed up before its first edit."""
-    from stages.install import apply, server_entry
+    from stages.core.install import apply, server_entry
 
     _print_actions(apply(Path.home(), server_entry(roots or [Path.cwd()]), dry_run), dry_run)
 
@@ -351,7 +351,7 @@ def install(
 @app.command()
 def uninstall(dry_run: bool = typer.Option(False, "--dry-run", help="say what would change, change nothing")) -> None:
     """Remove Assay's MCP server entry from every agent found here (nothing else is touched)."""
-    from stages.install import apply
+    from stages.core.install import apply
 
     _print_actions(apply(Path.home(), None, dry_run), dry_run)
 

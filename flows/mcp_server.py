@@ -22,10 +22,10 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent
 
 from flows import runtime  # noqa: F401
-from stages import progress as prog
-from stages import registry
-from stages.config import Settings
-from stages.workspace import WorkspaceError, check_allowed, inside, parse_roots, resolve_workspace, state_dir
+from stages.core import progress as prog
+from stages.core import registry
+from stages.core.config import Settings
+from stages.core.workspace import WorkspaceError, check_allowed, inside, parse_roots, resolve_workspace, state_dir
 
 INSTRUCTIONS = (
     "Assay is this workspace's code memory. Call index_workspace once (it returns at once; poll index_status), "
@@ -138,8 +138,8 @@ def index_workspace(path: str, rebuild: bool = False) -> CallToolResult:
 
 @server.tool(description="Progress of the latest index run of a workspace: files done/total, entities, ETA, last error.")
 def index_status(path: str) -> CallToolResult:
-    from stages.incremental import dense_note
-    from stages.store import load_manifest
+    from stages.index.incremental import dense_note
+    from stages.index.store import load_manifest
 
     try:
         root = workspace(path)
@@ -196,8 +196,8 @@ async def ask(question: str, path: str, ctx: Context, judge: str | None = None, 
 @server.tool(description=("Retrieval only: the k best entities with file:line. max_tokens: whole entities best-first "
                           "within it; outline: signatures only."))
 async def search(query: str, path: str, ctx: Context, k: int = 10, max_tokens: int | None = None, outline: bool = False) -> CallToolResult:
-    from stages.rank import explain
-    from stages.retrieve import search as search_stage
+    from stages.query.rank import explain
+    from stages.query.retrieve import search as search_stage
 
     try:
         res = await _run(lambda: search_stage(workspace(path), query, _settings(), k=max(1, min(k, 100))), ctx, "searching")
@@ -218,7 +218,7 @@ async def search(query: str, path: str, ctx: Context, k: int = 10, max_tokens: i
         for r in rows
     ) or "no results"
     if max_tokens is not None or outline:
-        from stages.budget import search_text
+        from stages.query.budget import search_text
 
         text = search_text(hits, max_tokens, outline, why=explain)
     if res.note:
@@ -231,7 +231,7 @@ async def search(query: str, path: str, ctx: Context, k: int = 10, max_tokens: i
 
 @server.tool(description="The exact source span of an entity, by file and line, or by (qualified) name.")
 def get_entity(path: str, file: str | None = None, line: int | None = None, name: str | None = None) -> CallToolResult:
-    from stages.store import Catalog
+    from stages.index.store import Catalog
 
     try:
         root = workspace(path)
@@ -262,7 +262,7 @@ def get_entity(path: str, file: str | None = None, line: int | None = None, name
 
 
 def _graph(command: str, path: str, name: str, depth: int = 3, limit: int = 50) -> CallToolResult:
-    from stages.graph import query_workspace, render
+    from stages.query.graph import query_workspace, render
 
     try:
         res = query_workspace(workspace(path), command, name, depth=depth, limit=max(1, min(limit, 500)))
@@ -293,7 +293,7 @@ def impact(path: str, name: str, depth: int = 3, limit: int = 100) -> CallToolRe
 
 @server.tool(description="Indexed entities a git diff touches: commits since `since` plus uncommitted edits (default HEAD).")
 def changed_symbols(path: str, since: str = "HEAD") -> CallToolResult:
-    from stages.git_history import render_changed, workspace_changed
+    from stages.query.git_history import render_changed, workspace_changed
 
     try:
         root = workspace(path)
@@ -305,7 +305,7 @@ def changed_symbols(path: str, since: str = "HEAD") -> CallToolResult:
 
 @server.tool(description="Commits that changed an entity's lines (git log -L), newest first: for 'why is this like this'.")
 def history(path: str, name: str, limit: int = 20) -> CallToolResult:
-    from stages.git_history import entity_history, render_history
+    from stages.query.git_history import entity_history, render_history
 
     try:
         res = entity_history(workspace(path), name, limit)
@@ -326,7 +326,7 @@ def update_brief(path: str, correction: str) -> CallToolResult:
 
 
 def _brief(path: str, correction: str | None, writer: str | None) -> CallToolResult:
-    from stages.brief import run_brief
+    from stages.query.brief import run_brief
 
     try:
         text, rewritten = run_brief(workspace(path), _settings(), writer, correction)
@@ -337,7 +337,7 @@ def _brief(path: str, correction: str | None, writer: str | None) -> CallToolRes
 
 @server.tool(description="Model calls per day/backend/model: tokens, cache hits, estimated cost, latency.")
 def usage(path: str) -> CallToolResult:
-    from stages.ledger import render, summary
+    from stages.query.ledger import render, summary
 
     try:
         table = summary(workspace(path))
@@ -363,7 +363,7 @@ def list_workspaces() -> CallToolResult:
 
 @server.tool(description="Delete a workspace's index, notes and audit snapshots (its .assay folder). Cannot be undone.")
 def forget_workspace(path: str) -> CallToolResult:
-    from stages.store import VectorStore, forget_cached_client, load_manifest, write_lock
+    from stages.index.store import VectorStore, forget_cached_client, load_manifest, write_lock
 
     try:
         root = workspace(path)
@@ -385,8 +385,8 @@ def forget_workspace(path: str) -> CallToolResult:
 
 @server.tool(description="Store a note (a decision, a convention) verbatim as a searchable entity of kind `note`.")
 async def remember(path: str, note: str, ctx: Context) -> CallToolResult:
-    from stages.embed import embedder_for
-    from stages.notes import add_note
+    from stages.index.embed import embedder_for
+    from stages.index.notes import add_note
 
     def work():
         root = workspace(path)
@@ -402,7 +402,7 @@ async def remember(path: str, note: str, ctx: Context) -> CallToolResult:
 
 @server.tool(description="The notes stored in a workspace, verbatim, oldest first.")
 def notes(path: str) -> CallToolResult:
-    from stages.notes import list_notes
+    from stages.index.notes import list_notes
 
     try:
         items = list_notes(workspace(path))
@@ -415,7 +415,7 @@ def notes(path: str) -> CallToolResult:
 def _warm() -> None:
     """Load the heavy parts once, in the background, so the first call is fast."""
     try:
-        from stages.embed import embedder_for
+        from stages.index.embed import embedder_for
 
         s = Settings()
         embedder_for(s)

@@ -7,13 +7,13 @@ import uuid
 from flows import runtime  # noqa: F401
 
 from flows.runtime import Caller, flow_exports, lazy_flow, prefect_call, run_flow, Stopwatch
-from stages.artifacts import QueryReport
-from stages.config import Settings
-from stages.llm import LLMError, require_loopback
-from stages.budget import file_tokens
-from stages.report import make_report
-from stages.synthesize import state_corrections
-from stages.workspace import resolve_workspace
+from stages.core.artifacts import QueryReport
+from stages.core.config import Settings
+from stages.core.llm_clients import LLMError, require_loopback
+from stages.query.budget import file_tokens
+from stages.query.report import make_report
+from stages.query.synthesize import state_corrections
+from stages.core.workspace import resolve_workspace
 from tasks import query as t
 
 

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from flows.index import run_index
-from stages.artifacts import IndexReport
-from stages.config import Settings
-from stages.watch import batches
+from stages.core.artifacts import IndexReport
+from stages.core.config import Settings
+from stages.index.watch import batches
 
 OnRun = Callable[[list[str], IndexReport | None, BaseException | None], None]
 

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from stages import audit_jobs, audit_stats
-from stages.audit import judgments_dir
-from stages.config import Settings
-from stages.embed import embedder_for
-from stages.store import Catalog
+from stages.audit import rejudge as audit_jobs
+from stages.audit import stats as audit_stats
+from stages.audit.snapshots import judgments_dir
+from stages.core.config import Settings
+from stages.index.embed import embedder_for
+from stages.index.store import Catalog
 from tasks.gpu import judge_holding_gpu
 from tasks.lazy import task
 

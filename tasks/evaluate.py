@@ -1,12 +1,12 @@
-"""Prefect tasks of the evaluate flow: thin wrappers over `stages.evaluate` and `stages.evaluate_jobs`."""
+"""Prefect tasks of the evaluate flow: thin wrappers over `stages.evaluate.metrics` and `stages.evaluate.runs`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from stages import evaluate as ev
-from stages import evaluate_jobs as jobs
-from stages.config import Settings
+from stages.evaluate import metrics as ev
+from stages.evaluate import runs as jobs
+from stages.core.config import Settings
 from tasks.gpu import judge_holding_gpu
 from tasks.lazy import task
 
@@ -45,7 +45,7 @@ def render(results: dict) -> str:
 
 @task(name="prepare-semble-repo", retries=1)
 def prepare_semble_repo(repo: dict, home: Path) -> Path:
-    from stages.semble_bench import prepare_repo
+    from stages.evaluate.semble import prepare_repo
 
     return prepare_repo(repo, home)
 
@@ -62,13 +62,13 @@ def render_semble(results: dict) -> str:
 
 @task(name="evaluate-premises")
 def evaluate_premises(roots: dict[str, Path]) -> dict:
-    from stages import premise_eval
+    from stages.evaluate import premise_set as premise_eval
 
     return premise_eval.evaluate(roots)
 
 
 @task(name="evaluate-injection-planted")
 def evaluate_injection_planted(roots: list[Path], bipia: Path | None) -> dict:
-    from stages import injection_eval
+    from stages.evaluate import planted_attacks as injection_eval
 
     return injection_eval.evaluate(roots, bipia)

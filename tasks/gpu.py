@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from filelock import FileLock
 
-from stages.registry import assay_home
+from stages.core.registry import assay_home
 from tasks.lazy import in_prefect_run
 
 GPU_LIMIT = "gpu"
@@ -53,7 +53,7 @@ def gpu_slot(timeout: float = 600.0) -> Iterator[str]:
 
 def judge_holding_gpu(backend: str, settings):
     """A judge callable for batch jobs: an Ollama judge holds the `gpu` slot for each batched call."""
-    from stages.judging import run_judge
+    from stages.query.judge.backends import run_judge
 
     def judge(question: str, candidates: list):
         if backend == "ollama":

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stages import discover as discover_stage
-from stages import incremental
-from stages.artifacts import (
+from stages.index import discover as discover_stage
+from stages.index import incremental
+from stages.core.artifacts import (
     DiscoveryResult, Edge, EmbeddedBatch, Entity, IndexManifest, IndexPlan, IndexReport, ParseResult,
 )
-from stages.config import Settings
-from stages.embed import embed_entities, embedder_for
-from stages.embed_cache import EmbedCache, embed_with_cache
-from stages.progress import progress_for
-from stages.store import Catalog, VectorStore, inspect_store, rebuild_lexical, write_manifest
+from stages.core.config import Settings
+from stages.index.embed import embed_entities, embedder_for
+from stages.index.vector_cache import EmbedCache, embed_with_cache
+from stages.core.progress import progress_for
+from stages.index.store import Catalog, VectorStore, inspect_store, rebuild_lexical, write_manifest
 from tasks.gpu import gpu_slot
 from tasks.lazy import task
 
@@ -91,7 +91,7 @@ def purge(root: Path, collection: str, manifest: IndexManifest, settings: Settin
 
 @task(name="report")
 def report(report_data: IndexReport) -> IndexReport:
-    from stages.index_report import render_markdown
+    from stages.index.report import render_markdown
     from tasks.artifacts import publish_markdown
 
     publish_markdown("index-report", render_markdown(report_data), "Assay index run")

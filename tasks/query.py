@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stages import synthesize as synth
-from stages.artifacts import Answer, Candidate, Judgment, PremiseCheck, PremiseFinding, QueryReport, Retrieval, RouteDecision, Selection
-from stages.audit import write_snapshot
-from stages.config import Settings
-from stages.embed import embedder_for
-from stages.judging import cloud_backend, ollama_backend, run_judge
-from stages.report import render_markdown
-from stages.premise import check_workspace
-from stages.retrieve import ranking_for, retrieve as retrieve_stage
-from stages.route import route_for
-from stages.store import require_manifest
-from stages.threshold import default_thresholds, select
+from stages.query import synthesize as synth
+from stages.core.artifacts import Answer, Candidate, Judgment, PremiseCheck, PremiseFinding, QueryReport, Retrieval, RouteDecision, Selection
+from stages.audit.snapshots import write_snapshot
+from stages.core.config import Settings
+from stages.index.embed import embedder_for
+from stages.query.judge.backends import cloud_backend, ollama_backend, run_judge
+from stages.query.report import render_markdown
+from stages.query.premise import check_workspace
+from stages.query.retrieve import ranking_for, retrieve as retrieve_stage
+from stages.query.route import route_for
+from stages.index.store import require_manifest
+from stages.query.threshold import default_thresholds, select
 from tasks.artifacts import publish_markdown
 from tasks.gpu import gpu_slot
 from tasks.lazy import task
@@ -36,8 +36,8 @@ def premises(root: Path, question: str, candidates: list[Candidate]) -> PremiseC
 
 @task(name="called-by")
 def called_by(root: Path, ids: list[str]) -> dict[str, int]:
-    from stages.graph import called_by_counts
-    from stages.store import Catalog
+    from stages.query.graph import called_by_counts
+    from stages.index.store import Catalog
 
     catalog = Catalog(root)
     try:
@@ -95,7 +95,7 @@ def publish(report: QueryReport) -> QueryReport:
 
 @task(name="usage-ledger", retries=2, retry_delay_seconds=1)
 def ledger(root: Path, report: QueryReport, settings: Settings) -> str:
-    from stages.ledger import prices_from, record
+    from stages.query.ledger import prices_from, record
 
     return str(record(root, report, prices_from(settings.prices)) or "")
 

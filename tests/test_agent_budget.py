@@ -10,10 +10,10 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from flows.query import run_query
-from stages.budget import count_tokens, fit, search_text
-from stages.install import AGENTS, apply, detected, server_entry
-from stages.retrieve import search
-from stages.config import Settings
+from stages.query.budget import count_tokens, fit, search_text
+from stages.core.install import AGENTS, apply, detected, server_entry
+from stages.query.retrieve import search
+from stages.core.config import Settings
 
 
 def test_fit_keeps_whole_lines_best_first_and_counts_the_rest() -> None:
@@ -89,8 +89,8 @@ def test_install_uninstall_round_trip_on_every_agent_format(tmp_path: Path) -> N
 
 def test_brief_is_byte_stable_changes_with_the_code_and_keeps_corrections(project: Path) -> None:
     from flows.index import run_index
-    from stages.brief import add_correction, refresh
-    from stages.store import Catalog
+    from stages.query.brief import add_correction, refresh
+    from stages.index.store import Catalog
 
     run_index(str(project))
     catalog = Catalog(project)
@@ -112,8 +112,8 @@ def test_brief_is_byte_stable_changes_with_the_code_and_keeps_corrections(projec
 
 def test_brief_rewritten_by_a_loopback_ollama_once_per_change_with_a_ledger_row(project: Path) -> None:
     from flows.index import run_index
-    from stages.brief import add_correction, run_brief
-    from stages.ledger import summary
+    from stages.query.brief import add_correction, run_brief
+    from stages.query.ledger import summary
     from tests.fakes import FakeOllama
 
     run_index(str(project))

@@ -14,10 +14,10 @@ from flows.audit import run_audit
 from flows.cli import app
 from flows.index import run_index
 from flows.query import run_query
-from stages import audit_stats
-from stages.artifacts import Judgment, PassageScores
-from stages.audit import SNAPSHOT_SCHEMA, judgments_dir
-from stages.config import Settings
+from stages.audit import stats as audit_stats
+from stages.core.artifacts import Judgment, PassageScores
+from stages.audit.snapshots import SNAPSHOT_SCHEMA, judgments_dir
+from stages.core.config import Settings
 from tests.fakes import FakeOllama
 
 
@@ -50,7 +50,7 @@ def test_distributions_agreement_and_kappa_by_hand() -> None:
 
 
 def test_calibration_sweep_and_injection_baseline_by_hand() -> None:
-    from stages.audit_stats import LabelledPassage, calibrate
+    from stages.audit.stats import LabelledPassage, calibrate
     from tests.test_judge import cand
 
     items = [LabelledPassage("q", cand(str(i), f"f{i}", "def f(): pass"), rel) for i, rel in enumerate([True, True, False, False])]

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 
-from stages import discover as discover_mod
-from stages.discover import discover
+from stages.index import discover as discover_mod
+from stages.index.discover import discover
 from tests.conftest import make_unreadable
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from stages.evaluate import AnchorIndex, GoldEntity, Question, aggregate, dedupe, keep_drop_prf, question_metrics
-from stages.evaluate_jobs import plant
+from stages.evaluate.metrics import AnchorIndex, GoldEntity, Question, aggregate, dedupe, keep_drop_prf, question_metrics
+from stages.evaluate.runs import plant
 
 
 def q(primary=("a.py", "f"), gold=(("a.py", "f"), ("b.py", "g")), files=("a.py", "b.py", "c.py")) -> Question:
@@ -44,8 +44,8 @@ def test_dedupe_keeps_first_seen_order() -> None:
 
 
 def test_anchor_reproduction_embeds_signature_and_docstring_only() -> None:
-    from stages.artifacts import Entity
-    from stages.embed import get_embedder
+    from stages.core.artifacts import Entity
+    from stages.index.embed import get_embedder
 
     def ent(name: str, sig: str, doc: str, body: str) -> Entity:
         return Entity(id=name, kind="function", name=name, qualname=name, signature=sig, docstring=doc, body=body,

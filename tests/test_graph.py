@@ -10,10 +10,10 @@ from typer.testing import CliRunner
 from flows.cli import app
 from flows.index import run_index
 from flows.query import run_query
-from stages import graph
-from stages.languages import language_for
-from stages.parse import parse_source
-from stages.store import Catalog
+from stages.query import graph
+from stages.index.languages import language_for
+from stages.index.parse import parse_source
+from stages.index.store import Catalog
 
 PROJECTS: dict[str, dict[str, str]] = {
     "python": {
@@ -165,7 +165,7 @@ def test_impact_reaches_callers_of_callers_and_tests(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def requests_catalog(tmp_path_factory: pytest.TempPathFactory) -> Catalog:
     from flows.evaluate import eval_home
-    from stages.evaluate_jobs import prepare_corpus
+    from stages.evaluate.runs import prepare_corpus
 
     try:
         root = prepare_corpus("requests==2.32.5", eval_home())

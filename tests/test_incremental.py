@@ -9,10 +9,10 @@ import pytest
 
 
 from flows.index import run_index
-from stages.config import Settings
-from stages.embed import embedder_for
-from stages.retrieve import retrieve
-from stages.store import Catalog, VectorStore, load_manifest, manifest_path
+from stages.core.config import Settings
+from stages.index.embed import embedder_for
+from stages.query.retrieve import retrieve
+from stages.index.store import Catalog, VectorStore, load_manifest, manifest_path
 from tests.conftest import make_unreadable
 from tests.fakes import FakeOllama
 
@@ -130,7 +130,7 @@ def test_rebuild_flag_and_damaged_manifest(project: Path) -> None:
 def test_unreadable_folder_keeps_everything_below_it(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    from stages import discover as discover_mod
+    from stages.index import discover as discover_mod
 
     run_index(str(project))
     real_scandir = os.scandir
@@ -166,7 +166,7 @@ def test_a_query_during_the_dense_fill_gets_bm25_results_and_says_dense_is_parti
 
     import flows.index
     import tasks.index
-    from stages.retrieve import search
+    from stages.query.retrieve import search
 
     real = tasks.index.embed_entities
     release = threading.Event()
@@ -195,8 +195,8 @@ def test_a_query_during_the_dense_fill_gets_bm25_results_and_says_dense_is_parti
 
 
 def test_parsing_in_worker_processes_gives_the_same_result_in_the_same_order(tmp_path: Path) -> None:
-    from stages.discover import discover
-    from stages.incremental import parse_files, parse_workers
+    from stages.index.discover import discover
+    from stages.index.incremental import parse_files, parse_workers
 
     for i in range(6):
         (tmp_path / f"m{i}.py").write_text(f"class C{i}:\n    def m(self):\n        return {i}\n")
@@ -213,8 +213,8 @@ def test_parsing_in_worker_processes_gives_the_same_result_in_the_same_order(tmp
 
 
 def test_the_catalog_keeps_bm25_tokens_and_fills_in_missing_ones(project: Path) -> None:
-    from stages.lexical import tokenize
-    from stages.store import _TOKENS
+    from stages.index.lexical import tokenize
+    from stages.index.store import _TOKENS
 
     run_index(str(project), Settings())
     catalog = Catalog(project)

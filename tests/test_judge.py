@@ -7,13 +7,13 @@ import json
 import random
 from pathlib import Path
 
-from stages.artifacts import Candidate, Judgment, PassageScores
-from stages.discover import file_hash
-from stages.injection import injection_score
-from stages.judge import judge_local, question_identifiers
-from stages.parse import parse_source
-from stages.retrieve import to_candidate
-from stages.threshold import default_thresholds, select
+from stages.core.artifacts import Candidate, Judgment, PassageScores
+from stages.index.discover import file_hash
+from stages.query.judge.injection import injection_score
+from stages.query.judge.local import judge_local, question_identifiers
+from stages.index.parse import parse_source
+from stages.query.retrieve import to_candidate
+from stages.query.threshold import default_thresholds, select
 from tests.conftest import shared_path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,11 +39,11 @@ def clean_repo_functions(limit: int = 400) -> list[Candidate]:
     """Functions of this repository itself: ordinary code that must score low."""
     out: list[Candidate] = []
     for folder in ("stages", "tasks", "flows"):
-        for path in sorted((REPO / folder).glob("*.py")):
+        for path in sorted((REPO / folder).rglob("*.py")):
             if path.name == "injection.py":  # its patterns quote attack phrases on purpose
                 continue
             data = path.read_bytes()
-            for e in parse_source(data, f"{folder}/{path.name}", "python", file_hash(data)).entities:
+            for e in parse_source(data, path.relative_to(REPO).as_posix(), "python", file_hash(data)).entities:
                 if e.kind in ("function", "method"):
                     out.append(to_candidate(e, fused_rank=1, fused_score=0.01))
     return out[:limit]

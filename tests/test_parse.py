@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from stages.discover import file_hash
-from stages.languages import language_for
-from stages.parse import parse_source
+from stages.index.discover import file_hash
+from stages.index.languages import language_for
+from stages.index.parse import parse_source
 from tests.conftest import FIXTURES
 
 LANGS = FIXTURES / "langs"

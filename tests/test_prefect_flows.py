@@ -8,7 +8,7 @@ import pytest
 
 from flows.index import run_index
 from flows.query import run_query
-from stages.config import Settings
+from stages.core.config import Settings
 from tests.fakes import FakeOllama
 
 pytestmark = pytest.mark.prefect

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from flows.query import run_query
-from stages.artifacts import Candidate
-from stages.judge import judge_local
-from stages.parse import parse_source
-from stages.premise import check_question, entity_of, extract, resolver_from
-from stages.premise_eval import FLAG_AT, generate, resolver_for, score
+from stages.core.artifacts import Candidate
+from stages.query.judge.local import judge_local
+from stages.index.parse import parse_source
+from stages.query.premise import check_question, entity_of, extract, resolver_from
+from stages.evaluate.premise_set import FLAG_AT, generate, resolver_for, score
 
 SOURCE = b'''"""Clients."""
 import functools

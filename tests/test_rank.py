@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from stages.artifacts import Candidate
-from stages.rank import RankConfig, explain, legacy_version_dirs, query_shape, rank
+from stages.core.artifacts import Candidate
+from stages.query.rank import RankConfig, explain, legacy_version_dirs, query_shape, rank
 
 _n = 0
 

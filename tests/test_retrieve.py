@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from flows.index import run_index
-from stages.config import Settings
-from stages.embed import embedder_for
-from stages.retrieve import collapse_parts, fuse, retrieve
-from stages.store import load_manifest
+from stages.core.config import Settings
+from stages.index.embed import embedder_for
+from stages.query.retrieve import collapse_parts, fuse, retrieve
+from stages.index.store import load_manifest
 
 
 def test_rrf_by_hand() -> None:
@@ -33,7 +33,7 @@ def test_modes_and_collapsed_parts(project: Path) -> None:
 
 
 def test_search_ranks_code_aware_and_reaches_files(indexed_project: Path) -> None:
-    from stages.retrieve import search
+    from stages.query.retrieve import search
 
     settings = Settings()
     symbol = search(indexed_project, "RetryError", settings, k=5).candidates

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from stages import semble_bench as sb
+from stages.evaluate import semble as sb
 
 
 def test_ndcg_by_hand_with_suffix_paths_and_spans() -> None:
@@ -79,8 +79,8 @@ def test_prepare_lays_out_only_the_benchmark_root_at_its_repository_path(tmp_pat
 
 def test_semble_suite_scores_assay_beside_plain_bm25(tmp_path: Path) -> None:
     from flows.index import run_index
-    from stages.config import Settings
-    from stages.evaluate_jobs import evaluate_semble, render_semble, semble_summary
+    from stages.core.config import Settings
+    from stages.evaluate.runs import evaluate_semble, render_semble, semble_summary
 
     repo, source = demo_repo(tmp_path)
     root = sb.prepare_repo(repo, tmp_path, source)

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stages.embed import MiniLMEmbedder
-from stages.static_embed import StaticEmbedder, distill_table
+from stages.index.embed import MiniLMEmbedder
+from stages.index.static_model import StaticEmbedder, distill_table
 
 TEXTS = ["retry the call with exponential backoff", "def retry_call(func, attempts): sleep between attempts",
          "render an html table of rows", "cookies merged into the session jar"]
@@ -29,7 +29,7 @@ def subset_table(model: MiniLMEmbedder, texts: list[str]) -> np.ndarray:
 def plain_tokenizer(model: MiniLMEmbedder):
     from tokenizers import Tokenizer
 
-    from stages.embed import DATA_DIR
+    from stages.index.embed import DATA_DIR
 
     tok = Tokenizer.from_file(str(DATA_DIR / "minilm-tokenizer.json"))
     tok.no_truncation()
@@ -53,7 +53,7 @@ def test_a_text_is_the_normalised_mean_of_its_token_rows(model: MiniLMEmbedder) 
 
 
 def test_the_table_is_built_once_and_cached(model: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from stages import static_embed
+    from stages.index import static_model as static_embed
 
     monkeypatch.setenv("ASSAY_HOME", str(tmp_path))
     calls = []
@@ -71,11 +71,11 @@ def test_the_table_is_built_once_and_cached(model: MiniLMEmbedder, monkeypatch: 
 
 def test_index_and_search_on_the_static_embedder(project: Path, model: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
     from flows.index import run_index
-    from stages import static_embed
-    from stages.config import Settings
-    from stages.embed import get_embedder
-    from stages.retrieve import search
-    from stages.store import Catalog, load_manifest
+    from stages.index import static_model as static_embed
+    from stages.core.config import Settings
+    from stages.index.embed import get_embedder
+    from stages.query.retrieve import search
+    from stages.index.store import Catalog, load_manifest
 
     texts = [e.embed_text() for e in Catalog(project).all()] if (project / ".assay").exists() else []
     texts += [p.read_text(errors="replace") for p in project.rglob("*.py")] + ["how are retries backed off"]

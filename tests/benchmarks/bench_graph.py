@@ -21,9 +21,9 @@ from tests.benchmarks.common import sdist
 
 
 def parse_seconds(root: Path, with_edges: bool) -> tuple[float, int]:
-    from stages import parse
-    from stages.discover import discover
-    from stages.incremental import parse_files
+    from stages.index import parse
+    from stages.index.discover import discover
+    from stages.index.incremental import parse_files
 
     real = parse.extract_edges
     parse.extract_edges = real if with_edges else (lambda *a, **k: [])
@@ -47,8 +47,8 @@ def main() -> None:
     edges = runs[True][0][1]
     os.environ.setdefault("ASSAY_ORCHESTRATION", "direct")
     from flows.index import run_index
-    from stages import graph
-    from stages.store import Catalog
+    from stages.query import graph
+    from stages.index.store import Catalog
 
     work = Path(tempfile.mkdtemp(prefix="assay-graph-bench-")) / "pytest"
     shutil.copytree(root, work, ignore=shutil.ignore_patterns(".assay"))

@@ -59,7 +59,7 @@ def warm_incremental(root: Path, embedder: str, repeats: int = 3) -> list[float]
     """Seconds per one-file re-index in this (long-lived) process, after a first run that pays the imports."""
     os.environ["ASSAY_ORCHESTRATION"] = "direct"
     from flows.index import run_index
-    from stages.config import Settings
+    from stages.core.config import Settings
 
     settings = Settings(embedder=embedder)
     run_index(str(root), settings)

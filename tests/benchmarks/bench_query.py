@@ -34,7 +34,7 @@ def swe_qa_questions() -> list[str]:
 
 
 def measure(run, root: str, n: int, gap: float = 0.0, questions: list[str] = QUESTIONS) -> tuple[list[float], list[float], list[int]]:
-    from stages.judge import _injection
+    from stages.query.judge.local import _injection
 
     _injection.cache_clear()  # every configuration meets its passages for the first time
     walls, stages, calls = [], [], []
@@ -70,7 +70,7 @@ def main() -> None:
 
     from flows.query import query_flow, query_pipeline
     from flows.runtime import direct_call, quiet_prefect
-    from stages.config import Settings
+    from stages.core.config import Settings
 
     settings = Settings()
     unique = swe_qa_questions()

@@ -2,7 +2,7 @@
 
     python -m tests.benchmarks.bench_tool_tokens
 
-Counted with the shipped tokenizer (stages.budget.count_tokens) over the JSON the server sends.
+Counted with the shipped tokenizer (stages.query.budget.count_tokens) over the JSON the server sends.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from stages.budget import count_tokens
+from stages.query.budget import count_tokens
 
 
 def main() -> None:

@@ -9,8 +9,8 @@ import pytest
 
 
 from flows.index import run_index
-from stages import incremental
-from stages.store import Catalog
+from stages.index import incremental
+from stages.index.store import Catalog
 from tests.conftest import make_unreadable
 
 

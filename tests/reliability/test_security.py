@@ -13,7 +13,7 @@ from pathlib import Path
 
 from flows.index import run_index
 from flows.query import run_query
-from stages.config import Settings
+from stages.core.config import Settings
 from tests.conftest import FIXTURES, shared_path
 from tests.fakes import FakeCloud, FakeOllama
 

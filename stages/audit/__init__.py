@@ -1,0 +1,1 @@
+"""The audit flow's stages: judgment snapshots, re-judging, statistics, charts and the report."""

@@ -1,0 +1,204 @@
+"""Offline judgment audits over the Parquet snapshots: distributions, agreement, calibration, baseline.
+
+Tables are read from the pyarrow dataset into pandas for the group-bys, crosstabs and quantiles; every
+figure is a plain function of its input, so it can be checked by hand.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from stages.core.artifacts import Candidate, Judgment
+from stages.audit.snapshots import SNAPSHOT_SCHEMA
+
+SCORES = ("relevance", "evidence", "contradicts", "injection")
+INJECTION_BASELINE_MAX = 0.15
+
+
+def load_snapshots(folder: Path, start: date | None = None, end: date | None = None) -> pa.Table:
+    """All snapshot rows under a judgments folder (hive-partitioned by date), optionally a date range."""
+    files = [p for p in folder.rglob("*.parquet") if not p.name.startswith(".")]
+    if not files:
+        return SNAPSHOT_SCHEMA.empty_table()
+    table = ds.dataset([str(p) for p in files], schema=SNAPSHOT_SCHEMA, format="parquet").to_table()
+    if start or end:
+        days = table.column("timestamp").to_pandas().dt.date
+        mask = pd.Series(True, index=days.index)
+        if start:
+            mask &= days >= start
+        if end:
+            mask &= days <= end
+        table = table.filter(pa.array(mask.to_numpy()))
+    return table
+
+
+def distributions(table: pa.Table, bins: int = 10) -> dict[str, dict]:
+    """Per judge backend/model: count, mean and quartiles of each score, a histogram, verdict counts."""
+    frame = table.select(["judge_backend", "judge_model", "query_id", "verdict", *SCORES]).to_pandas()
+    frame["judge"] = frame["judge_backend"] + "/" + frame["judge_model"].fillna("").replace("", "-")
+    edges = np.linspace(0, 1, bins + 1)
+    out: dict[str, dict] = {}
+    for key, group in frame.groupby("judge", sort=True):
+        verdicts = group["verdict"].value_counts().sort_index()
+        entry: dict = {"passages": len(group), "queries": int(group["query_id"].nunique()),
+                       "verdicts": {str(v): int(n) for v, n in verdicts.items()}}
+        for score in SCORES:
+            vals = group[score].dropna().astype(float)
+            if vals.empty:
+                entry[score] = {"n": 0}
+                continue
+            quartiles = vals.quantile([0.25, 0.5, 0.75])
+            entry[score] = {
+                "n": int(len(vals)), "mean": round(float(vals.mean()), 4),
+                "p25": round(float(quartiles[0.25]), 4), "p50": round(float(quartiles[0.5]), 4),
+                "p75": round(float(quartiles[0.75]), 4), "histogram": np.histogram(vals, bins=edges)[0].tolist(),
+            }
+        out[str(key)] = entry
+    return out
+
+
+def cohen_kappa(a: list[str], b: list[str]) -> float:
+    """Cohen's kappa for two raters' labels on the same items (1.0 when both are constant and equal)."""
+    if not a:
+        return 0.0
+    observed = float(np.mean(np.array(a, dtype=object) == np.array(b, dtype=object)))
+    share_a = pd.Series(a).value_counts(normalize=True)
+    share_b = pd.Series(b).value_counts(normalize=True)
+    expected = float(share_a.mul(share_b, fill_value=0).sum())
+    if expected == 1.0:
+        return 1.0
+    return round((observed - expected) / (1 - expected), 4)
+
+
+def keep_label(verdict: str) -> str:
+    return "keep" if verdict in ("include", "conflict") else "drop"
+
+
+def agreement(table: pa.Table, first: str, second: str) -> dict:
+    """Verdict agreement between two judge backends on the same (query, passage) pairs."""
+    frame = table.select(["judge_backend", "query_id", "passage_id", "verdict"]).to_pandas()
+    frame["label"] = frame["verdict"].map(keep_label)
+    pair = ["query_id", "passage_id"]
+    # a later snapshot of the same pair by the same backend replaces an earlier one
+    one = frame[frame["judge_backend"] == first].drop_duplicates(pair, keep="last")
+    two = frame[frame["judge_backend"] == second].drop_duplicates(pair, keep="last")
+    shared = one.merge(two, on=pair, suffixes=("_a", "_b")).sort_values(pair)
+    labels = ["keep", "drop"]
+    confusion = pd.crosstab(pd.Categorical(shared["label_a"], labels), pd.Categorical(shared["label_b"], labels),
+                            dropna=False).reindex(index=labels, columns=labels, fill_value=0)
+    a, b = shared["label_a"].tolist(), shared["label_b"].tolist()
+    return {"first": first, "second": second, "pairs": len(shared),
+            "agreement": round(float((shared["label_a"] == shared["label_b"]).mean()), 4) if len(shared) else 0.0,
+            "kappa": cohen_kappa(a, b),
+            "confusion": {x: {y: int(confusion.loc[x, y]) for y in labels} for x in labels}}
+
+
+def rows_to_candidates(rows: list[dict]) -> list[Candidate]:
+    """Rebuild the judged passages of one snapshot (for re-judging with another backend)."""
+    out = []
+    for r in sorted(rows, key=lambda r: r["fused_rank"]):
+        out.append(Candidate(
+            id=r["passage_id"], file=r["file"], start_line=r["start_line"], end_line=r["end_line"], entity=r["entity"],
+            kind=r["kind"], language=r["language"] or "", body=r["body"] or "", distance=r["distance"], bm25=r["bm25"],
+            fused_rank=r["fused_rank"], fused_score=r["fused_score"],
+        ))
+    return out
+
+
+@dataclass(frozen=True)
+class LabelledPassage:
+    question: str
+    candidate: Candidate
+    relevant: bool
+
+
+def load_labels(path: Path) -> list[LabelledPassage]:
+    """JSONL or CSV rows with question, file, entity, kind, body (signature, docstring...) and relevant."""
+    import csv
+
+    raw: list[dict] = []
+    if path.suffix == ".csv":
+        with open(path, newline="", encoding="utf-8") as fh:
+            raw = list(csv.DictReader(fh))
+    else:
+        raw = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    out = []
+    for i, r in enumerate(raw):
+        rel = r.get("relevant")
+        relevant = rel if isinstance(rel, bool) else str(rel).strip().lower() in ("1", "true", "yes")
+        cand = Candidate(
+            id=f"label-{i}", file=r.get("file", ""), start_line=int(r.get("start_line") or 1),
+            end_line=int(r.get("end_line") or 1), entity=r.get("entity", ""), kind=r.get("kind", "function"),
+            language=r.get("language", "python"), signature=r.get("signature", ""), docstring=r.get("docstring", ""),
+            body=r.get("body", ""), bases=list(r.get("bases") or []), params=list(r.get("params") or []),
+            fused_rank=1, fused_score=1 / 61,
+        )
+        out.append(LabelledPassage(r["question"], cand, relevant))
+    return out
+
+
+def with_retrieval_signals(items: list[LabelledPassage], embedder) -> list[LabelledPassage]:
+    """Give labelled passages the signals retrieval would have: cosine distance and the fused rank per question."""
+    from stages.index.lexical import LexicalIndex
+
+    out: list[LabelledPassage] = []
+    by_q: dict[str, list[LabelledPassage]] = {}
+    for it in items:
+        by_q.setdefault(it.question, []).append(it)
+    for q, group in by_q.items():
+        vecs, _ = embedder.embed([q] + [f"{g.candidate.entity}\n{g.candidate.signature}\n{g.candidate.body}" for g in group])
+        dists = [float(1 - vecs[0] @ v) for v in vecs[1:]]
+        lex = dict(LexicalIndex.build([g.candidate.id for g in group], [g.candidate.body + " " + g.candidate.entity for g in group]).search(q, len(group)))
+        order = sorted(range(len(group)), key=lambda i: dists[i])
+        for rank, i in enumerate(order, start=1):
+            g = group[i]
+            c = g.candidate.model_copy(update={"distance": dists[i], "bm25": lex.get(g.candidate.id), "fused_rank": rank,
+                                               "fused_score": 1 / (60 + rank)})
+            out.append(LabelledPassage(q, c, g.relevant))
+    return out
+
+
+def prf(pred: list[bool], gold: list[bool]) -> tuple[float, float, float]:
+    pairs = [(bool(p), bool(g)) for p, g in zip(pred, gold)]
+    tp = sum(p and g for p, g in pairs)
+    fp = sum(p and not g for p, g in pairs)
+    fn = sum(g and not p for p, g in pairs)
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return round(precision, 4), round(recall, 4), round(f1, 4)
+
+
+def calibrate(items: list[LabelledPassage], judgments: dict[str, Judgment], injection_max: float = 0.5) -> dict:
+    """Sweep relevance/evidence minimums; precision, recall, F1 of keep vs the labels, and the best setting."""
+    scored = []
+    for it in items:
+        s = judgments[it.question].scores.get(it.candidate.id)
+        if s is not None:
+            scored.append((s, it.relevant))
+    grid = []
+    gold = [g for _, g in scored]
+    for rel in np.round(np.arange(0.1, 0.95, 0.05), 2):
+        for evid in np.round(np.arange(0.1, 0.85, 0.05), 2):
+            pred = [s.relevance >= rel and s.evidence >= evid and s.injection < injection_max for s, _ in scored]
+            p, r, f = prf(pred, gold)
+            grid.append({"relevance_min": float(rel), "evidence_min": float(evid), "precision": p, "recall": r, "f1": f})
+    best = max(grid, key=lambda g: (g["f1"], g["precision"], -g["relevance_min"])) if grid else None
+    return {"labelled": len(items), "scored": len(scored), "grid": grid, "best": best}
+
+
+def injection_baseline(scores: list[tuple[str, float]], limit: float = INJECTION_BASELINE_MAX) -> dict:
+    """Clean workspace code must score low: any function above the limit fails the audit."""
+    offenders = sorted([(name, s) for name, s in scores if s > limit], key=lambda x: -x[1])
+    values = [s for _, s in scores]
+    return {"functions": len(scores), "limit": limit, "max": round(max(values), 4) if values else 0.0,
+            "mean": round(float(np.mean(values)), 4) if values else 0.0, "offenders": offenders[:20],
+            "passed": not offenders}

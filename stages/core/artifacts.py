@@ -1,0 +1,427 @@
+"""Typed artifacts: the contracts passed between stages.
+
+Every stage takes and returns these models, so a stage can be tested alone and
+a Prefect task can pass them between processes without custom serialisation.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+SCHEMA_VERSION = 1
+
+EntityKind = Literal[
+    "function",
+    "method",
+    "class",
+    "interface",
+    "type",
+    "enum",
+    "struct",
+    "trait",
+    "module",
+    "constant",
+    "section",
+    "rule",
+    "element",
+    "window",
+    "file",
+    "note",
+]
+
+
+# Kinds that define a name (what premises, the graph and diffs talk about); sections, windows, files and notes do not.
+DEFINITION_KINDS = frozenset({"function", "method", "class", "interface", "type", "enum", "struct", "trait", "constant"})
+
+
+class SourceFile(BaseModel):
+    """A file that passed discovery and will be parsed."""
+
+    path: str = Field(description="POSIX path relative to the workspace root")
+    language: str
+    size: int
+    content_hash: str = Field(description="sha256 of the raw bytes")
+    mtime_ns: int = Field(0, description="modification time when discovered (freshness checks compare it, no re-hash)")
+
+
+class SkippedFile(BaseModel):
+    """A file discovery or parsing refused, with the reason counted in the report."""
+
+    path: str
+    reason: str
+    detail: str = ""
+
+
+class DiscoveryResult(BaseModel):
+    files: list[SourceFile]
+    skipped: list[SkippedFile] = []
+    unreadable: list[str] = Field(
+        default_factory=list,
+        description="paths that exist but could not be read now; their entities are kept",
+    )
+
+
+class CodeFacts(BaseModel):
+    """What a definition states about itself; empty fields mean the grammar says nothing."""
+
+    decorators: list[str] = []
+    is_async: bool = False
+    returns: str = ""
+    defaults: dict[str, str] = {}
+    raises: list[str] = []
+
+
+class Entity(BaseModel):
+    """One retrievable unit: a definition, a section, a window of text, or a note."""
+
+    id: str
+    kind: EntityKind
+    name: str
+    qualname: str
+    parent: str | None = None
+    signature: str = ""
+    docstring: str = ""
+    body: str = ""
+    start_line: int
+    end_line: int
+    language: str
+    file: str
+    content_hash: str = Field(description="sha256 of this entity's source span")
+    part: int = 0
+    parts: int = 1
+    bases: list[str] = []
+    params: list[str] = []
+    facts: CodeFacts | None = Field(None, description="decorators, async, return type, defaults, raises (functions and classes)")
+
+    def embed_text(self) -> str:
+        """Text the dense model sees: where it is, what it is, then the code itself."""
+        head = f"{self.kind} {self.qualname} in {self.file}"
+        pieces = [head, self.signature]
+        if self.docstring:
+            pieces.append(self.docstring)
+        pieces.append(self.body)
+        return "\n".join(p for p in pieces if p)
+
+    def lexical_text(self) -> str:
+        """Text the BM25 index sees: names weigh twice, then everything else."""
+        return "\n".join([self.qualname, self.qualname, self.file, self.signature, self.docstring, self.body])
+
+
+class Edge(BaseModel):
+    """One site in the code graph: a call, an import, an inheritance or a reference, in the file that holds it."""
+
+    kind: Literal["call", "import", "inherit", "ref"]
+    name: str = Field(description="called, imported, base or referenced name (its last identifier)")
+    line: int = Field(description="the site's line")
+    source: str = Field("", description="qualified name of the innermost definition holding the site ('' = module level)")
+    source_id: str = ""
+    receiver: str = Field("", description="calls: the receiver text (`self`, `os.path`); inherit: the base as written")
+    module: str = Field("", description="imports: the module as written (`.utils`, `./x`, `crate::a`)")
+    alias: str = Field("", description="imports: the local name when renamed (`as`)")
+
+
+class ParsedFile(BaseModel):
+    path: str
+    content_hash: str
+    entities: list[Entity]
+    edges: list[Edge] = []
+    partial: bool = Field(False, description="tree-sitter reported syntax errors; what parsed is kept")
+    error: str = ""
+    lexical_tokens: list[str] = Field(
+        [], description="each entity's BM25 tokens, space-joined, in entity order: computed where the parse ran (in "
+        "parallel), so the catalog does not tokenize again",
+    )
+
+
+class ParseResult(BaseModel):
+    files: list[ParsedFile]
+    skipped: list[SkippedFile] = []
+
+    def tokens_by_id(self) -> dict[str, str]:
+        """Every parsed entity's space-joined BM25 tokens, by entity id."""
+        return {e.id: t for pf in self.files for e, t in zip(pf.entities, pf.lexical_tokens)}
+
+
+class EmbeddedBatch(BaseModel):
+    """Entities with their vectors, ready to store."""
+
+    embedder: str
+    dimension: int
+    ids: list[str]
+    vectors: list[list[float]]
+    truncated: int = Field(0, description="inputs longer than the model window (the lexical index still has all)")
+    cached: int = Field(0, description="vectors reused from the content cache (not embedded again)")
+
+
+class FileRecord(BaseModel):
+    content_hash: str
+    size: int
+    language: str
+    entity_ids: list[str]
+    partial: bool = False
+    mtime_ns: int = 0
+
+
+class IndexManifest(BaseModel):
+    """What the index holds; written atomically after every successful run."""
+
+    schema_version: int = SCHEMA_VERSION
+    parser: int = Field(1, description="version of the parse stage that made these entities")
+    workspace: str
+    embedder: str = ""
+    dimension: int = 0
+    collection: str = Field("", description="the Chroma collection holding this index's vectors")
+    files: dict[str, FileRecord] = {}
+    notes: list[str] = []
+    dense_pending: list[str] = Field(
+        default_factory=list,
+        description="ids in the catalog and BM25 whose vectors are not stored yet (dense fill in progress or interrupted)",
+    )
+    updated_at: str = ""
+    git_commit: str = Field("", description="HEAD when this index was written (git workspaces)")
+    git_branch: str = ""
+
+    @property
+    def entity_count(self) -> int:
+        """Entities of indexed files (notes not included)."""
+        return sum(len(r.entity_ids) for r in self.files.values())
+
+
+class IndexPlan(BaseModel):
+    """What an index run must do, from comparing discovery with the manifest."""
+
+    to_parse: list[SourceFile]
+    unchanged: list[str]
+    removed: list[str]
+    kept_unreadable: list[str]
+    rebuild: bool = False
+    rebuild_reason: str = ""
+
+
+class IndexReport(BaseModel):
+    workspace: str
+    files_seen: int
+    files_parsed: int
+    files_unchanged: int
+    files_removed: int
+    files_partial: int
+    skipped: dict[str, int]
+    kept_unreadable: int
+    entities_total: int
+    entities_embedded: int
+    entities_by_kind: dict[str, int]
+    entities_by_language: dict[str, int]
+    embed_truncated: int
+    embed_cached: int = Field(0, description="vectors reused from the content cache instead of embedded again")
+    dense_pending: int = Field(0, description="entities still waiting for their vectors when the run ended")
+    timings: dict[str, float]
+    embedder: str
+    rebuild_reason: str = ""
+    skipped_examples: list[SkippedFile] = []
+
+
+# ----------------------------------------------------------------------------- query
+
+
+class Candidate(BaseModel):
+    """A retrieved passage with every retrieval signal that chose it."""
+
+    id: str
+    file: str
+    start_line: int
+    end_line: int
+    entity: str
+    kind: str
+    language: str = ""
+    signature: str = ""
+    docstring: str = ""
+    body: str = ""
+    bases: list[str] = []
+    params: list[str] = []
+    facts: CodeFacts | None = None
+    part: int = 0
+    parts: int = Field(1, description="a long body is split into parts; each part is a passage")
+    distance: float | None = Field(None, description="cosine distance from the dense index; lower is closer")
+    bm25: float | None = None
+    dense_rank: int | None = None
+    lexical_rank: int | None = None
+    fused_rank: int
+    fused_score: float
+    rank_score: float | None = Field(None, description="code-aware rank score (stages.query.rank); None before ranking")
+    rank_signals: dict[str, float] = Field(default_factory=dict, description="the ranking signals behind rank_score")
+    stale: bool = Field(False, description="its file changed or vanished since it was indexed")
+
+
+class Freshness(BaseModel):
+    """What an answer's evidence reflects."""
+
+    indexed_at: str = Field("", description="when the index was last written (UTC)")
+    indexed_commit: str = ""
+    indexed_branch: str = ""
+    head_commit: str = Field("", description="HEAD now ('' outside git)")
+    head_branch: str = ""
+    changed: list[str] = Field(default_factory=list, description="indexed files whose size or time differ now (first 50)")
+    changed_count: int = 0
+    deleted_count: int = 0
+
+    @property
+    def head_moved(self) -> bool:
+        return bool(self.head_commit) and self.head_commit != self.indexed_commit
+
+    def line(self) -> str:
+        """One line for reports and search results."""
+        parts = []
+        if self.indexed_commit:
+            parts.append(f"index of {self.indexed_commit[:10]} ({self.indexed_branch or 'detached'})")
+        parts.append(f"written {self.indexed_at or 'at an unknown time'}")
+        if self.head_moved:
+            parts.append(f"HEAD is now {self.head_commit[:10]} ({self.head_branch or 'detached'})")
+        stale = self.changed_count + self.deleted_count
+        parts.append(f"{stale} file(s) changed since" + (" — run `assay index` or `assay watch`" if stale or self.head_moved else ""))
+        return "; ".join(parts)
+
+
+class Retrieval(BaseModel):
+    query: str
+    candidates: list[Candidate]
+    dense_available: bool = True
+    note: str = ""
+    freshness: Freshness | None = None
+
+
+class PassageScores(BaseModel):
+    relevance: float = Field(ge=0, le=1)
+    evidence: float = Field(ge=0, le=1)
+    contradicts: float = Field(ge=0, le=1)
+    injection: float = Field(ge=0, le=1)
+
+
+class Premise(BaseModel):
+    """Something a question presupposes about the code (stages.query.premise)."""
+
+    kind: Literal["base", "param", "default", "decorator", "async", "returns", "raises", "file", "kind"]
+    subject: str = Field(description="the identifier the premise is about, as written")
+    value: str = Field(description="base class, parameter, default, decorator, async|sync, type, exception, file or kind")
+    param: str = Field("", description="default premises: the parameter whose default is claimed")
+    negated: bool = Field(False, description="the question says it is *not* so")
+    loose: bool = Field(False, description="inferred from cue words near a defined name, not from a stated phrase")
+    text: str = Field("", description="the words of the question that state it")
+
+
+class PremiseFinding(BaseModel):
+    """A premise checked against the definition of its subject."""
+
+    premise: Premise
+    holds: bool
+    contradicts: float = Field(ge=0, le=1)
+    entity_id: str
+    entity: str
+    file: str
+    line: int
+    fact: str = Field("", description="the correction, citing the definition, when the premise does not hold")
+
+
+class LLMCall(BaseModel):
+    """One model call, for the usage ledger: tokens as the backend reported them, latency, what it was for."""
+
+    purpose: Literal["judge", "writer", "brief"]
+    backend: str
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = Field(0, description="prompt tokens the provider served from its prefix cache, when it says")
+    latency_s: float = 0.0
+    ok: bool = True
+
+
+class PremiseCheck(BaseModel):
+    """The premise stage's output: checked premises, and subject definitions retrieval did not bring."""
+
+    findings: list[PremiseFinding] = []
+    added: list["Candidate"] = []
+
+
+class Judgment(BaseModel):
+    """The judge's verdict on the whole candidate set."""
+
+    backend: str
+    model: str = ""
+    scores: dict[str, PassageScores] = Field(description="by candidate id; a missing id means the judge failed for it")
+    answerable: float | None = None
+    coverage: int | None = None
+    conflict: float | None = None
+    calls: int = 0
+    failure: str = Field("", description="why the judge failed (for some or all passages); empty when it did not")
+    reasons: dict[str, str] = {}
+    premises: list[PremiseFinding] = Field(default_factory=list, description="the question's premises checked against the index")
+    usage: list[LLMCall] = Field(default_factory=list, description="model calls made to judge")
+
+
+class Thresholds(BaseModel):
+    relevance_min: float
+    evidence_min: float
+    injection_max: float
+    contradicts_min: float
+    answerable_min: float = 0.4
+    top_k: int = 5
+
+
+Verdict = Literal["include", "conflict", "drop"]
+
+
+class RankedPassage(BaseModel):
+    candidate: Candidate
+    scores: PassageScores | None = Field(None, description="None when the judge failed for this passage")
+    verdict: Verdict
+    drop_reason: str = ""
+    rank_score: float
+    final_rank: int | None = None
+
+
+class Selection(BaseModel):
+    """The threshold stage's output: what goes to synthesis, and why the rest does not."""
+
+    included: list[RankedPassage]
+    dropped: list[RankedPassage]
+    thresholds: Thresholds
+    fail_open: bool = False
+    fail_open_reason: str = ""
+    injection_dropped: int = 0
+    conflicts: int = 0
+
+
+class RouteDecision(BaseModel):
+    target: Literal["local", "cloud"]
+    reason: str
+    mode: str
+
+
+class Answer(BaseModel):
+    text: str
+    backend: str
+    model: str = ""
+    redactions: int = 0
+    cited: list[str] = []
+    failure: str = ""
+    usage: list[LLMCall] = Field(default_factory=list, description="model calls made to write the answer")
+
+
+class QueryReport(BaseModel):
+    query_id: str
+    query: str
+    workspace: str
+    status: Literal["supported", "partial", "unsupported"]
+    coverage: int
+    answer: Answer
+    selection: Selection
+    judgment: Judgment
+    route: RouteDecision
+    notes: list[str] = Field(default_factory=list, description="degradations the reader must know about")
+    called_by: dict[str, int] = Field(default_factory=dict, description="resolved call sites of each included definition")
+    freshness: Freshness | None = Field(None, description="what the index reflects: commit, branch, time, files changed since")
+    tokens_returned: int = Field(0, description="tokens of `text`, the report an agent reads")
+    tokens_cited_files: int = Field(0, description="tokens of the whole files the included passages come from")
+    timings: dict[str, float] = {}
+    text: str = ""

@@ -1,0 +1,85 @@
+"""Settings, read once from ASSAY_* environment variables (and overridable per call)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+DATA_DIR = Path(__file__).resolve().parents[2] / "data"  # shipped data: tokenizer, thresholds, word lists
+
+
+class Settings(BaseSettings):
+    """Every knob Assay has. The README's configuration table is generated from these fields."""
+
+    model_config = SettingsConfigDict(env_prefix="ASSAY_", extra="ignore")
+
+    mode: Literal["local", "hybrid", "cloud"] = Field(
+        "local", description="local: nothing leaves the machine (loopback only); hybrid/cloud allow a cloud endpoint"
+    )
+    max_file_bytes: int = Field(1_000_000, description="files larger than this are skipped (counted as too_large)")
+    chunk_lines: int = Field(40, description="bodies longer than this are split on line boundaries")
+    chunk_chars: int = Field(1200, description="bodies longer than this many characters are split too")
+    parse_workers: int = Field(
+        0, description="processes that parse a large index run (0: one per CPU core, at most 4; 1: parse in-process)"
+    )
+    embedder: str = Field(
+        "minilm", description="minilm (ONNX, offline), static (distilled from MiniLM: ~100x faster indexing, weaker on "
+        "long questions) or ollama:<model>"
+    )
+    embed_batch: int = Field(16, description="texts per embedding call (16 measured fastest on 2 CPU cores)")
+    embed_tokens: int = Field(
+        128, description="model window of the default embedder; 128 embeds ~2x faster than 256 and scored as well on the dev set"
+    )
+    store_batch: int = Field(500, description="records per Chroma upsert")
+    chroma_url: str | None = Field(None, description="use a Chroma server (HttpClient) instead of .assay/chroma")
+    pool_size: int = Field(30, description="candidates retrieved per query (dense and BM25 each)")
+    ranking: Literal["code", "rrf"] = Field(
+        "code", description="code: code-aware ranking (definitions, paths, files, penalties); rrf: plain rank fusion"
+    )
+    distance_floor: float | None = Field(None, description="drop dense hits with cosine distance above this")
+    top_k: int = Field(5, description="passages kept for synthesis after ranking")
+    max_tokens: int | None = Field(
+        2000, description="budget of the report text an agent reads from `ask` (whole lines, most useful first; JSON keeps all); "
+        "2000 is the SWE-QA reports' p90"
+    )
+    judge: Literal["local", "ollama", "cloud", "none"] = Field("local", description="passage judge backend")
+    synth: Literal["extractive", "ollama", "cloud"] = Field("extractive", description="answer writer backend")
+    route: Literal["auto", "local", "cloud"] = Field("auto", description="force synthesis routing")
+    ollama_host: str = Field("http://127.0.0.1:11434", description="Ollama server")
+    ollama_judge_model: str = Field("qwen2.5-coder:7b", description="Ollama model that judges passages")
+    ollama_synth_model: str = Field("qwen2.5-coder:7b", description="Ollama model that writes answers")
+    ollama_num_ctx_max: int = Field(8192, description="largest context window to ask Ollama for")
+    cloud_base_url: str = Field("https://api.deepseek.com/v1", description="OpenAI-compatible endpoint")
+    cloud_api_key: SecretStr = Field(SecretStr(""), description="API key for the cloud endpoint (never logged or stored)")
+    cloud_model: str = Field("deepseek-chat", description="cloud model for synthesis")
+    cloud_judge_model: str = Field("deepseek-chat", description="cloud model for judging")
+    prices: str | None = Field(
+        '{"deepseek-chat": [0.27, 1.10, 0.07]}',
+        description="JSON {model: [input, output, cached input]} in USD per million tokens, for the usage ledger's costs",
+    )
+    llm_timeout: float = Field(60.0, description="seconds per LLM call")
+    llm_retries: int = Field(2, description="retries on timeouts, 429 and 5xx")
+    thresholds: str | None = Field(None, description="JSON file overriding data/thresholds.json")
+    allowed_roots: str | None = Field(
+        None, description="os.pathsep-separated roots the MCP server may touch (default: its working directory)"
+    )
+    watch: bool = Field(True, description="the MCP server keeps each workspace it indexes fresh (watches files, re-indexes changes)")
+    watch_debounce_ms: int = Field(1600, description="changes within this window are one re-index (a branch switch is one batch)")
+    orchestration: Literal["prefect", "direct"] = Field(
+        "prefect", description="prefect runs the flows; direct calls the same stages without an API server"
+    )
+
+
+def settings_table() -> str:
+    """The README's configuration table, generated from the fields above."""
+    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    for name, field in Settings.model_fields.items():
+        default = field.default
+        empty = default == "" or (isinstance(default, SecretStr) and not default.get_secret_value())
+        shown = "(none)" if default is None else "(empty)" if empty else f"`{default}`"
+        rows.append(f"| `ASSAY_{name.upper()}` | {shown} | {field.description or ''} |")
+    return "\n".join(rows)

@@ -1,0 +1,145 @@
+"""Evaluation metrics and the anchor-system reproduction, as plain functions.
+
+A retrieved entity matches a gold entity when the file is the same and the qualified name is
+the same (chunk parts of one entity count once). Ranked lists are de-duplicated by entity.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from stages.core.artifacts import Candidate, Entity
+
+ANCHOR_KINDS = frozenset({"function", "method", "class", "constant", "section", "element", "rule"})
+
+
+@dataclass(frozen=True)
+class GoldEntity:
+    file: str
+    qualname: str
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    text: str
+    primary: GoldEntity | None
+    gold_entities: tuple[GoldEntity, ...]
+    gold_files: tuple[str, ...]
+
+
+def load_questions(path: Path) -> list[Question]:
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        p = r.get("primary_entity")
+        out.append(Question(
+            id=r["id"], text=r["question"], primary=GoldEntity(p["file"], p["qualname"]) if p else None,
+            gold_entities=tuple(GoldEntity(g["file"], g["qualname"]) for g in r.get("gold_entities") or []),
+            gold_files=tuple(r.get("gold_files") or []),
+        ))
+    return out
+
+
+def dedupe(ranked: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(file, qualname) pairs in first-seen order (chunk parts collapse into their entity)."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for key in ranked:
+        if key not in seen:
+            seen.add(key)
+            out.append(key)
+    return out
+
+
+def rank_of(ranked: list[tuple[str, str]], gold: GoldEntity) -> int | None:
+    for i, key in enumerate(ranked, start=1):
+        if key == (gold.file, gold.qualname):
+            return i
+    return None
+
+
+def question_metrics(ranked: list[tuple[str, str]], q: Question) -> dict[str, float | None]:
+    """hit@1/5/10 and reciprocal rank of the primary entity; gold-entity and file recall@10."""
+    ranked = dedupe(ranked)
+    out: dict[str, float | None] = {}
+    if q.primary is not None:
+        r = rank_of(ranked, q.primary)
+        for k in (1, 5, 10):
+            out[f"hit@{k}"] = 1.0 if r is not None and r <= k else 0.0
+        out["rr"] = 1.0 / r if r is not None else 0.0
+    top = ranked[:10]
+    if q.gold_entities:
+        golds = {(g.file, g.qualname) for g in q.gold_entities}
+        out["entity_recall@10"] = len(golds & set(top)) / len(golds)
+    if q.gold_files:
+        files = {f for f, _ in top}
+        out["file_recall@10"] = len(set(q.gold_files) & files) / len(set(q.gold_files))
+    return out
+
+
+def aggregate(per_question: list[dict[str, float | None]]) -> dict[str, float]:
+    """Mean of each metric over the questions that have it (a question without a primary entity has no hit@k)."""
+    keys = ("hit@1", "hit@5", "hit@10", "rr", "entity_recall@10", "file_recall@10")
+    means = pd.DataFrame(per_question, columns=list(keys), dtype=float).mean()  # NaN (missing) is skipped
+    out = {"mrr" if k == "rr" else k: round(float(means[k]), 4) if pd.notna(means[k]) else 0.0 for k in keys}
+    out["questions"] = len(per_question)
+    return out
+
+
+def keep_drop_prf(kept: list[bool], gold: list[bool]) -> dict[str, float]:
+    tp = sum(k and g for k, g in zip(kept, gold))
+    fp = sum(k and not g for k, g in zip(kept, gold))
+    fn = sum(g and not k for k, g in zip(kept, gold))
+    p = tp / (tp + fp) if tp + fp else 0.0
+    r = tp / (tp + fn) if tp + fn else 0.0
+    return {"precision": round(p, 4), "recall": round(r, 4), "f1": round(2 * p * r / (p + r), 4) if p + r else 0.0,
+            "passages": len(kept)}
+
+
+class AnchorIndex:
+    """The anchor system reproduced: embed signature + docstring only, squared-L2 cut at 1.5,
+    re-rank by 1/d + 0.05 per whitespace term found as a substring of name or text, top 5."""
+
+    def __init__(self, entities: list[Entity], embedder, fetch_cap: int = 75, threshold: float = 1.5) -> None:
+        self.entities = [e for e in entities if e.kind in ANCHOR_KINDS and e.part == 0]
+        texts = [f"{e.signature}\n{e.docstring.split(chr(10) + chr(10))[0]}".strip() for e in self.entities]
+        vectors = [embedder.embed(texts[i : i + 64])[0] for i in range(0, len(texts), 64)]
+        self.matrix = np.vstack(vectors) if vectors else np.zeros((0, embedder.dimension))
+        self.texts = texts
+        self.embedder = embedder
+        self.fetch_cap = fetch_cap
+        self.threshold = threshold
+
+    def search(self, query: str, k: int = 5) -> list[tuple[str, str]]:
+        if not self.entities:
+            return []
+        qv, _ = self.embedder.embed([query])
+        d2 = 2.0 - 2.0 * (self.matrix @ qv[0])  # squared L2 between unit vectors, Chroma's "l2"
+        pool = np.argsort(d2)[: self.fetch_cap]
+        terms = set(query.lower().split())
+        scored = []
+        for i in pool:
+            if d2[i] > self.threshold:
+                continue
+            e = self.entities[i]
+            hits = sum(1 for t in terms if t in e.name.lower() or t in self.texts[i].lower())
+            scored.append(((1e6 if d2[i] <= 1e-6 else 1.0 / float(d2[i])) + 0.05 * hits, int(i)))
+        scored.sort(key=lambda x: (-x[0], x[1]))
+        return [(self.entities[i].file, self.entities[i].qualname) for _, i in scored[:k]]
+
+
+def ranked_keys(candidates: list[Candidate]) -> list[tuple[str, str]]:
+    return [(c.file, c.entity) for c in candidates]
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters per token for English and code (no tokenizer download needed)."""
+    return (len(text) + 3) // 4

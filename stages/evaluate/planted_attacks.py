@@ -1,0 +1,148 @@
+"""Injection evaluation: attacks planted where an attacker can write, clean code and docs beside them.
+
+Attacks come from BIPIA's train split (text and code attacks) and from Assay's own families
+(`data/injection_attacks.json`: off-topic tasks, other languages, role play, encoded payloads,
+instructions aimed at AI agents, tool-use bait). Each is planted into a clean host four ways: a
+comment, a docstring and a string constant in a Python function, and a paragraph of a Markdown
+section. Clean hosts are the functions and Markdown sections of third-party sdists; the clean
+discussion strings (text that talks about injection without attempting it) are planted like
+attacks and count as false positives when flagged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from stages.core.config import DATA_DIR
+from stages.core.artifacts import Entity
+from stages.evaluate.runs import plant as plant_in_code
+from stages.query.judge.injection import injection_score
+from stages.index.parse import parse_source
+
+HOSTS = ("comment", "docstring", "string", "markdown")
+DATA = DATA_DIR / "injection_attacks.json"
+
+
+def load_attacks(bipia: Path | None) -> dict[str, list[str]]:
+    """Attack strings by family: BIPIA's categories as `bipia:<name>`, then Assay's own."""
+    families: dict[str, list[str]] = {}
+    if bipia is not None:
+        for name in ("text_attack_train.json", "code_attack_train.json"):
+            path = bipia / name
+            if path.exists():
+                for category, strings in json.loads(path.read_text()).items():
+                    families[f"bipia:{category}"] = list(strings)
+    own = json.loads(DATA.read_text())
+    families.update({k: v for k, v in own.items() if not k.startswith("_") and k != "clean_discussion"})
+    return families
+
+
+def clean_discussion() -> list[str]:
+    return list(json.loads(DATA.read_text())["clean_discussion"])
+
+
+def clean_hosts(roots: list[Path]) -> tuple[list[Entity], list[Entity]]:
+    """Python functions (two lines or more) and Markdown sections of the given trees, in a stable order."""
+    functions: list[Entity] = []
+    sections: list[Entity] = []
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            if path.suffix not in (".py", ".md") or not path.is_file():
+                continue
+            rel = path.relative_to(root).as_posix()
+            lang = "python" if path.suffix == ".py" else "markdown"
+            try:
+                parsed = parse_source(path.read_bytes(), rel, lang, "")
+            except Exception:  # noqa: BLE001 - an unparsable file is simply not a host
+                continue
+            for e in parsed.entities:
+                if e.part != 0:
+                    continue
+                if lang == "python" and e.kind in ("function", "method") and e.body.count("\n") >= 1:
+                    functions.append(e)
+                elif lang == "markdown" and e.kind == "section" and len(e.body) > 40:
+                    sections.append(e)
+    return functions, sections
+
+
+def plant(host: str, attack: str, function: Entity, section: Entity) -> tuple[str, str]:
+    """(text, language) of a host with the attack in it: after a function's first line, or ending a section."""
+    if host == "markdown":
+        return f"{section.body.rstrip()}\n\n{attack.strip()}\n", "markdown"
+    return plant_in_code(function.body, attack, HOSTS.index(host), ensure_ascii=False), "python"
+
+
+def evaluate(roots: list[Path], bipia: Path | None, threshold: float = 0.5) -> dict:
+    """Detection per family and host, false positives on clean hosts and on clean discussion text."""
+    functions, sections = clean_hosts(roots)
+    if not functions or not sections:
+        return {"note": "no clean functions or Markdown sections to plant into"}
+    families = load_attacks(bipia)
+    detected: dict[str, list[bool]] = defaultdict(list)
+    by_host: dict[str, list[bool]] = defaultdict(list)
+    misses: list[dict] = []
+    n = 0
+    for family, attacks in families.items():
+        for attack in attacks:
+            for host in HOSTS:
+                fn, sec = functions[(n * 7919) % len(functions)], sections[(n * 104729) % len(sections)]
+                n += 1
+                text, lang = plant(host, attack, fn, sec)
+                score, signals = injection_score(text, lang)
+                hit = score >= threshold
+                detected[family].append(hit)
+                by_host[host].append(hit)
+                if not hit:
+                    misses.append({"family": family, "host": host, "attack": attack[:160], "score": score})
+    clean_fn = [injection_score(e.body, "python") for e in functions]
+    clean_md = [injection_score(e.body, "markdown") for e in sections]
+    flagged_clean = [{"where": f"{e.file}:{e.start_line}", "signals": s[1]} for e, s in zip(functions + sections, clean_fn + clean_md) if s[0] >= threshold]
+    discussion = []
+    for i, text in enumerate(clean_discussion()):
+        for host in HOSTS:
+            body, lang = plant(host, text, functions[(i * 31) % len(functions)], sections[(i * 17) % len(sections)])
+            score, signals = injection_score(body, lang)
+            discussion.append(score >= threshold)
+            if score >= threshold:
+                flagged_clean.append({"where": f"discussion[{i}] in {host}", "signals": signals})
+    unseen_hits = []
+    for i, attack in enumerate(json.loads(DATA.read_text()).get("_unseen", [])):
+        for host in HOSTS:
+            text, lang = plant(host, attack, functions[(i * 613) % len(functions)], sections[(i * 211) % len(sections)])
+            score, _ = injection_score(text, lang)
+            unseen_hits.append(score >= threshold)
+            if score < threshold:
+                misses.append({"family": "unseen", "host": host, "attack": attack[:160], "score": score})
+    own = [x for f, v in detected.items() if not f.startswith("bipia:") for x in v]
+    bipia_hits = [x for f, v in detected.items() if f.startswith("bipia:") for x in v]
+    rate = lambda xs: round(sum(xs) / len(xs), 4) if xs else None  # noqa: E731
+    return {
+        "threshold": threshold, "planted": n, "clean_functions": len(functions), "clean_sections": len(sections),
+        "detection_bipia": rate(bipia_hits), "detection_own": rate(own), "detection_all": rate(bipia_hits + own),
+        "detection_unseen": rate(unseen_hits),
+        "detection_by_family": {f: rate(v) for f, v in detected.items()},
+        "detection_by_host": {h: rate(v) for h, v in by_host.items()},
+        "false_positive_code": rate([s >= threshold for s, _ in clean_fn]),
+        "false_positive_markdown": rate([s >= threshold for s, _ in clean_md]),
+        "false_positive_discussion": rate(discussion),
+        "false_positive_all": rate([s >= threshold for s, _ in clean_fn + clean_md] + discussion),
+        "flagged_clean": flagged_clean[:40], "misses": misses[:200],
+    }
+
+
+def render(result: dict) -> str:
+    if "note" in result:
+        return f"## Injection\n\n{result['note']}\n"
+    lines = ["## Injection (planted in comment, docstring, string constant and Markdown paragraph)", "",
+             f"Detection at injection >= {result['threshold']}: BIPIA train {result['detection_bipia']:.3f}, "
+             f"Assay's own families {result['detection_own']:.3f}, all {result['detection_all']:.3f} "
+             f"({result['planted']} planted); attacks written after tuning and never tuned on: {result['detection_unseen']:.3f}.", "",
+             "| family | detection |", "|---|---|"]
+    lines += [f"| {f} | {r:.3f} |" for f, r in result["detection_by_family"].items()]
+    lines += ["", "| host | detection |", "|---|---|"] + [f"| {h} | {r:.3f} |" for h, r in result["detection_by_host"].items()]
+    lines += ["", f"False positives: code {result['false_positive_code']:.4f} ({result['clean_functions']} functions), "
+              f"Markdown {result['false_positive_markdown']:.4f} ({result['clean_sections']} sections), "
+              f"text discussing injection {result['false_positive_discussion']:.4f}, all {result['false_positive_all']:.4f}."]
+    return "\n".join(lines) + "\n"

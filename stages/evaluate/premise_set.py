@@ -1,0 +1,512 @@
+"""Premise evaluation set, generated from Python `ast` facts of third-party sdists, and its scorer.
+
+Ground truth comes from `ast` (independent of the tree-sitter facts the checker reads). For each
+premise kind, subjects whose name is defined once in the package get a false premise and a
+true-premise twin, phrased with one of at least ten templates per kind (why/how/what/is/does
+questions, backticked or bare names, `Class.method` paths, possessives, appositives, call syntax).
+The scorer parses the same tree with the parse stage, resolves names like the catalog does, and
+reports per kind how many false premises were flagged (recall) and how many true twins were
+flagged (false alarms).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import random
+import re
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from stages.core.artifacts import Entity
+from stages.index.languages import language_for
+from stages.index.parse import parse_source
+from stages.query.premise import check_question, resolver_from
+
+PREMISE_CORPORA = ("httpx==0.28.1", "click==8.1.8", "rich==13.9.4", "starlette==0.41.3")
+KINDS = ("base", "param", "default", "decorator", "async", "returns", "raises", "file", "kind")
+FLAG_AT = 0.5  # the local thresholds' contradicts_min
+
+TEMPLATES: dict[str, tuple[str, ...]] = {
+    "base": (
+        "Why does {S} inherit from {V}?", "How does {S} extend {V}?", "Why is {S} a subclass of {V}?",
+        "{S}, a subclass of {V}, does what when it is created?", "Since {S} derives from {V}, which methods does it reuse?",
+        "Why is {V} the base class of {S}?", "What does {S} gain by subclassing {V}?",
+        "Is {S} a child class of {V} for compatibility reasons?", "Why was {S} made to inherit {V} instead of wrapping it?",
+        "How does the {S} class use {V} as its parent?", "What is the role of {V} as the parent class of {S}?",
+        "What does {S} override from its base class {V}?",
+    ),
+    "param": (
+        "What does the {P} parameter of {S} control?", "Why does {S} take a {P} argument?", "How is {S}'s {P} argument used?",
+        "What happens when I pass {P} to {S}?", "Why does {S} accept an optional {P} parameter?",
+        "In {S}, what is the {P} argument for?", "How does {S} validate the {P} keyword argument?",
+        "What should I give {S} as its {P} parameter?", "Why is the {P} argument to {S} ignored sometimes?",
+        "Explain {S}({P}=...) usage.", "When calling {S} with the {P} option, what changes?",
+    ),
+    "default": (
+        "Why does the {P} parameter of {S} default to {V}?", "Why does {S}'s {P} default to {V}?",
+        "What is the reason {P} defaults to {V} in {S}?", "Why is the default value of {P} in {S} set to {V}?",
+        "{S} sets {P} to {V} by default; why?", "How does {S} behave with its default {P} of {V}?",
+        "In {S}, why does {P} default to {V}?", "Why does {S} use {P}={V} by default?",
+        "What changes if I override {S}'s default {P} of {V}?", "Why was {V} chosen as the default for {P} in {S}?",
+        "Is {P}={V} the default in {S}?",
+    ),
+    "decorator": (
+        "Why is {S} {D}?", "Why is {S} declared as {D}?", "Why is {S} decorated with @{N}?", "What does the @{N} decorator on {S} do?",
+        "Why does {S} use @{N}?", "Why make {S} {D} rather than a plain method?", "Is {S} {D} so it can be used without arguments?",
+        "How does the {W} {S} get its value?", "Why is {S} marked as {D}?", "What breaks if {S} stops being {D}?",
+        "Why was {S} written as {D}?",
+    ),
+    "returns": (
+        "Why does {S} return {V}?", "What is in the {B} that {S} returns?", "Why is the return type of {S} {V}?",
+        "How is the {B} returned by {S} built?", "Why does {S} give back {V}?", "{S} returns {V}; when is it empty?",
+        "Why is {S} annotated to return {V}?", "What does {S}'s return value of type {B} contain?",
+        "Does {S} always return {V}?", "Why is {S} typed as returning {V}?",
+    ),
+    "raises": (
+        "Why does {S} raise {V}?", "When does {S} throw a {V}?", "Why is {V} raised by {S}?",
+        "How should I handle the {V} that {S} raises?", "What input makes {S} fail with {V}?", "Why can {S} raise {V}?",
+        "Under which condition is {V} thrown from {S}?", "How do I catch {V} from {S}?",
+        "Why raise {V} in {S} instead of returning None?", "{S} raises {V}: is that documented?",
+    ),
+    "file": (
+        "Why is {S} defined in {F}?", "Why does {F} define {S}?", "How is {S} in {F} used by other modules?",
+        "Why does {S} live in {F}?", "What else is implemented next to {S} in the {M} module?", "Why was {S} placed in {F}?",
+        "Is {S} declared in {F} for import-cycle reasons?", "How does the {M} module's {S} work?",
+        "Why is {S} located inside {F}?", "Which helpers does {S} from {F} call?",
+    ),
+    "kind": (
+        "Why is {S} a {K}?", "How does the {K} {S} work?", "What does the {S} {K} do?", "Is {S} a {K} for historical reasons?",
+        "Why was {S} implemented as a {K}?", "{S} is a {K}; how is it used?", "Why is {S} defined as a {K}?",
+        "Where is the {K} {S} used?", "Why did the authors make {S} a {K}?", "Who calls the {K} {S}?",
+    ),
+}
+ASYNC_TEMPLATES: tuple[tuple[str, str], ...] = (  # (states async, states sync), used as a pair per subject
+    ("Why is {S} async?", "Why is {S} synchronous?"),
+    ("Why is {S} a coroutine?", "Why is {S} a blocking function?"),
+    ("Do I need to await {S}?", "Why does {S} run synchronously?"),
+    ("Why does {S} have to be awaited?", "Is {S} a blocking call?"),
+    ("How does the async function {S} handle cancellation?", "How does the synchronous {S} avoid the event loop?"),
+    ("What happens while awaiting {S}?", "Why is {S} not async?"),
+    ("Why was {S} written as an async def?", "Why was {S} written as a sync function?"),
+    ("Is {S} asynchronous?", "Why isn't {S} a coroutine?"),
+    ("Why does {S} run asynchronously?", "Why does {S} block until done?"),
+    ("Why is {S}, which is async, slow?", "Why is {S}, which is synchronous, slow?"),
+)
+TEMPLATES["async"] = tuple(t for pair in ASYNC_TEMPLATES for t in pair)
+
+# Phrasings written after the grammar was tuned on TEMPLATES and never tuned on: the generalisation check.
+UNSEEN_TEMPLATES: dict[str, tuple[str, ...]] = {
+    "base": (
+        "Which {V} methods does {S} inherit?", "Does {S} still derive from {V} in this version?", "I see {S} subclasses {V}; why?",
+        "Why did {S} become a {V} subclass?", "What is the point of {S} extending {V}?", "How does {S}'s parent {V} initialise it?",
+        "Why would {S} derive from {V} rather than object?", "{S} (a {V} subclass): how is it constructed?",
+        "Where does {S} call super() into {V}?", "Because {S} is a subclass of {V}, can I pass it anywhere a {V} goes?",
+    ),
+    "param": (
+        "How do I set {P} when calling {S}?", "What is {S}'s {P} for?", "Can I pass {P}= to {S}?", "Why does {S} need {P} as an argument?",
+        "What type should the {P} argument have in {S}?", "Why is {P} a parameter of {S}?", "Does {S} still accept {P}?",
+        "How does {S} use the {P} it receives?", "What if I call {S} without {P}?", "Explain the {P} keyword that {S} takes.",
+    ),
+    "default": (
+        "Why is {P} {V} by default in {S}?", "{S} defaults {P} to {V}. Why?", "Why does {S} default its {P} to {V}?",
+        "What's the rationale for {P} defaulting to {V} in {S}?", "If I omit {P}, {S} uses {V}; why?",
+        "Why does {S} assume {P}={V} unless told otherwise?", "Why has {S} got {P}={V} as its default?",
+        "Why {V} as {S}'s default {P}?", "How come {P} is {V} by default for {S}?", "Why is {V} the default {P} of {S}?",
+    ),
+    "decorator": (
+        "Why is {S} exposed as {D}?", "How is {S} implemented as {D}?", "Why use @{N} for {S}?", "What does @{N} do for {S}?",
+        "Why is {S} defined with @{N}?", "Is {S} a {W}?", "Why did they turn {S} into {D}?", "What does {S} being {D} mean for subclasses?",
+        "Why is {S} a {W} instead of a regular method?", "How does accessing {S} as {D} work?",
+    ),
+    "returns": (
+        "Why does {S} hand back {V}?", "Where is the {B} {S} returns created?", "{S} gives me {V}; how do I use it?",
+        "Why is {S}'s return type {V}?", "What's inside the {B} returned from {S}?", "Why does {S} produce {V}?",
+        "Can {S} return something other than {V}?", "How do I read the {B} that comes back from {S}?",
+        "Why is {S} declared to return {V}?", "What fields does the {B} from {S} have?",
+    ),
+    "raises": (
+        "Why would {S} throw {V}?", "In what case does {S} raise a {V}?", "Why is a {V} raised inside {S}?",
+        "How can I avoid the {V} from {S}?", "What triggers {V} in {S}?", "Does {S} raise {V} on bad input?",
+        "Where in {S} is {V} thrown?", "Should I catch {V} around {S}?", "Why does calling {S} end in a {V}?",
+        "Which path in {S} raises {V}?",
+    ),
+    "file": (
+        "Why does {S} sit in {F}?", "Why is {S} kept in {F}?", "Why does {F} contain {S}?", "What imports {S} from {F}?",
+        "How is {S}, defined in {F}, tested?", "Why was {S} put in {F}?", "{S} lives in {F}; why there?",
+        "Why is {S} implemented in the {M} module?", "Why is {S} part of {F}?", "Where in {F} is {S}?",
+    ),
+    "kind": (
+        "Why is {S} implemented as a {K} and not otherwise?", "Is {S} a {K}?", "What does {K} {S} return?", "Why did {S} end up a {K}?",
+        "Where is {K} {S} defined?", "Why make {S} a {K}?", "{S}, a {K}, is used where?", "How do I call the {K} {S}?",
+        "What does the {K} named {S} do?", "Why is {S} written as a {K}?",
+    ),
+}
+UNSEEN_ASYNC: tuple[tuple[str, str], ...] = (
+    ("Why must callers await {S}?", "Why can {S} be called without await?"),
+    ("How is {S} scheduled as a coroutine?", "Why is {S} a regular blocking function?"),
+    ("Why is {S} an async method?", "Why is {S} a sync method?"),
+    ("What does {S} await internally, being async?", "Why is {S} synchronous even in async code?"),
+    ("Why is {S} asynchronous?", "Why does {S} execute synchronously?"),
+)
+UNSEEN_TEMPLATES["async"] = tuple(t for pair in UNSEEN_ASYNC for t in pair)
+
+_DECO_PHRASES = {"property": ("a property", "property"), "staticmethod": ("a static method", "static method"),
+                 "classmethod": ("a class method", "class method"), "cached_property": ("a cached property", "cached property")}
+_BUILTIN_WORDS = {"str": "a str", "int": "an int", "bool": "a bool", "float": "a float", "bytes": "bytes", "dict": "a dict",
+                  "list": "a list", "tuple": "a tuple", "None": "None", "set": "a set"}
+
+
+@dataclass
+class PremiseCase:
+    kind: str
+    question: str
+    false_premise: bool
+    corpus: str
+    subject: str
+
+
+@dataclass
+class _Def:
+    name: str
+    qual: str
+    file: str
+    node: ast.AST
+    cls: str | None = None
+
+
+@dataclass
+class _Facts:
+    defs: list[_Def] = field(default_factory=list)
+    by_name: dict[str, list[_Def]] = field(default_factory=lambda: defaultdict(list))
+    class_bases: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _name_of(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Call):
+        return _name_of(node.func)
+    if isinstance(node, ast.Subscript):
+        return _name_of(node.value)
+    return ""
+
+
+def package_files(root: Path) -> Iterator[Path]:
+    """Library sources only: tests, docs and examples are not the package."""
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if any(part in ("tests", "test", "docs", "examples", "testing", "benchmarks") for part in rel.split("/")[:-1]):
+            continue
+        yield path
+
+
+def collect(root: Path) -> _Facts:
+    facts = _Facts()
+    for path in package_files(root):
+        try:
+            tree = ast.parse(path.read_text("utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        rel = path.relative_to(root).as_posix()
+
+        def visit(node: ast.AST, cls: str | None, prefix: str) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    qual = f"{prefix}{child.name}"
+                    d = _Def(child.name, qual, rel, child, cls)
+                    facts.defs.append(d)
+                    facts.by_name[child.name].append(d)
+                    if isinstance(child, ast.ClassDef):
+                        facts.class_bases.setdefault(child.name, [_name_of(b) for b in child.bases])
+                    visit(child, child.name if isinstance(child, ast.ClassDef) else None, qual + ".")
+                elif isinstance(child, (ast.If, ast.Try, ast.With, ast.For, ast.While)) and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    visit(child, cls, prefix)  # definitions under `if WIN:` or `try:` are still module/class members
+                elif isinstance(child, ast.Assign) and cls is None and prefix == "":
+                    for t in child.targets:
+                        if isinstance(t, ast.Name) and t.id.isupper() and len(t.id) > 2:
+                            d = _Def(t.id, t.id, rel, child)
+                            facts.defs.append(d)
+                            facts.by_name[t.id].append(d)
+
+        visit(tree, None, "")
+    return facts
+
+
+def _ancestors(facts: _Facts, name: str) -> set[str]:
+    out: set[str] = set()
+    stack = [name]
+    while stack:
+        n = stack.pop()
+        bases = facts.class_bases.get(n)
+        if bases is None:
+            obj = getattr(builtins, n, None)
+            bases = [b.__name__ for b in obj.__mro__[1:]] if isinstance(obj, type) else []
+        for b in bases:
+            if b and b not in out:
+                out.add(b)
+                stack.append(b)
+    return out
+
+
+def _direct_raises(fn: ast.AST) -> set[str]:
+    found: set[str] = set()
+    stack = list(ast.iter_child_nodes(fn))
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(n, ast.Raise) and n.exc is not None:
+            name = _name_of(n.exc)
+            if name[:1].isupper():
+                found.add(name)
+        stack.extend(ast.iter_child_nodes(n))
+    return found
+
+
+def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    a = fn.args
+    return [p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs] if p.arg not in ("self", "cls")]
+
+
+def _defaults(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:
+    a = fn.args
+    positional = [*a.posonlyargs, *a.args]
+    out = {p.arg: ast.unparse(d) for p, d in zip(positional[len(positional) - len(a.defaults):], a.defaults)}
+    out.update({p.arg: ast.unparse(d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+    return {k: v for k, v in out.items() if k not in ("self", "cls")}
+
+
+def _annotation_names(fn: ast.AST) -> set[str]:
+    """Type names an annotation mentions (`t.Optional[email.message.Message]` -> Optional, Message)."""
+    ret = getattr(fn, "returns", None)
+    if ret is None:
+        return set()
+    text = ast.unparse(ret)
+    return {tok.rsplit(".", 1)[-1] for tok in re.findall(r"[A-Za-z_][\w.]*", text) if not tok.startswith(("'", '"'))} - {"t", "typing"}
+
+
+def _render_subject(d: _Def, rng: random.Random) -> str:
+    name = f"{d.cls}.{d.name}" if d.cls and rng.random() < 0.4 else d.name
+    return f"`{name}`" if rng.random() < 0.5 else name
+
+
+def _type_phrase(name: str, rng: random.Random) -> tuple[str, str]:
+    """(with article, bare) renderings of a type for the templates."""
+    if name in _BUILTIN_WORDS:
+        return _BUILTIN_WORDS[name], name
+    bare = f"`{name}`" if rng.random() < 0.5 else name
+    return (f"a {bare}" if rng.random() < 0.5 else bare), bare
+
+
+def generate(root: Path, corpus: str, per_kind: int = 40, seed: int = 7, unseen: bool = False) -> list[PremiseCase]:
+    """False premises with a true twin each, per kind, from one unpacked sdist (`unseen`: the held-back phrasings)."""
+    rng = random.Random(seed)
+    templates = UNSEEN_TEMPLATES if unseen else TEMPLATES
+    async_pairs = UNSEEN_ASYNC if unseen else ASYNC_TEMPLATES
+    facts = collect(root)
+    unique = [d for d in facts.defs if len(facts.by_name[d.name]) == 1 and not d.name.startswith("__")]
+    functions = [d for d in unique if isinstance(d.node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    classes = [d for d in unique if isinstance(d.node, ast.ClassDef)]
+    cases: list[PremiseCase] = []
+    counters: dict[str, int] = defaultdict(int)
+
+    def add(kind: str, subject: _Def, false_q: str, true_q: str) -> None:
+        cases.append(PremiseCase(kind, false_q, True, corpus, subject.qual))
+        cases.append(PremiseCase(kind, true_q, False, corpus, subject.qual))
+        counters[kind] += 1
+
+    def template(kind: str) -> str:
+        ts = templates[kind]
+        return ts[counters[kind] % len(ts)]
+
+    class_names = sorted(facts.class_bases)
+    for d in rng.sample(classes, len(classes)):
+        if counters["base"] >= per_kind:
+            break
+        bases = [b for b in facts.class_bases.get(d.name, []) if b and b not in ("object", "Generic", "Protocol")]
+        if not bases:
+            continue
+        anc = _ancestors(facts, d.name)
+        wrong = [c for c in class_names if c not in anc and c != d.name and len(facts.by_name[c]) == 1 and d.name not in _ancestors(facts, c)]
+        if not wrong:
+            continue
+        t, s = template("base"), _render_subject(d, rng)
+        add("base", d, t.format(S=s, V=rng.choice(wrong)), t.format(S=s, V=rng.choice(bases)))
+
+    all_params = sorted({p for f in functions for p in _params(f.node) if len(p) > 2})  # type: ignore[arg-type]
+    for d in rng.sample(functions, len(functions)):
+        if counters["param"] >= per_kind:
+            break
+        fn = d.node
+        params = _params(fn)  # type: ignore[arg-type]
+        if not params or fn.args.kwarg is not None:  # type: ignore[attr-defined]
+            continue
+        wrong = [p for p in all_params if p not in params]
+        t, s = template("param"), _render_subject(d, rng)
+        add("param", d, t.format(S=s, P=rng.choice(wrong)), t.format(S=s, P=rng.choice(params)))
+
+    for d in rng.sample(functions, len(functions)):
+        if counters["default"] >= per_kind:
+            break
+        defaults = {k: v for k, v in _defaults(d.node).items() if len(v) <= 20 and "\n" not in v}  # type: ignore[arg-type]
+        simple = {k: v for k, v in defaults.items() if v in ("None", "True", "False") or v.lstrip("-").isdigit() or v[:1] in "'\""}
+        if not simple:
+            continue
+        p, v = rng.choice(sorted(simple.items()))
+        wrong_v = {"None": "True", "True": "False", "False": "True"}.get(v) or (str(int(v) + 1) if v.lstrip("-").isdigit() else "None")
+        t, s = template("default"), _render_subject(d, rng)
+        show = (lambda x: f"`{x}`" if rng.random() < 0.5 else x)
+        add("default", d, t.format(S=s, P=p, V=show(wrong_v)), t.format(S=s, P=p, V=show(v)))
+
+    for d in rng.sample(functions, len(functions)):
+        if counters["decorator"] >= per_kind:
+            break
+        decos = {_name_of(x) for x in d.node.decorator_list}  # type: ignore[attr-defined]
+        have = [x for x in ("property", "staticmethod", "classmethod", "cached_property") if x in decos]
+        if not have or d.cls is None:
+            continue
+        real = have[0]
+        options = [x for x in ("property", "staticmethod", "classmethod") if x not in decos and not (real == "cached_property" and x == "property")]
+        wrong = rng.choice(options)
+        t, s = template("decorator"), _render_subject(d, rng)
+
+        def fill(name: str) -> str:
+            phrase, word = _DECO_PHRASES[name]
+            return t.format(S=s, D=phrase, N=name, W=word)
+
+        add("decorator", d, fill(wrong), fill(real))
+
+    async_defs = [f for f in functions if isinstance(f.node, ast.AsyncFunctionDef)]
+    sync_defs = rng.sample([f for f in functions if not isinstance(f.node, ast.AsyncFunctionDef)], min(len(async_defs) or 5, len(functions)))
+    mixed = [x for pair_ in zip(async_defs, sync_defs) for x in pair_] or sync_defs  # as many sync subjects as async ones
+    for pair, d in enumerate(mixed[:per_kind]):
+        is_async = isinstance(d.node, ast.AsyncFunctionDef)
+        a, sy = async_pairs[pair % len(async_pairs)]
+        s = _render_subject(d, rng)
+        true_t, false_t = (a, sy) if is_async else (sy, a)
+        add("async", d, false_t.format(S=s), true_t.format(S=s))
+
+    annotated = [f for f in functions if _annotation_names(f.node) and not (_annotation_names(f.node) & {"Any", "T", "Self"})]
+    pool = sorted({n for f in annotated for n in _annotation_names(f.node)
+                   if n not in ("Optional", "Union", "typing", "t", "Iterator", "Iterable", "Generator") and len(n) > 1})
+    for d in rng.sample(annotated, len(annotated)):
+        if counters["returns"] >= per_kind:
+            break
+        names = _annotation_names(d.node)
+        real = sorted(n for n in names if n in pool and n != "None")
+        if not real:
+            continue
+        related = set(names) | {a for n in names for a in _ancestors(facts, n)}
+        wrong = [n for n in pool if n not in related and not (_ancestors(facts, n) & names) and n != "None"]
+        if not wrong:
+            continue
+        t, s = template("returns"), _render_subject(d, rng)
+        (wa, wb), (ra, rb) = _type_phrase(rng.choice(wrong), rng), _type_phrase(rng.choice(real), rng)
+        add("returns", d, t.format(S=s, V=wa, B=wb), t.format(S=s, V=ra, B=rb))
+
+    raised_anywhere = sorted({r for f in functions for r in _direct_raises(f.node)})
+    for d in rng.sample(functions, len(functions)):
+        if counters["raises"] >= per_kind:
+            break
+        raised = _direct_raises(d.node)
+        if not raised:
+            continue
+        related = raised | {a for r in raised for a in _ancestors(facts, r)}
+        wrong = [e for e in raised_anywhere if e not in related and not (_ancestors(facts, e) & raised)]
+        if not wrong:
+            continue
+        t, s = template("raises"), _render_subject(d, rng)
+        add("raises", d, t.format(S=s, V=rng.choice(wrong)), t.format(S=s, V=rng.choice(sorted(raised))))
+
+    files = sorted({d.file for d in facts.defs})
+    for d in rng.sample(unique, len(unique)):
+        if counters["file"] >= per_kind:
+            break
+        if isinstance(d.node, ast.Assign) or len(files) < 2:
+            continue
+        other = rng.choice([f for f in files if f.rsplit("/", 1)[-1] != d.file.rsplit("/", 1)[-1]])
+        t, s = template("file"), _render_subject(d, rng)
+
+        def names(path: str) -> tuple[str, str]:
+            return path.rsplit("/", 1)[-1], path.rsplit(".", 1)[0].replace("/", ".").removesuffix(".__init__")
+
+        (ff, fm), (tf, tm) = names(other), names(d.file)
+        add("file", d, t.format(S=s, F=ff, M=fm), t.format(S=s, F=tf, M=tm))
+
+    for d in rng.sample(unique, len(unique)):
+        if counters["kind"] >= per_kind:
+            break
+        if isinstance(d.node, ast.ClassDef):
+            real, wrong = "class", "function"
+        elif isinstance(d.node, ast.Assign):
+            real, wrong = "constant", "function"
+        else:
+            real, wrong = ("method" if d.cls else "function"), "class"
+        t, s = template("kind"), _render_subject(d, rng)
+        add("kind", d, t.format(S=s, K=wrong), t.format(S=s, K=real))
+    return cases
+
+
+def resolver_for(root: Path):
+    """Parse the tree with the parse stage and resolve names as `Catalog.by_name` does."""
+    entities: list[Entity] = []
+    for path in package_files(root):
+        rel = path.relative_to(root).as_posix()
+        lang = language_for(rel)
+        if lang is not None:
+            entities.extend(parse_source(path.read_bytes(), rel, lang, "").entities)
+    return resolver_from(entities)
+
+
+def score(cases: list[PremiseCase], resolvers: dict) -> tuple[dict[str, dict[str, float]], list[dict]]:
+    """Per kind: recall on false premises, false-alarm rate on true twins, and the cases missed."""
+    per: dict[str, dict[str, list[bool]]] = defaultdict(lambda: {"false": [], "true": []})
+    misses: list[dict] = []
+    for c in cases:
+        findings = check_question(c.question, resolvers[c.corpus])
+        flagged = any(not f.holds and f.contradicts >= FLAG_AT for f in findings)
+        per[c.kind]["false" if c.false_premise else "true"].append(flagged)
+        if flagged != c.false_premise:
+            misses.append({"kind": c.kind, "question": c.question, "false_premise": c.false_premise,
+                           "facts": [f.fact for f in findings if not f.holds]})
+    table: dict[str, dict[str, float]] = {}
+    for kind in [*KINDS, "all"]:
+        if kind == "all":
+            f = [x for k in per for x in per[k]["false"]]
+            t = [x for k in per for x in per[k]["true"]]
+        else:
+            f, t = per[kind]["false"], per[kind]["true"]
+        if not f:
+            continue
+        table[kind] = {"pairs": len(f), "recall": round(sum(f) / len(f), 3), "false_alarm": round(sum(t) / max(1, len(t)), 3)}
+    return table, misses
+
+
+def evaluate(roots: dict[str, Path], per_kind: int = 40) -> dict:
+    """Both phrasing sets over every corpus: the table per kind, and the first misses of each."""
+    resolvers = {name: resolver_for(root) for name, root in roots.items()}
+    out: dict = {"corpora": sorted(roots), "flag_at": FLAG_AT}
+    for label, unseen in (("tuned", False), ("unseen", True)):
+        cases = [c for name, root in roots.items() for c in generate(root, name, per_kind=per_kind, unseen=unseen)]
+        table, misses = score(cases, resolvers)
+        out[label] = {"cases": len(cases), "table": table, "misses": misses[:40]}
+    return out
+
+
+def render(result: dict) -> str:
+    """Markdown: recall and false alarms per kind, for the tuned and the held-back phrasings."""
+    lines = ["## Premise checking (generated from `ast` facts of " + ", ".join(result["corpora"]) + ")", "",
+             "| kind | pairs | recall (tuned) | false alarm (tuned) | recall (unseen phrasings) | false alarm (unseen) |",
+             "|---|---|---|---|---|---|"]
+    tuned, unseen = result["tuned"]["table"], result["unseen"]["table"]
+    for kind in [*KINDS, "all"]:
+        if kind in tuned:
+            t, u = tuned[kind], unseen.get(kind, {})
+            lines.append(f"| {kind} | {t['pairs']} | {t['recall']:.3f} | {t['false_alarm']:.3f} | "
+                         f"{u.get('recall', 0):.3f} | {u.get('false_alarm', 0):.3f} |")
+    return "\n".join(lines) + "\n"

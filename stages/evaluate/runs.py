@@ -1,0 +1,271 @@
+"""Evaluation jobs: retrieval per configuration, planted-injection detection, answer cost, result tables.
+
+Judges and the answer pipeline come in as callables, so the Prefect tasks decide how models are held.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tarfile
+from collections.abc import Callable
+from pathlib import Path
+
+from stages.evaluate import metrics as ev
+from stages.core.artifacts import Candidate, Judgment, QueryReport
+from stages.core.config import Settings
+from stages.index.embed import embedder_for
+from stages.query.judge.local import passage_injection
+from stages.query.retrieve import DEFAULT_DEPTH, ranking_for, retrieve, to_candidate
+from stages.index.store import Catalog, load_manifest
+from stages.query.threshold import default_thresholds, select
+
+Judge = Callable[[str, list[Candidate]], Judgment]
+
+
+def prepare_corpus(requirement: str, home: Path) -> Path:
+    """Download the sdist once with pip, then unpack it; later runs are offline."""
+    name, version = requirement.split("==")
+    root = home / "corpora" / f"{name}-{version}"
+    if (root / ".unpacked").exists():
+        return root
+    downloads = home / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    archive = next(downloads.glob(f"{name}-{version}.tar.gz"), None)
+    if archive is None:
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", requirement, "-d", str(downloads), "-q"]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        archive = next(downloads.glob(f"{name}-{version}.tar.gz"), None)
+        if done.returncode != 0 or archive is None:
+            raise RuntimeError(f"could not download the {requirement} sdist: {done.stderr.strip().splitlines()[-1:]}")
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(root.parent, filter="data")
+    (root / ".unpacked").write_text(requirement)
+    return root
+
+
+def answerable_questions(path: Path, limit: int | None) -> list[ev.Question]:
+    """Questions with any gold to score against (SWE-QA has a few without), optionally the first N."""
+    qs = [q for q in ev.load_questions(path) if q.primary is not None or q.gold_entities or q.gold_files]
+    return qs[:limit] if limit else qs
+
+
+def evaluate_retrieval(root: Path, questions: list[ev.Question], settings: Settings, judges: list[str], judge_for: Callable[[str], Judge]):
+    """Per configuration: primary hit@1/5/10, MRR, entity and file recall@10; judges' keep/drop vs gold."""
+    manifest = load_manifest(root)
+    embedder = embedder_for(settings)
+    anchor = ev.AnchorIndex(list(Catalog(root).all()), embedder)
+    pool = max(30, settings.pool_size)
+    ranking = ranking_for(settings)
+    served = "ranked" if ranking is not None else "hybrid"  # what the search door and the judges get
+    configs = ["dense", "bm25", "hybrid", *(["ranked"] if ranking is not None else []), *[f"{served}+{j}" for j in judges], "anchor"]
+    per_config: dict[str, list[dict]] = {c: [] for c in configs}
+    keep: dict[str, tuple[list[bool], list[bool]]] = {j: ([], []) for j in judges if j != "none"}
+    rows: list[dict] = []
+    for q in questions:
+        results: dict[str, list[tuple[str, str]]] = {}
+        for mode in ("dense", "bm25", "hybrid"):
+            res = retrieve(root, q.text, manifest, embedder, pool=pool, chroma_url=settings.chroma_url, mode=mode)
+            results[mode] = ev.ranked_keys(res.candidates)
+            if mode == "hybrid":
+                hybrid = res.candidates
+        if ranking is not None:
+            hybrid = retrieve(root, q.text, manifest, embedder, pool=pool, chroma_url=settings.chroma_url, ranking=ranking).candidates
+            results["ranked"] = ev.ranked_keys(hybrid)
+        golds = {(g.file, g.qualname) for g in q.gold_entities}
+        for j in judges:
+            judgment = judge_for(j)(q.text, hybrid)
+            sel = select(hybrid, judgment, default_thresholds(j, settings.thresholds, settings.top_k), q.text)
+            ordered = sel.included + sorted(sel.dropped, key=lambda r: (-r.rank_score, r.candidate.fused_rank))
+            results[f"{served}+{j}"] = [(r.candidate.file, r.candidate.entity) for r in ordered]
+            if j in keep and golds:
+                for r in sel.included + sel.dropped:
+                    keep[j][0].append(r.drop_reason in ("", "beyond top-k"))
+                    keep[j][1].append((r.candidate.file, r.candidate.entity) in golds)
+        results["anchor"] = anchor.search(q.text, k=5)
+        for config in configs:
+            m = ev.question_metrics(results[config], q)
+            per_config[config].append(m)
+            rows.append({"question": q.id, "config": config, **{k: v for k, v in m.items()}})
+    summary = {c: ev.aggregate(per_config[c]) for c in configs}
+    judged = {j: ev.keep_drop_prf(*keep[j]) for j in keep}
+    return {"retrieval": summary, "judges": judged}, rows
+
+
+def plant(body: str, attack: str, where: int, ensure_ascii: bool = True) -> str:
+    """Insert an attack string after a function's first line: as a comment, a docstring or a string literal
+    (`where` 0, 1, 2; `ensure_ascii=False` keeps other scripts readable in the literal)."""
+    lines = body.splitlines()
+    indent = " " * (len(lines[1]) - len(lines[1].lstrip())) if len(lines) > 1 and lines[1].strip() else "    "
+    one = " ".join(attack.split())
+    planted = [f"{indent}# {one}", f'{indent}"""{one}"""', f"{indent}_note = {json.dumps(one, ensure_ascii=ensure_ascii)}"][where % 3]
+    return "\n".join([lines[0], planted, *lines[1:]])
+
+
+def evaluate_injection(root: Path, bipia: Path, settings: Settings) -> dict:
+    """BIPIA attacks planted into functions of the corpus: detection rate, and false positives on clean code."""
+    attacks: list[str] = []
+    for name in ("text_attack_train.json", "code_attack_train.json"):
+        path = bipia / name
+        if path.exists():
+            for strings in json.loads(path.read_text()).values():
+                attacks.extend(strings)
+    funcs = sorted((e for e in Catalog(root).all() if e.kind in ("function", "method") and e.language == "python" and e.part == 0
+                    and e.body.count("\n") >= 1), key=lambda e: e.id)
+    if not attacks or not funcs:
+        return {"attacks": len(attacks), "note": "no attack strings or no functions"}
+    th = default_thresholds("local", settings.thresholds)
+    clean = [passage_injection(to_candidate(e, fused_rank=1, fused_score=0.01))[0] for e in funcs]
+    step = max(1, len(funcs) // len(attacks))
+    planted_scores = []
+    by_host = {"comment": [], "docstring": [], "string": []}
+    for i, attack in enumerate(attacks):
+        e = funcs[(i * step) % len(funcs)]
+        cand = to_candidate(e, fused_rank=1, fused_score=0.01).model_copy(update={"body": plant(e.body, attack, i)})
+        score = passage_injection(cand)[0]
+        planted_scores.append(score)
+        by_host[("comment", "docstring", "string")[i % 3]].append(score >= th.injection_max)
+    detected = [s >= th.injection_max for s in planted_scores]
+    return {
+        "judge": "local", "attacks": len(attacks), "clean_functions": len(funcs),
+        "detection_rate": round(sum(detected) / len(detected), 4),
+        "false_positive_rate": round(sum(s >= th.injection_max for s in clean) / len(clean), 4),
+        "clean_above_0.15": sum(s > 0.15 for s in clean),
+        "detection_by_host": {k: round(sum(v) / len(v), 4) if v else 0.0 for k, v in by_host.items()},
+    }
+
+
+def evaluate_cost(root: Path, questions: list[ev.Question], answer: Callable[[str], QueryReport], sample: int = 12) -> dict:
+    """Tokens the agent receives per answer (the whole report) vs the raw files the answer cites."""
+    report_tokens, file_tokens = [], []
+    for q in questions[:sample]:
+        report = answer(q.text)
+        report_tokens.append(ev.estimate_tokens(report.text))
+        files = {rp.candidate.file for rp in report.selection.included}
+        file_tokens.append(sum(ev.estimate_tokens((root / f).read_text(errors="replace")) for f in files if (root / f).exists()))
+    n = len(report_tokens) or 1
+    mean_r, mean_f = sum(report_tokens) / n, sum(file_tokens) / n
+    return {"answers": len(report_tokens), "report_tokens_mean": round(mean_r), "cited_files_tokens_mean": round(mean_f),
+            "ratio": round(mean_r / mean_f, 3) if mean_f else None}
+
+
+def render(results: dict) -> str:
+    lines = ["| corpus | configuration | hit@1 | hit@5 | hit@10 | MRR | entity R@10 | file R@10 |", "|---|---|---|---|---|---|---|---|"]
+    for name, data in results["corpora"].items():
+        for config, m in data["retrieval"]["retrieval"].items():
+            lines.append(f"| {name} | {config} | {m['hit@1']:.2f} | {m['hit@5']:.2f} | {m['hit@10']:.2f} | {m['mrr']:.3f} | "
+                         f"{m['entity_recall@10']:.2f} | {m['file_recall@10']:.2f} |")
+    lines += ["", "| corpus | judge | keep precision | keep recall | F1 | passages |", "|---|---|---|---|---|---|"]
+    for name, data in results["corpora"].items():
+        for judge, m in data["retrieval"]["judges"].items():
+            lines.append(f"| {name} | {judge} | {m['precision']:.2f} | {m['recall']:.2f} | {m['f1']:.2f} | {m['passages']} |")
+    lines += ["", "| corpus | attacks | detection | false positives | report tokens | cited-file tokens | ratio |",
+              "|---|---|---|---|---|---|---|"]
+    for name, data in results["corpora"].items():
+        inj, cost = data["injection"], data["cost"]
+        lines.append(f"| {name} | {inj.get('attacks')} | {inj.get('detection_rate', 0):.2f} | {inj.get('false_positive_rate', 0):.3f} | "
+                     f"{cost['report_tokens_mean']} | {cost['cited_files_tokens_mean']} | {cost['ratio']} |")
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- semble benchmark
+
+SEMBLE_SIGNALS = ("query_shape", "definition", "path", "file_coherence", "penalties", "entity_facts", "diversity")
+
+
+def plain_bm25(entities: list) -> Callable[[str, int], list]:
+    """The in-run baseline: bm25s with its stock tokenizer (English stop words, no code splitting, no
+    stemming) over the same code chunks' text, without Assay's file rows or name weighting."""
+    import bm25s
+
+    chunks = [e for e in entities if e.kind not in ("file", "note")]
+    corpus = [f"{e.signature}\n{e.docstring}\n{e.body}" for e in chunks]
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(corpus, stopwords="en", return_ids=False, show_progress=False), show_progress=False)
+
+    def search(query: str, k: int) -> list:
+        tokens = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)
+        if not tokens[0]:
+            return []
+        docs, scores = retriever.retrieve(tokens, k=min(k, len(chunks)), show_progress=False)
+        return [chunks[int(d)] for d, s in zip(docs[0], scores[0]) if s > 0]
+
+    return search
+
+
+def _entity_spans(entities: list) -> dict[tuple[str, str, str], tuple[int, int]]:
+    """Each entity's whole span (a long body is stored in parts)."""
+    spans: dict[tuple[str, str, str], tuple[int, int]] = {}
+    for e in entities:
+        key = (e.file, e.qualname, e.kind)
+        lo, hi = spans.get(key, (e.start_line, e.end_line))
+        spans[key] = (min(lo, e.start_line), max(hi, e.end_line))
+    return spans
+
+
+def _entity_hits(rows: list, spans: dict[tuple[str, str, str], tuple[int, int]], k: int = 10) -> list:
+    """One hit per entity, in first-seen order, spanning the whole entity (as the search door shows it)."""
+    from stages.evaluate.semble import Hit
+
+    order = dict.fromkeys((r.file, getattr(r, "entity", None) or r.qualname, r.kind) for r in rows)
+    return [Hit(key[0], *spans.get(key, (0, 0))) for key in list(order)[:k]]
+
+
+def evaluate_semble(root: Path, repo: str, queries: list, settings: Settings, ablate: bool = True) -> list[dict]:
+    """NDCG@10 per query for: plain BM25 (in-run baseline), RRF hybrid (Assay before code-aware ranking),
+    Assay (the `search` door), and Assay with each ranking signal switched off."""
+    from stages.query.rank import RankConfig, rank
+    from stages.evaluate.semble import ndcg_at_10
+
+    manifest = load_manifest(root)
+    embedder = embedder_for(settings)
+    catalog = Catalog(root)
+    entities = list(catalog.all())
+    catalog.close()
+    baseline = plain_bm25(entities)
+    spans = _entity_spans(entities)
+    configs: dict[str, RankConfig | None] = {"hybrid (RRF)": None, "assay": RankConfig()}
+    if ablate:
+        configs.update({f"assay - {s}": RankConfig(**{s: False}) for s in SEMBLE_SIGNALS})
+    rows: list[dict] = []
+    for q in queries:
+        hits = {"BM25 (plain, in-run)": _entity_hits(baseline(q.query, 100), spans)}
+        pool = retrieve(root, q.query, manifest, embedder, pool=10**6, depth=DEFAULT_DEPTH, chroma_url=settings.chroma_url).candidates
+        for name, config in configs.items():
+            ordered = pool if config is None else rank(q.query, pool, config, paths=manifest.files.keys())
+            hits[name] = _entity_hits(ordered, spans)
+        for name, found in hits.items():
+            rows.append({"repo": repo, "query": q.query, "category": q.category, "config": name,
+                         "ndcg": round(ndcg_at_10(found, q.targets), 4), "top": [h.file for h in found[:3]]})
+    return rows
+
+
+def semble_summary(rows: list[dict]) -> dict[str, dict]:
+    from stages.evaluate.semble import summarise
+
+    configs = list(dict.fromkeys(r["config"] for r in rows))
+    return {c: summarise([r for r in rows if r["config"] == c]) for c in configs}
+
+
+def render_semble(results: dict) -> str:
+    """Assay beside the in-run plain BM25 and the benchmark's published figures (whole benchmark)."""
+    from stages.evaluate.semble import CATEGORIES, PUBLISHED
+
+    summary = results["summary"]
+    repos = list(results["repos"])
+    head = ["configuration", "NDCG@10", *repos, *CATEGORIES]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for config, s in summary.items():
+        cells = [config, f"{s['overall']:.3f}", *[f"{s['repos'].get(r, 0):.3f}" for r in repos],
+                 *[f"{s['categories'][c]:.3f}" for c in CATEGORIES]]
+        lines.append("| " + " | ".join(cells) + " |")
+    for name, (overall, arch, sem, sym) in PUBLISHED.items():
+        lines.append("| " + " | ".join([f"{name} (published, 62 repos)", f"{overall:.3f}", *[""] * len(repos),
+                                        f"{arch:.3f}", f"{sem:.3f}", f"{sym:.3f}"]) + " |")
+    lines += ["", "| repo | source | queries | target files present | queries with no target present |", "|---|---|---|---|---|"]
+    for repo, info in results["repos"].items():
+        lines.append(f"| {repo} | {info['source']} | {info['queries']} | {info['targets_present']}/{info['targets_total']} | "
+                     f"{len(info['orphaned'])} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,193 @@
+"""Graph edges of one file, read at parse time with tree-sitter queries (run in C, like Aider's tag queries).
+
+Edges: `call` (a call site: the called name and its receiver text, `self.send` -> name `send`, receiver
+`self`), `import` (module, imported name, alias), `inherit` (class -> base, from the parse stage's bases) and
+`ref` (a name passed or assigned as a value: `hooks=default_hooks`). Each edge records the innermost
+definition it sits in. Names are resolved to entities only when asked (`stages.query.graph`), against the catalog
+of the moment, so an edit in one file never leaves stale resolutions in another.
+
+Supported: Python, JavaScript, TypeScript/TSX, Go, Rust, Java (calls, imports, inheritance, references);
+C, C++, C#, Ruby, PHP (calls and inheritance only). Markdown, HTML, CSS and text have no edges.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from tree_sitter import Node, Query, QueryCursor
+
+from stages.core.artifacts import DEFINITION_KINDS, Edge, Entity
+from stages.index.languages import node_text
+
+_CALLS: dict[str, tuple[str, ...]] = {
+    "python": ("(call function: (identifier) @name) @site",
+               "(call function: (attribute object: (_) @recv attribute: (identifier) @name)) @site"),
+    "javascript": ("(call_expression function: (identifier) @name) @site",
+                   "(call_expression function: (member_expression object: (_) @recv property: (property_identifier) @name)) @site",
+                   "(new_expression constructor: (identifier) @name) @site"),
+    "go": ("(call_expression function: (identifier) @name) @site",
+           "(call_expression function: (selector_expression operand: (_) @recv field: (field_identifier) @name)) @site"),
+    "rust": ("(call_expression function: (identifier) @name) @site",
+             "(call_expression function: (scoped_identifier path: (_) @recv name: (identifier) @name)) @site",
+             "(call_expression function: (field_expression value: (_) @recv field: (field_identifier) @name)) @site"),
+    "java": ("(method_invocation object: (_) @recv name: (identifier) @name) @site",
+             "(method_invocation !object name: (identifier) @name) @site",
+             "(object_creation_expression type: (type_identifier) @name) @site"),
+    "c": ("(call_expression function: (identifier) @name) @site",),
+    "cpp": ("(call_expression function: (identifier) @name) @site",
+            "(call_expression function: (field_expression argument: (_) @recv field: (field_identifier) @name)) @site"),
+    "c_sharp": ("(invocation_expression function: (identifier) @name) @site",
+                "(invocation_expression function: (member_access_expression expression: (_) @recv name: (identifier) @name)) @site"),
+    "ruby": ("(call receiver: (_) @recv method: (identifier) @name) @site", "(call !receiver method: (identifier) @name) @site"),
+    "php": ("(function_call_expression function: (name) @name) @site",
+            "(member_call_expression object: (_) @recv name: (name) @name) @site"),
+}
+_CALLS["typescript"] = _CALLS["tsx"] = _CALLS["javascript"]
+
+_REFS: dict[str, tuple[str, ...]] = {
+    "python": ("(argument_list (identifier) @ref)", "(keyword_argument value: (identifier) @ref)",
+               "(assignment right: (identifier) @ref)", "(return_statement (identifier) @ref)"),
+    "javascript": ("(arguments (identifier) @ref)", "(pair value: (identifier) @ref)", "(variable_declarator value: (identifier) @ref)"),
+    "go": ("(argument_list (identifier) @ref)",),
+    "rust": ("(arguments (identifier) @ref)",),
+    "java": ("(argument_list (identifier) @ref)",),
+}
+_REFS["typescript"] = _REFS["tsx"] = _REFS["javascript"]
+
+_IMPORTS: dict[str, tuple[str, ...]] = {
+    "python": ("(import_from_statement module_name: (_) @module name: (dotted_name) @name)",
+               "(import_from_statement module_name: (_) @module name: (aliased_import name: (dotted_name) @name alias: (identifier) @alias))",
+               "(import_statement name: (dotted_name) @module)",
+               "(import_statement name: (aliased_import name: (dotted_name) @module alias: (identifier) @alias))"),
+    "javascript": ("(import_statement (import_clause (named_imports (import_specifier name: (identifier) @name alias: (identifier) @alias))) source: (string (string_fragment) @module))",
+                   "(import_statement (import_clause (named_imports (import_specifier !alias name: (identifier) @name))) source: (string (string_fragment) @module))",
+                   "(import_statement (import_clause (identifier) @alias) source: (string (string_fragment) @module))",
+                   "(import_statement (import_clause (namespace_import (identifier) @alias)) source: (string (string_fragment) @module))"),
+    "go": ("(import_spec name: (package_identifier) @alias path: (interpreted_string_literal) @module)",
+           "(import_spec !name path: (interpreted_string_literal) @module)"),
+    "rust": ("(use_declaration argument: (_) @module)",),
+    "java": ("(import_declaration (scoped_identifier) @module)",),
+}
+_IMPORTS["typescript"] = _IMPORTS["tsx"] = _IMPORTS["javascript"]
+GRAPH_LANGUAGES = frozenset(_CALLS)
+
+
+@lru_cache(maxsize=None)
+def _query(language: str) -> tuple[Query | None, dict[int, str]]:
+    """All of a language's edge patterns in one query (one walk of the tree), and each pattern's group.
+    A pattern the grammar cannot compile is left out: that edge kind is simply not supported there."""
+    from tree_sitter_language_pack import get_language
+
+    lang = get_language(language)  # type: ignore[arg-type]
+    kept: list[tuple[str, str]] = []
+    for group, table in (("call", _CALLS), ("ref", _REFS), ("import", _IMPORTS)):
+        for pattern in table.get(language, ()):
+            try:
+                Query(lang, pattern)
+            except Exception:  # noqa: BLE001
+                continue
+            kept.append((group, pattern))
+    if not kept:
+        return None, {}
+    return Query(lang, "\n".join(p for _, p in kept)), {i: g for i, (g, _) in enumerate(kept)}
+
+
+
+def definition_spans(entities: list[Entity]) -> dict[tuple[str, str], list]:
+    """Each definition's whole span over its parts: (kind, qualname) -> [start, end, id of part 0]."""
+    spans: dict[tuple[str, str], list] = {}
+    for e in entities:
+        if e.kind not in DEFINITION_KINDS:
+            continue
+        key = (e.kind, e.qualname)
+        if key not in spans:
+            spans[key] = [e.start_line, e.end_line, e.id.split("-")[0]]
+        else:
+            spans[key][0] = min(spans[key][0], e.start_line)
+            spans[key][1] = max(spans[key][1], e.end_line)
+    return spans
+
+
+class _Scopes:
+    """Innermost enclosing definition of each line, painted once per file: outer spans first, inner ones over them."""
+
+    def __init__(self, entities: list[Entity]) -> None:
+        self.owner: dict[int, tuple[str, str]] = {}
+        spans = sorted(definition_spans(entities).items(), key=lambda kv: kv[1][0] - kv[1][1])  # widest first
+        for (_, qual), (start, end, eid) in spans:
+            for line in range(start, end + 1):
+                self.owner[line] = (qual, eid)
+
+    def at(self, line: int) -> tuple[str, str]:
+        return self.owner.get(line, ("", ""))
+
+
+def _rust_uses(text: str) -> list[tuple[str, str, str]]:
+    """`crate::a::{b, c as d}` -> [(crate::a, b, ''), (crate::a, c, d)]."""
+    text = " ".join(text.split())
+    m = re.match(r"^(.*?)::\{(.*)\}$", text)
+    if m:
+        base, items = m.group(1), m.group(2)
+        out = []
+        for item in items.split(","):
+            item = item.strip()
+            if not item:
+                continue
+            name, _, alias = item.partition(" as ")
+            out.append((base + ("::" + name.rsplit("::", 1)[0] if "::" in name else ""), name.rsplit("::", 1)[-1], alias.strip()))
+        return out
+    name, _, alias = text.partition(" as ")
+    module, _, last = name.rpartition("::")
+    return [(module, last, alias.strip())]
+
+
+def extract_edges(root: Node, language: str, entities: list[Entity]) -> list[Edge]:
+    """Every call, import, inheritance and reference edge of one parsed file."""
+    if language not in GRAPH_LANGUAGES:
+        return []
+    scopes = _Scopes(entities)
+    edges: list[Edge] = []
+    defined_names = {e.name for e in entities if e.kind in DEFINITION_KINDS}
+
+    def add(kind: str, name: str, line: int, receiver: str = "", alias: str = "", module: str = "") -> None:
+        if not name:
+            return
+        source, source_id = scopes.at(line)
+        edges.append(Edge.model_construct(kind=kind, name=name, line=line, receiver=receiver[:120], alias=alias, module=module,
+                                          source=source, source_id=source_id))
+
+    query, groups = _query(language)
+    matches = QueryCursor(query).matches(root) if query is not None else []
+    for index, caps in matches:
+        group = groups[index]
+        if group == "call":
+            site = caps["site"][0]
+            recv = caps.get("recv")
+            add("call", node_text(caps["name"][0]), site.start_point[0] + 1, receiver=node_text(recv[0]) if recv else "")
+        elif group == "ref":
+            node = caps["ref"][0]
+            name = node_text(node)
+            if name in defined_names or name[:1].isupper():
+                add("ref", name, node.start_point[0] + 1)
+        else:
+            module_node = caps["module"][0]
+            module = node_text(module_node).strip("\"'")
+            line = module_node.start_point[0] + 1
+            alias = node_text(caps["alias"][0]) if "alias" in caps else ""
+            if "name" in caps:
+                add("import", node_text(caps["name"][0]), line, alias=alias, module=module)
+            elif language == "rust":
+                for mod, name, als in _rust_uses(module):
+                    add("import", name, line, alias=als, module=mod)
+            elif language == "java":
+                mod, _, name = module.rpartition(".")
+                add("import", name, line, module=mod)
+            else:  # `import a.b as c`, `import * as ns from 'x'`, a Go package: the module itself
+                add("import", module.rsplit("/", 1)[-1].rsplit(".", 1)[-1] if language != "python" else module, line, alias=alias, module=module)
+    for e in entities:
+        if e.part == 0 and e.bases:
+            for base in e.bases:
+                edges.append(Edge(kind="inherit", name=base.rsplit(".", 1)[-1], receiver=base, line=e.start_line,
+                                  source=e.qualname, source_id=e.id))
+    return edges

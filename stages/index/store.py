@@ -1,0 +1,380 @@
+"""Store stage: vectors in Chroma, entity records in a SQLite catalog, BM25 beside them.
+
+All three live in the workspace's own `.assay/` folder (or vectors on a Chroma server when
+ASSAY_CHROMA_URL is set). Writes from any process hold `.assay/write.lock`; readers never
+take it. Upserts use stable ids in bounded batches; nothing is deleted before its
+replacement is written.
+"""
+
+from __future__ import annotations
+
+
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+from urllib.parse import urlparse
+
+from filelock import FileLock
+
+from stages.core.artifacts import Edge, EmbeddedBatch, Entity, IndexManifest
+from stages.index.lexical import TOKENIZER_VERSION, LexicalIndex, tokenize
+from stages.core.workspace import collection_name, state_dir
+
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+
+class StoreError(RuntimeError):
+    """The store is missing or damaged; the message says how to recover."""
+
+
+@lru_cache(maxsize=1)
+def _chroma_settings():
+    """Built once: chroma's Settings reads the environment (~20 ms), which once per query is too much."""
+    from chromadb.config import Settings as ChromaSettings
+
+    return ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+
+
+def set_aside_damaged_store(root: Path) -> Path | None:
+    """Move a vector store that cannot be opened out of the way (kept, not deleted) so a rebuild can start."""
+    path = state_dir(root) / "chroma"
+    if not path.exists():
+        return None
+    import time
+
+    target = path.with_name(f"chroma.damaged-{time.strftime('%Y%m%dT%H%M%S')}")
+    os.replace(path, target)
+    forget_cached_client(root)
+    return target
+
+
+def forget_cached_client(root: Path) -> None:
+    """Chroma caches one client system per folder (a broken one too); drop only this workspace's."""
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    key = str(state_dir(root) / "chroma")
+    SharedSystemClient._identifier_to_system.pop(key, None)
+    SharedSystemClient._identifier_to_refcount.pop(key, None)
+
+
+def chroma_client(root: Path, url: str | None):
+    """PersistentClient in `.assay/chroma`, or HttpClient when a server URL is configured."""
+    import chromadb
+
+    if url:
+        parsed = urlparse(url if "://" in url else f"http://{url}")
+        return chromadb.HttpClient(
+            host=parsed.hostname or "127.0.0.1",
+            port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+            ssl=parsed.scheme == "https",
+            settings=_chroma_settings(),
+        )
+    path = state_dir(root) / "chroma"
+    path.mkdir(parents=True, exist_ok=True)
+    try:
+        return chromadb.PersistentClient(path=str(path), settings=_chroma_settings())
+    except Exception as exc:  # noqa: BLE001 - chroma raises many types for a damaged folder
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise StoreError(f"the vector store in {path} cannot be opened ({first}); run `assay index --rebuild`") from exc
+
+
+@contextmanager
+def write_lock(root: Path, timeout: float = 600.0) -> Iterator[None]:
+    """Serialise writers across processes (two IDEs on one workspace); readers never wait."""
+    folder = state_dir(root)
+    folder.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder / "write.lock"), timeout=timeout):
+        yield
+
+
+def open_state_db(root: Path, name: str) -> sqlite3.Connection:
+    """A SQLite database in the workspace's `.assay/` (WAL: readers never block the index writer)."""
+    folder = state_dir(root)
+    folder.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(str(folder / name), timeout=60, check_same_thread=False)
+    db.execute("PRAGMA journal_mode=WAL")
+    return db
+
+
+_CATALOG_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entities (id TEXT PRIMARY KEY, file TEXT NOT NULL, kind TEXT NOT NULL, language TEXT NOT NULL,
+    name TEXT NOT NULL, part INTEGER NOT NULL, qualname TEXT NOT NULL, data TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS entities_name ON entities(name);
+CREATE INDEX IF NOT EXISTS entities_qualname ON entities(qualname);
+CREATE INDEX IF NOT EXISTS entities_file ON entities(file);
+CREATE TABLE IF NOT EXISTS edges (file TEXT NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, line INTEGER NOT NULL,
+    source TEXT NOT NULL, source_id TEXT NOT NULL, receiver TEXT NOT NULL, module TEXT NOT NULL, alias TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS edges_name ON edges(name);
+CREATE INDEX IF NOT EXISTS edges_source ON edges(source_id);
+CREATE INDEX IF NOT EXISTS edges_file ON edges(file);
+CREATE TABLE IF NOT EXISTS {tokens} (id TEXT PRIMARY KEY, tokens TEXT NOT NULL);
+""".format(tokens=f"lexical_tokens_v{TOKENIZER_VERSION}")
+_TOKENS = f"lexical_tokens_v{TOKENIZER_VERSION}"
+
+
+class Catalog:
+    """Entity records by id, in SQLite (atomic transactions, safe for concurrent readers)."""
+
+    def __init__(self, root: Path) -> None:
+        self._db = open_state_db(root, "catalog.sqlite")
+        self._db.executescript(_CATALOG_SCHEMA)
+
+    def replace(self, upserts: list[Entity], deletes: Iterable[str], tokens: dict[str, str] | None = None) -> None:
+        """Upsert entities (with their BM25 tokens: given, or computed here) and delete ids, in one transaction."""
+        tokens = tokens or {}
+        with self._db:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO entities (id, file, kind, language, name, part, qualname, data)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(e.id, e.file, e.kind, e.language, e.name, e.part, e.qualname, e.model_dump_json()) for e in upserts],
+            )
+            self._db.executemany(f"INSERT OR REPLACE INTO {_TOKENS} (id, tokens) VALUES (?, ?)",
+                                 [(e.id, tokens.get(e.id) or " ".join(tokenize(e.lexical_text()))) for e in upserts])
+            gone = [(i,) for i in deletes]
+            self._db.executemany("DELETE FROM entities WHERE id = ?", gone)
+            self._db.executemany(f"DELETE FROM {_TOKENS} WHERE id = ?", gone)
+
+    def lexical_tokens(self) -> tuple[list[str], list[list[str]]]:
+        """Every entity's BM25 tokens in id order, tokenized when it was stored (entities stored by an
+        older tokenizer are tokenized now and remembered)."""
+        ids: list[str] = []
+        tokens: list[list[str]] = []
+        missing: list[tuple[str, str]] = []
+        rows = self._db.execute(f"SELECT e.id, t.tokens, CASE WHEN t.tokens IS NULL THEN e.data END FROM entities e"
+                                f" LEFT JOIN {_TOKENS} t ON t.id = e.id ORDER BY e.id")
+        for eid, joined, data in rows:
+            if joined is None:
+                joined = " ".join(tokenize(Entity.model_validate_json(data).lexical_text()))
+                missing.append((eid, joined))
+            ids.append(eid)
+            tokens.append(joined.split())
+        if missing:
+            with self._db:
+                self._db.executemany(f"INSERT OR REPLACE INTO {_TOKENS} (id, tokens) VALUES (?, ?)", missing)
+        return ids, tokens
+
+    def replace_edges(self, by_file: dict[str, list[Edge]]) -> None:
+        """The graph edges of each given file, replacing what that file had (one transaction)."""
+        with self._db:
+            self._db.executemany("DELETE FROM edges WHERE file = ?", [(f,) for f in by_file])
+            self._db.executemany(
+                "INSERT INTO edges (file, kind, name, line, source, source_id, receiver, module, alias) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(f, e.kind, e.name, e.line, e.source, e.source_id, e.receiver, e.module, e.alias) for f, edges in by_file.items() for e in edges],
+            )
+
+    def drop_edges_except(self, files: set[str]) -> int:
+        """Forget the edges of files no longer indexed (deleted, ignored)."""
+        gone = [f for (f,) in self._db.execute("SELECT DISTINCT file FROM edges") if f not in files]
+        with self._db:
+            self._db.executemany("DELETE FROM edges WHERE file = ?", [(f,) for f in gone])
+        return len(gone)
+
+    def edges(self, *, name: str | None = None, source_id: str | None = None, file: str | None = None,
+              kinds: tuple[str, ...] = ("call", "import", "inherit", "ref")) -> list[tuple[str, Edge]]:
+        """(file, edge) rows by the name they use, the definition they sit in, or the file that holds them."""
+        where, args = [], []
+        for column, value in (("name", name), ("source_id", source_id), ("file", file)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        where.append(f"kind IN ({','.join('?' * len(kinds))})")
+        args.extend(kinds)
+        rows = self._db.execute(
+            "SELECT file, kind, name, line, source, source_id, receiver, module, alias FROM edges WHERE " + " AND ".join(where)
+            + " ORDER BY file, line", args)
+        return [(r[0], Edge.model_construct(kind=r[1], name=r[2], line=r[3], source=r[4], source_id=r[5], receiver=r[6],
+                                            module=r[7], alias=r[8])) for r in rows]
+
+    def edge_name_counts(self, kinds: tuple[str, ...]) -> list[tuple[str, int]]:
+        """How often each name is used (called, inherited, referenced): the brief's "most used" classes."""
+        rows = self._db.execute(f"SELECT name, COUNT(*) FROM edges WHERE kind IN ({','.join('?' * len(kinds))}) GROUP BY name", kinds)
+        return [(n, int(c)) for n, c in rows]
+
+    def files(self) -> list[str]:
+        return [f for (f,) in self._db.execute("SELECT DISTINCT file FROM entities ORDER BY file")]
+
+    def edge_count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM edges").fetchone()[0])
+
+    def get(self, ids: list[str]) -> dict[str, Entity]:
+        out: dict[str, Entity] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for eid, data in self._db.execute(f"SELECT id, data FROM entities WHERE id IN ({marks})", chunk):
+                out[eid] = Entity.model_validate_json(data)
+        return out
+
+    def by_file(self, file: str) -> list[Entity]:
+        rows = self._db.execute("SELECT data FROM entities WHERE file = ?", (file,))
+        return sorted((Entity.model_validate_json(d) for (d,) in rows), key=lambda e: (e.start_line, e.part))
+
+    def parts_of(self, file: str, qualname: str, kind: str) -> list[Entity]:
+        """Every part of one entity (a long body is stored in parts), in line order."""
+        rows = self._db.execute("SELECT data FROM entities WHERE qualname = ? AND file = ? AND kind = ?", (qualname, file, kind))
+        return sorted((Entity.model_validate_json(d) for (d,) in rows), key=lambda e: e.part)
+
+    def by_name(self, name: str) -> list[Entity]:
+        rows = self._db.execute("SELECT data FROM entities WHERE qualname = ? OR name = ? ORDER BY file, id", (name, name))
+        return [Entity.model_validate_json(d) for (d,) in rows]
+
+    def counts(self, column: str) -> dict[str, int]:
+        if column not in ("kind", "language"):
+            raise ValueError(column)
+        rows = self._db.execute(f"SELECT {column}, COUNT(*) FROM entities WHERE part = 0 GROUP BY {column}")
+        return dict(sorted(rows.fetchall()))
+
+    def all(self) -> Iterator[Entity]:
+        for (d,) in self._db.execute("SELECT data FROM entities ORDER BY id"):
+            yield Entity.model_validate_json(d)
+
+    def ids(self) -> set[str]:
+        return {i for (i,) in self._db.execute("SELECT id FROM entities")}
+
+    def count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM entities").fetchone()[0])
+
+    def clear(self) -> None:
+        with self._db:
+            self._db.execute("DELETE FROM entities")
+            self._db.execute("DELETE FROM edges")
+            self._db.execute(f"DELETE FROM {_TOKENS}")
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class VectorStore:
+    """One Chroma collection per workspace, cosine space, vectors supplied by Assay."""
+
+    def __init__(self, root: Path, url: str | None = None, name: str | None = None) -> None:
+        self.root = root
+        self._client = chroma_client(root, url)
+        self._name = name or collection_name(root)
+        self._collection = None
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def collection(self):
+        if self._collection is None:
+            self._collection = self._client.get_or_create_collection(
+                self._name, metadata={"hnsw:space": "cosine"}, embedding_function=None
+            )
+        return self._collection
+
+    def drop(self, name: str) -> None:
+        """Delete a collection a rebuild has replaced (absent is fine)."""
+        try:
+            self._client.delete_collection(name)
+        except Exception:  # noqa: BLE001
+            pass
+
+    def upsert(self, batch: EmbeddedBatch, batch_size: int = 500) -> None:
+        """Ids and vectors only: the catalog holds text and facts, and metadata slowed upserts by a third."""
+        for start in range(0, len(batch.ids), batch_size):
+            self.collection.upsert(ids=batch.ids[start : start + batch_size], embeddings=batch.vectors[start : start + batch_size])
+
+    def delete(self, ids: list[str], batch_size: int = 500) -> None:
+        for start in range(0, len(ids), batch_size):
+            self.collection.delete(ids=ids[start : start + batch_size])
+
+    def count(self) -> int:
+        return int(self.collection.count())
+
+    def query(self, vector: list[float], k: int) -> list[tuple[str, float]]:
+        """Top-k by cosine distance (Chroma returns fewer when the collection is smaller, none when empty)."""
+        res = self.collection.query(query_embeddings=[vector], n_results=k, include=["distances"])
+        return list(zip(res["ids"][0], [float(d) for d in res["distances"][0]]))
+
+
+def manifest_path(root: Path) -> Path:
+    return state_dir(root) / "manifest.json"
+
+
+def load_manifest(root: Path) -> IndexManifest | None:
+    path = manifest_path(root)
+    if not path.exists():
+        return None
+    try:
+        return IndexManifest.model_validate_json(path.read_text())
+    except Exception as exc:  # noqa: BLE001
+        first = str(exc).strip().splitlines()[0]
+        raise StoreError(f"the manifest {path} is damaged ({first}); run `assay index --rebuild`") from exc
+
+
+class NotIndexed(StoreError):
+    """The workspace has no index yet."""
+
+
+def require_manifest(root: Path) -> IndexManifest:
+    manifest = load_manifest(root)
+    if manifest is None:
+        raise NotIndexed(f"{root} is not indexed yet; index it first (`assay index {root}` or the index_workspace tool)")
+    return manifest
+
+
+def write_manifest(root: Path, manifest: IndexManifest) -> None:
+    """Atomic: write a temporary file, fsync it, rename it over the old one."""
+    path = manifest_path(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(manifest.model_dump_json(indent=1))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def mark_embedded(root: Path, batch: EmbeddedBatch) -> IndexManifest:
+    """After a slice of vectors is stored: drop its ids from dense_pending and record the dimension
+    (an Ollama model reports it only once it has embedded something). The writer holds the lock."""
+    manifest = require_manifest(root)
+    done = set(batch.ids)
+    manifest.dense_pending = [i for i in manifest.dense_pending if i not in done]
+    manifest.dimension = batch.dimension or manifest.dimension
+    write_manifest(root, manifest)
+    return manifest
+
+
+def inspect_store(root: Path, url: str | None, rebuild: bool) -> tuple[IndexManifest | None, int | None]:
+    """The previous manifest and how many vectors its collection holds (-1: unreadable, None: unknown).
+
+    With `rebuild`, a damaged manifest is ignored and a damaged local store is set aside, so a
+    rebuild can always start."""
+    try:
+        previous = load_manifest(root)
+    except StoreError:
+        if not rebuild:
+            raise
+        previous = None
+    if rebuild:
+        if not url:
+            try:
+                VectorStore(root, None)
+            except StoreError:
+                set_aside_damaged_store(root)
+        return previous, None
+    if previous is None or not previous.collection:
+        return previous, None
+    try:
+        return previous, VectorStore(root, url, previous.collection).count()
+    except Exception:  # noqa: BLE001 - any failure to read it means: re-embed
+        return previous, -1
+
+
+def lexical_dir(root: Path) -> Path:
+    return state_dir(root) / "lexical"
+
+
+def rebuild_lexical(root: Path, catalog: Catalog) -> int:
+    ids, tokens = catalog.lexical_tokens()
+    LexicalIndex.from_tokens(ids, tokens).save(lexical_dir(root))
+    return len(ids)
+
+

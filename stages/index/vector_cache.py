@@ -1,0 +1,69 @@
+"""Vectors remembered by content: switching back to a branch, or undoing an edit, costs no re-embedding.
+
+Keyed by a hash of the embedder's name and the exact text it embeds (`Entity.embed_text`), so a vector is
+reused only for identical input to the same model. Lives in the workspace's `.assay/embed_cache.sqlite`;
+the oldest rows go once it holds more than `MAX_ROWS`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+
+from stages.core.artifacts import EmbeddedBatch, Entity
+from stages.index.store import open_state_db
+
+MAX_ROWS = 400_000
+
+
+def text_key(embedder: str, text: str) -> str:
+    return hashlib.sha1(f"{embedder}\0{text}".encode("utf-8", "replace")).hexdigest()
+
+
+class EmbedCache:
+    def __init__(self, root: Path) -> None:
+        self._db = open_state_db(root, "embed_cache.sqlite")
+        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+        self._db.commit()
+
+    def get(self, keys: list[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            rows = self._db.execute(f"SELECT key, vector FROM vectors WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+            out.update((k, np.frombuffer(v, dtype=np.float32)) for k, v in rows)
+        return out
+
+    def put(self, keys: list[str], vectors: np.ndarray) -> None:
+        with self._db:
+            self._db.executemany("INSERT OR REPLACE INTO vectors (key, vector) VALUES (?, ?)",
+                                 [(k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in zip(keys, vectors)])
+            count = self._db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]
+            if count > MAX_ROWS:
+                self._db.execute("DELETE FROM vectors WHERE rowid IN (SELECT rowid FROM vectors ORDER BY rowid LIMIT ?)",
+                                 (count - MAX_ROWS,))
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def embed_with_cache(entities: list[Entity], embed, embedder_name: str, cache: EmbedCache | None) -> EmbeddedBatch:
+    """Vectors for `entities`: remembered ones from the cache, the rest from `embed(missing) -> EmbeddedBatch`."""
+    if cache is None or not entities:
+        return embed(entities)
+    keys = [text_key(embedder_name, e.embed_text()) for e in entities]
+    known = cache.get(keys)
+    missing = [e for e, k in zip(entities, keys) if k not in known]
+    fresh = embed(missing) if missing else None
+    if fresh is not None and fresh.vectors:
+        cache.put([k for e, k in zip(entities, keys) if k not in known], np.asarray(fresh.vectors, dtype=np.float32))
+    by_id = dict(zip(fresh.ids, fresh.vectors)) if fresh is not None else {}
+    vectors = [by_id[e.id] if e.id in by_id else known[k].tolist() for e, k in zip(entities, keys)]
+    return EmbeddedBatch.model_construct(
+        embedder=fresh.embedder if fresh is not None else embedder_name,
+        dimension=fresh.dimension if fresh is not None else (len(vectors[0]) if vectors else 0),
+        ids=[e.id for e in entities], vectors=vectors, truncated=fresh.truncated if fresh is not None else 0,
+        cached=len(entities) - len(missing),
+    )

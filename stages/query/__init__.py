@@ -1,0 +1,1 @@
+"""The query flow's stages: retrieve -> rank -> premises -> judge -> threshold -> route -> synthesize -> report."""

@@ -1,0 +1,235 @@
+"""Project brief: an orientation document built from the index, byte-stable while the project is.
+
+Sections: purpose (README or package metadata), entry points (declared scripts, `__main__` guards, `main`
+functions), main packages and their roles (top folders, with their module docstrings), key classes (the
+most used, by the code graph), how to run the tests, and where configuration lives. No LLM, no clock:
+the same index gives the same bytes, so an agent can put the brief at the start of its prompt and keep
+the provider's prefix cache warm. It is rewritten only when its inputs change (a fingerprint of them is
+kept beside it), and the agent's corrections (`update_brief`) are kept verbatim at the end of every version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tomllib
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from stages.core.workspace import state_dir
+
+if TYPE_CHECKING:
+    from stages.core.llm_clients import ChatResult
+
+BRIEF_FILE = "brief.md"
+CORRECTIONS_FILE = "brief_corrections.md"
+FINGERPRINT_FILE = "brief.fingerprint"
+_CONFIG_NAME = re.compile(r"(^|/)(settings|config|configuration|conf)\.(py|ts|js|go|rs|java)$|(^|/)[^/]*\.(toml|ini|cfg|ya?ml)$|"
+                          r"(^|/)\.env\.example$|(^|/)(Dockerfile|docker-compose\.ya?ml|prefect\.yaml)$")
+_TEST_DIR = re.compile(r"(^|/)(tests?|testing|__tests__|spec)/")
+
+
+def _first_paragraph(text: str) -> str:
+    paras = [p.strip() for p in re.split(r"\n\s*\n", text)]
+    for p in paras:
+        if not p or p.startswith(("#", "=", "[!", "<", "!", "|", "```", "[![", "..")) or set(p) <= set("=-~*#"):
+            continue
+        return " ".join(p.split())[:600]
+    return ""
+
+
+def _metadata(root: Path) -> dict:
+    """name, description, scripts and test commands from pyproject.toml / package.json / Cargo.toml / go.mod."""
+    meta: dict = {"scripts": [], "tests": []}
+    py = root / "pyproject.toml"
+    if py.exists():
+        try:
+            data = tomllib.loads(py.read_text("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+            data = {}
+        project = data.get("project", {})
+        meta.setdefault("name", project.get("name", ""))
+        meta.setdefault("description", project.get("description", ""))
+        meta["scripts"] += [f"`{k}` -> `{v}`" for k, v in sorted(project.get("scripts", {}).items())]
+        if "pytest" in data.get("tool", {}) or (root / "tests").is_dir():
+            meta["tests"].append("`python -m pytest`")
+    pkg = root / "package.json"
+    if pkg.exists():
+        try:
+            data = json.loads(pkg.read_text("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            data = {}
+        meta.setdefault("name", data.get("name", ""))
+        meta.setdefault("description", data.get("description", ""))
+        bins = data.get("bin", {})
+        meta["scripts"] += [f"`{k}` -> `{v}`" for k, v in sorted(bins.items())] if isinstance(bins, dict) else []
+        if data.get("main"):
+            meta["scripts"].append(f"main module `{data['main']}`")
+        if "test" in data.get("scripts", {}):
+            meta["tests"].append(f"`npm test` (`{data['scripts']['test']}`)")
+    if (root / "Cargo.toml").exists():
+        meta["tests"].append("`cargo test`")
+    if (root / "go.mod").exists():
+        meta["tests"].append("`go test ./...`")
+    if (root / ".ci" / "run").exists():
+        meta["tests"].append("`.ci/run`")
+    if (root / "Makefile").exists() and re.search(r"^test:", (root / "Makefile").read_text("utf-8", "replace"), re.M):
+        meta["tests"].append("`make test`")
+    return meta
+
+
+def build(root: Path, catalog, files: list[str]) -> str:
+    """The brief's text from the workspace's metadata files and its index (catalog + file list)."""
+    meta = _metadata(root)
+    readme = next((root / n for n in ("README.md", "README.rst", "README.txt", "README") if (root / n).exists()), None)
+    purpose = _first_paragraph(readme.read_text("utf-8", "replace")) if readme is not None else ""
+    purpose = purpose or meta.get("description", "") or "(no README or package description found)"
+    title = meta.get("name") or root.name
+    code = [f for f in files if not _TEST_DIR.search(f) and re.search(r"\.(py|ts|tsx|js|jsx|go|rs|java|rb|php|cs|c|cc|cpp)$", f)]
+    tests = sorted(f for f in files if _TEST_DIR.search(f))
+
+    entry = list(meta["scripts"])
+    for f in code:
+        for e in catalog.by_file(f):
+            if e.kind == "file" and "__main__" in e.body and f.endswith(".py"):
+                entry.append(f"`{f}` (runs as a script)")
+            if e.kind == "function" and e.name == "main" and e.parent is None:
+                entry.append(f"`{f}:{e.start_line}` `main`")
+    packages: Counter[str] = Counter(f.split("/")[0] if "/" in f else "(top level)" for f in code)
+    roles: list[str] = []
+    for pkg, n in packages.most_common(8):
+        doc = ""
+        for candidate in (f"{pkg}/__init__.py", f"{pkg}/index.ts", f"{pkg}/index.js", f"{pkg}/mod.rs", f"{pkg}/lib.rs"):
+            doc = next((e.docstring for e in catalog.by_file(candidate) if e.kind == "file" and e.docstring), "")
+            if doc:
+                break
+        roles.append(f"- `{pkg}/` ({n} code files)" + (f": {_sentence(doc)}" if doc else ""))
+    uses: Counter[str] = Counter(dict(catalog.edge_name_counts(("call", "inherit", "ref"))))
+    classes = [e for f in code for e in catalog.by_file(f) if e.kind in ("class", "struct", "interface", "trait") and e.part == 0]
+    ranked = sorted(classes, key=lambda e: (-uses.get(e.name, 0), e.file, e.start_line))[:10]
+    key = [f"- `{e.qualname}` ({e.file}:{e.start_line}, used {uses.get(e.name, 0)}x)" + (f": {_sentence(e.docstring)}" if e.docstring else "")
+           for e in ranked]
+    config = sorted(f for f in files if _CONFIG_NAME.search(f) and not _TEST_DIR.search(f))[:12]
+    settings_classes = [f"`{e.qualname}` ({e.file}:{e.start_line})" for e in classes if re.search(r"(Settings|Config)$", e.name)][:5]
+
+    lines = [f"# {title}: project brief", "", "## Purpose", purpose, "", "## Entry points"]
+    lines += [f"- {x}" for x in dict.fromkeys(entry)] or ["- (none declared)"]
+    lines += ["", "## Main packages"] + (roles or ["- (no code files indexed)"])
+    lines += ["", "## Key classes (most used)"] + (key or ["- (none)"])
+    lines += ["", "## Tests", f"{len(tests)} test file(s)" + (f", e.g. `{tests[0]}`" if tests else "") + "."]
+    lines += [f"- run: {t}" for t in dict.fromkeys(meta["tests"])] or ["- run: (no test runner declared)"]
+    lines += ["", "## Configuration"] + ([f"- `{c}`" for c in config] or ["- (no configuration files found)"])
+    if settings_classes:
+        lines.append("- settings classes: " + ", ".join(settings_classes))
+    return "\n".join(lines) + "\n"
+
+
+def _sentence(text: str) -> str:
+    flat = " ".join(text.split())
+    return (flat.split(". ", 1)[0].rstrip(".") + ".")[:200] if flat else ""
+
+
+def brief_path(root: Path) -> Path:
+    return state_dir(root) / BRIEF_FILE
+
+
+def corrections(root: Path) -> str:
+    path = state_dir(root) / CORRECTIONS_FILE
+    return path.read_text("utf-8") if path.exists() else ""
+
+
+def with_corrections(text: str, fixes: str) -> str:
+    return text if not fixes.strip() else text + "\n## Corrections (from the agent, kept verbatim)\n" + fixes.rstrip("\n") + "\n"
+
+
+BRIEF_SYSTEM = (
+    "You edit orientation briefs that coding agents read before working in a repository. Rewrite the brief you are "
+    "given into clear, compact Markdown for that reader. Keep every fact, name, path, number and command exactly as "
+    "written; add nothing that is not in it; keep its section headings. Reply with the brief only."
+)
+Writer = Callable[[str, str], "ChatResult"]  # (system, user) -> reply; an Ollama or cloud chat bound to a model
+
+
+def refresh(root: Path, catalog, files: list[str], writer: Writer | None = None, writer_name: str = "") -> tuple[str, bool, list]:
+    """The current brief, rebuilt only when its inputs changed; returns (text, rewritten, model calls).
+
+    With a `writer`, the deterministic brief is rewritten by that model once per change of its source (the
+    fingerprint covers the source and the writer's name), so the text stays byte-stable between changes; the
+    agent's corrections are appended after the rewrite, verbatim, never passed through the model."""
+    source = build(root, catalog, files)
+    fixes = corrections(root)
+    digest = hashlib.sha256("\0".join([source, fixes, writer_name if writer else ""]).encode()).hexdigest()
+    folder = state_dir(root)
+    stamp, path = folder / FINGERPRINT_FILE, folder / BRIEF_FILE
+    if path.exists() and stamp.exists() and stamp.read_text().strip() == digest:
+        return path.read_text("utf-8"), False, []
+    calls = []
+    body = source
+    if writer is not None:
+        reply = writer(BRIEF_SYSTEM, source)
+        calls.append(reply)
+        body = reply.text.strip() + "\n" if reply.text.strip() else source
+    text = with_corrections(body, fixes)
+    folder.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    stamp.write_text(digest)
+    return text, True, calls
+
+
+def add_correction(root: Path, note: str) -> None:
+    """Keep an agent's correction verbatim; it ends every later version of the brief."""
+    note = note.strip()
+    if not note:
+        raise ValueError("the correction is empty")
+    path = state_dir(root) / CORRECTIONS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(f"- {note}\n")
+
+
+def workspace_brief(root: Path, correction: str | None = None, writer: Writer | None = None,
+                    writer_name: str = "") -> tuple[str, bool, list]:
+    """The brief of an indexed workspace (adding a correction first, when given): the doors call this."""
+    from stages.index.store import Catalog, require_manifest
+
+    require_manifest(root)
+    if correction:
+        add_correction(root, correction)
+    catalog = Catalog(root)
+    try:
+        return refresh(root, catalog, catalog.files(), writer, writer_name)
+    finally:
+        catalog.close()
+
+
+def run_brief(root: Path, settings, writer_kind: str | None = None, correction: str | None = None) -> tuple[str, bool]:
+    """The doors' entry: the brief, optionally rewritten by the Ollama or cloud writer (local mode allows only a
+    loopback Ollama), with the writer's calls recorded in the usage ledger."""
+    from stages.query.ledger import prices_from, record_calls
+
+    writer: Writer | None = None
+    name = ""
+    if writer_kind in ("ollama", "cloud"):
+        from stages.query.judge.backends import cloud_backend, ollama_backend
+        from stages.core.llm_clients import LLMError, require_loopback
+
+        if writer_kind == "cloud":
+            if settings.mode == "local":
+                raise LLMError("local mode: the cloud writer is not allowed; use --writer ollama or ASSAY_MODE=hybrid")
+            backend, model = cloud_backend(settings), settings.cloud_model
+            writer = lambda system, user: backend.chat(model, system, user)  # noqa: E731
+        else:
+            require_loopback(settings.ollama_host, "Ollama") if settings.mode == "local" else None
+            backend, model = ollama_backend(settings), settings.ollama_synth_model
+            writer = lambda system, user: backend.chat(model, system, user)  # noqa: E731
+        name = f"{writer_kind}:{model}"
+    elif writer_kind not in (None, "", "none"):
+        raise ValueError(f"unknown brief writer {writer_kind!r}; use ollama, cloud or none")
+    text, rewritten, replies = workspace_brief(root, correction, writer, name)
+    if replies:
+        calls = [r.as_call("brief", writer_kind or "") for r in replies]
+        record_calls(root, "brief-" + hashlib.sha256(text.encode()).hexdigest()[:12], calls, prices_from(settings.prices))
+    return text, rewritten

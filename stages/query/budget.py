@@ -1,0 +1,107 @@
+"""Output budgets: the text an agent reads fits `max_tokens`, filled best-first; the JSON keeps everything.
+
+Tokens are counted with a real tokenizer shipped offline (the WordPiece vocabulary of the default
+embedder, `data/minilm-tokenizer.json`), not estimated from characters. On code it lands within a few
+percent of GPT-style BPE counts; budgets are a ceiling for the reader, not a billing figure.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from stages.core.artifacts import Candidate
+
+@lru_cache(maxsize=1)
+def _tokenizer():
+    from tokenizers import Tokenizer
+
+    from stages.index.embed import DATA_DIR
+
+    tok = Tokenizer.from_file(str(DATA_DIR / "minilm-tokenizer.json"))
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
+
+
+def count_tokens(text: str) -> int:
+    return len(_tokenizer().encode(text, add_special_tokens=False).ids) if text else 0
+
+
+def count_many(texts: list[str]) -> list[int]:
+    """Token counts of many texts in one batched call (the tokenizer runs them in parallel)."""
+    return [len(e.ids) for e in _tokenizer().encode_batch(texts, add_special_tokens=False)] if texts else []
+
+
+def fit(blocks: list[list[str]], max_tokens: int | None, more: str = "{n} more line(s) not shown: ask with a larger max_tokens") -> str:
+    """Lines of each block in order (most important block first) while they fit, then one line counting the
+    rest. A line is never cut in half, and room for the closing line is always kept."""
+    lines = [line for block in blocks for line in block]
+    whole = "\n".join(lines)
+    if max_tokens is None or count_tokens(whole) <= max_tokens:
+        return whole
+    kept: list[str] = []
+    used = 0
+    costs = count_many(lines)
+    reserve = count_tokens(more.format(n=len(lines))) + 1  # the longest count it can show
+    for i, line in enumerate(lines):
+        note = more.format(n=len(lines) - i)
+        cost = costs[i] + 1
+        if used + cost + reserve > max_tokens:
+            return "\n".join([*kept, note]) if used + reserve <= max_tokens else "\n".join(kept)
+        kept.append(line)
+        used += cost
+    return "\n".join(kept)
+
+
+def search_text(candidates: list[Candidate], max_tokens: int | None, outline: bool = False, why=None) -> str:
+    """Search results for an agent: whole entities best-first while they fit, then signatures and locations
+    only, then "N more". `outline`: signatures and locations only, from the first row."""
+    def head(c: Candidate, rank: int) -> str:
+        reason = why(c) if why is not None else ""
+        stale = " STALE" if c.stale else ""
+        return f"{rank}. {c.file}:{c.start_line}-{c.end_line} [{c.entity}] ({c.kind}){stale}" + (f" why: {reason}" if reason else "")
+
+    def outline_row(c: Candidate, rank: int) -> str:
+        sig = f" {c.signature[:160]}" if c.signature else ""
+        return head(c, rank) + sig
+
+    if max_tokens is None and not outline:
+        return "\n".join(head(c, i) for i, c in enumerate(candidates, start=1))
+    out: list[str] = []
+    used = 0
+    full = not outline
+    for i, c in enumerate(candidates, start=1):
+        left = len(candidates) - i + 1
+        note = f"{left} more result(s) not shown: ask with a larger max_tokens, or get_entity for one of them"
+        reserve = count_tokens(note) + 2
+        if full:
+            block = head(c, i) + "\n" + c.body
+            cost = count_tokens(block + "\n")
+            if max_tokens is None or used + cost + reserve <= max_tokens:
+                out.append(block)
+                used += cost
+                continue
+            full = False  # the rest as signatures: more results, fewer tokens each
+        row = outline_row(c, i)
+        cost = count_tokens(row + "\n")
+        if max_tokens is not None and used + cost + (reserve if i < len(candidates) else 0) > max_tokens:
+            out.append(note)
+            break
+        out.append(row)
+        used += cost
+    return "\n".join(out)
+
+
+BYTES_PER_TOKEN = 3.4  # measured: the pytest 8.4.2 sdist's .py files with the shipped tokenizer (3.42 bytes per token)
+
+
+def file_tokens(root, files: list[str]) -> int:
+    """About how many tokens the whole cited files hold (what an agent would read without Assay): their size
+    over the measured bytes per token, so the figure costs a `stat`, not a read and a tokenizer pass."""
+    total = 0
+    for f in dict.fromkeys(files):
+        try:
+            total += round((root / f).stat().st_size / BYTES_PER_TOKEN)
+        except OSError:
+            continue
+    return total

@@ -1,0 +1,99 @@
+"""Freshness stage: what the index reflects, and which evidence is older than the code.
+
+Cheap on purpose (it runs on every query): `git rev-parse` for HEAD and branch, one `stat` per indexed
+file compared with the size and modification time the manifest recorded. Nothing is re-hashed; a file
+whose time moved but whose bytes did not is reported until the next index run confirms it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from stages.core.artifacts import Freshness, IndexManifest
+from stages.query.git_history import git
+
+GIT_TIMEOUT = 5.0
+
+
+def _git(root: Path, *args: str) -> str:
+    """git's answer, or '' when git is missing, fails or is slow: freshness is a report, never an error."""
+    try:
+        return git(root, *args, timeout=GIT_TIMEOUT).strip()
+    except ValueError:
+        return ""
+
+
+def _read_head(root: Path) -> tuple[str, str] | None:
+    """HEAD read from `.git` files directly (no process): a branch's loose or packed ref, or a detached commit.
+    None for anything else (worktrees, unusual layouts): the caller asks git then."""
+    git_dir = root / ".git"
+    try:
+        head = (git_dir / "HEAD").read_text().strip()
+    except OSError:
+        return None
+    if re.fullmatch(r"[0-9a-f]{40}", head):
+        return head, ""
+    if not head.startswith("ref: refs/heads/"):
+        return None
+    ref = head[5:]
+    branch = ref.removeprefix("refs/heads/")
+    try:
+        return (git_dir / ref).read_text().strip(), branch
+    except OSError:
+        pass
+    try:
+        for line in (git_dir / "packed-refs").read_text().splitlines():
+            if line.endswith(" " + ref):
+                return line.split(" ", 1)[0], branch
+    except OSError:
+        return None
+    return None
+
+
+def _repository(root: Path) -> Path | None:
+    """The folder holding `.git` for this workspace (itself or a parent); None outside any repository."""
+    for folder in (root, *root.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def git_head(root: Path) -> tuple[str, str]:
+    """(commit, branch) of the workspace's HEAD; ('', '') outside git or without commits."""
+    repo = _repository(root)
+    if repo is None:
+        return "", ""
+    quick = _read_head(repo)
+    if quick is not None and re.fullmatch(r"[0-9a-f]{40}", quick[0]):
+        return quick
+    commit = _git(root, "rev-parse", "HEAD")
+    if not commit:
+        return "", ""
+    branch = _git(root, "rev-parse", "--abbrev-ref", "HEAD")
+    return commit, "" if branch == "HEAD" else branch
+
+
+def check(root: Path, manifest: IndexManifest) -> tuple[Freshness, set[str]]:
+    """The freshness line's facts, and every indexed path that changed or vanished since."""
+    changed: list[str] = []
+    gone: list[str] = []
+    deleted = 0
+    base = str(root) + os.sep
+    for path, record in manifest.files.items():
+        try:
+            st = os.stat(base + path)
+        except FileNotFoundError:
+            deleted += 1
+            gone.append(path)
+            continue
+        except OSError:
+            continue
+        if st.st_size != record.size or (record.mtime_ns and st.st_mtime_ns != record.mtime_ns):
+            changed.append(path)
+    commit, branch = git_head(root)
+    fresh = Freshness(indexed_at=manifest.updated_at, indexed_commit=manifest.git_commit, indexed_branch=manifest.git_branch,
+                      head_commit=commit, head_branch=branch, changed=changed[:50], changed_count=len(changed),
+                      deleted_count=deleted)
+    return fresh, set(changed) | set(gone)

@@ -1,0 +1,424 @@
+"""Graph stage: who calls this, what it calls, where it is used, what breaks if it changes.
+
+Edges come from the parse stage (`stages.index.edges`); names are resolved here, against the catalog of
+the moment, only where the language makes it sound:
+
+- a bare name: a definition in the caller's own scopes (nested functions first), else a top-level one in the
+  same file, else the name an import of that file brings in (module path -> file; aliases followed; a package
+  `__init__` that re-exports it is followed once);
+- `self.m()` / `this.m()` / `cls.m()`: the method of the enclosing class or of its (indexed) ancestors;
+- `mod.f()` / `Class.m()`: `f` in the imported module `mod`, or method `m` of the class `Class`.
+
+Everything else (a call on an arbitrary object) stays *unresolved*: it is listed with its receiver text and
+marked, never guessed into a resolved row.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from functools import lru_cache
+
+from pydantic import BaseModel, Field
+
+from stages.core.artifacts import DEFINITION_KINDS, Edge, Entity
+
+CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum"})
+_SELF = frozenset({"self", "this", "cls", "super()", "Self"})
+_TEST_PATH = re.compile(r"(^|/)(tests?|testing|__tests__|spec)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$|Test\.java$|conftest\.py$")
+_SOURCE_SUFFIXES = (".py", ".pyi", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", "/index.ts", "/index.js", "/__init__.py",
+                    ".go", ".rs", "/mod.rs", ".java")
+
+
+class GraphRow(BaseModel):
+    """One site: the definition it sits in (or reaches), where, and how sure the link is."""
+
+    entity: str = Field(description="the caller (callers, references, impact) or the callee (callees)")
+    kind: str = ""
+    file: str
+    line: int = Field(description="where that entity is defined (0 when unresolved)")
+    site_file: str = ""
+    site_line: int = Field(0, description="the line of the call, import or reference itself")
+    relation: str = Field("call", description="call | import | inherit | ref")
+    resolved: bool = True
+    via: str = Field("", description="unresolved: the receiver or name as written")
+    depth: int = 1
+    is_test: bool = False
+
+
+class GraphResult(BaseModel):
+    command: str
+    query: str
+    targets: list[str] = Field(default_factory=list, description="the definitions the query named, `qualname file:line`")
+    rows: list[GraphRow] = []
+    total: int = 0
+    truncated: int = 0
+    tests: list[GraphRow] = Field(default_factory=list, description="impact: tests that reach the target")
+    note: str = ""
+
+
+def is_test_path(path: str) -> bool:
+    return bool(_TEST_PATH.search(path))
+
+
+class Graph:
+    """Resolution over a catalog-like object (`edges`, `by_name`, `by_file`, `get`, `files`)."""
+
+    def __init__(self, catalog) -> None:
+        self.catalog = catalog
+        self._files: list[str] | None = None
+        self._keys: dict[str, list[tuple[str, str]]] | None = None
+        self.by_file = lru_cache(maxsize=512)(self._by_file)
+        self.by_name = lru_cache(maxsize=4096)(self._by_name)
+        self.imports = lru_cache(maxsize=512)(self._imports)
+
+    def _by_file(self, file: str) -> tuple[Entity, ...]:
+        return tuple(e for e in self.catalog.by_file(file) if e.part == 0)
+
+    def _by_name(self, name: str) -> tuple[Entity, ...]:
+        return tuple(e for e in self.catalog.by_name(name) if e.part == 0 and e.kind in DEFINITION_KINDS)
+
+    def _imports(self, file: str) -> tuple[Edge, ...]:
+        return tuple(e for _, e in self.catalog.edges(file=file, kinds=("import",)))
+
+    @property
+    def files(self) -> list[str]:
+        if self._files is None:
+            self._files = self.catalog.files()
+        return self._files
+
+    # -- modules -------------------------------------------------------------------------------------------
+    def _module_keys(self) -> dict[str, list[tuple[str, str]]]:
+        """Indexed files by the module path they stand for (`pkg/mod` for `pkg/mod.py` and `pkg/mod/__init__.py`),
+        grouped by last path component: built once per graph, so a lookup never scans every file."""
+        if self._keys is None:
+            self._keys = {}
+            for f in self.files:
+                for suffix in _SOURCE_SUFFIXES:
+                    if f.endswith(suffix):
+                        key = f[: -len(suffix)]
+                        self._keys.setdefault(key.rsplit("/", 1)[-1], []).append((key, f))
+        return self._keys
+
+    def module_files(self, module: str, from_file: str) -> list[str]:
+        """Files a module path names: `.utils` beside the importer, `pkg.utils`, `./x`, `crate::a`, a Go package."""
+        if not module:
+            return []
+        if module.startswith("."):
+            if "/" in module or module.startswith("./") or module.startswith("../"):  # JS/TS relative path
+                base = posixpath.normpath(posixpath.join(posixpath.dirname(from_file), module))
+            else:  # Python relative import: one dot is the importer's package, each further dot one level up
+                dots = len(module) - len(module.lstrip("."))
+                folder = posixpath.dirname(from_file)
+                for _ in range(dots - 1):
+                    folder = posixpath.dirname(folder)
+                rest = module.lstrip(".").replace(".", "/")
+                base = posixpath.join(folder, rest) if rest else folder
+            return sorted({f for key, f in self._module_keys().get(base.rsplit("/", 1)[-1], []) if key == base})
+        path = module.replace("::", "/").replace(".", "/").removeprefix("crate/").removeprefix("self/")
+        found = sorted({f for key, f in self._module_keys().get(path.rsplit("/", 1)[-1], [])
+                        if key == path or key.endswith("/" + path)})
+        if not found and "/" in module:  # Go: an import path names a package folder
+            found = [f for f in self.files if f.endswith(".go") and posixpath.dirname(f).endswith(module.rsplit("/", 1)[-1])]
+        return found
+
+    def defined_in(self, files: list[str], name: str, hops: int = 1) -> list[Entity]:
+        """Top-level `name` in the given files, following one re-export (`from .x import name` in `__init__`)."""
+        out: list[Entity] = []
+        for f in files:
+            found = [e for e in self.by_file(f) if e.name == name and e.qualname == name]
+            if not found and hops > 0:
+                for imp in self.imports(f):
+                    if (imp.alias or imp.name) == name:
+                        found = self.defined_in(self.module_files(imp.module, f), imp.name, hops - 1)
+            out.extend(found)
+        return out
+
+    def members(self, cls: Entity, name: str, depth: int = 5) -> list[Entity]:
+        """Method `name` of a class or, failing that, of its indexed ancestors (nearest first)."""
+        frontier, seen = [cls], set()
+        for _ in range(depth):
+            nxt: list[Entity] = []
+            for c in frontier:
+                if c.id in seen:
+                    continue
+                seen.add(c.id)
+                hit = [e for e in self.by_file(c.file) if e.qualname == f"{c.qualname}.{name}"]
+                if hit:
+                    return hit
+                for base in c.bases:
+                    nxt.extend(self.resolve_name(base.rsplit(".", 1)[-1], c.file, c.qualname, kinds=CLASS_KINDS))
+            frontier = nxt
+        return []
+
+    # -- names -----------------------------------------------------------------------------------------------
+    def resolve_name(self, name: str, file: str, scope: str, kinds: frozenset[str] = DEFINITION_KINDS) -> list[Entity]:
+        """A bare name as seen from `scope` in `file`: enclosing scopes, the file's top level, then its imports."""
+        local = self.by_file(file)
+        parts = scope.split(".") if scope else []
+        for i in range(len(parts), -1, -1):
+            qual = ".".join([*parts[:i], name])
+            hit = [e for e in local if e.qualname == qual and e.kind in kinds]
+            if hit:
+                return hit
+        for imp in self.imports(file):
+            if (imp.alias or imp.name) == name and imp.name != imp.module:
+                files = self.module_files(imp.module, file) or self.module_files(f"{imp.module}.{imp.name}", file)
+                return [e for e in self.defined_in(files, imp.name) if e.kind in kinds]
+        return []
+
+    def imported_module(self, file: str, local: str) -> list[str]:
+        """Files of a module the file imported under `local` (`import a.b as m`, `from pkg import util`, `* as ns`)."""
+        for imp in self.imports(file):
+            if (imp.alias or imp.name) != local:
+                continue
+            whole = imp.name == imp.module or imp.name == imp.module.rsplit("/", 1)[-1].rsplit(".", 1)[-1].rsplit("::", 1)[-1]
+            if whole:
+                return self.module_files(imp.module, file)
+            sub = self.module_files(f"{imp.module}.{imp.name}", file)  # `from pkg import util`: a submodule
+            if sub and not any(e.name == imp.name for f in sub for e in self.by_file(f) if e.qualname == imp.name):
+                return sub
+        return []
+
+    def resolve(self, file: str, edge: Edge) -> list[Entity]:
+        """What one call, reference or inheritance edge points at; [] when it cannot be told soundly."""
+        if edge.kind == "import":
+            return self.defined_in(self.module_files(edge.module, file), edge.name)
+        recv = edge.receiver if edge.kind == "call" else ""
+        if edge.kind == "inherit":
+            return self.resolve_name(edge.name, file, "", CLASS_KINDS)
+        if not recv:
+            return self.resolve_name(edge.name, file, edge.source)
+        if recv in _SELF:
+            owner = self._enclosing_class(file, edge.source)
+            return self.members(owner, edge.name) if owner is not None else []
+        head = recv.split(".")[0].split("::")[0]
+        holder = self.entity(edge.source_id)
+        go_receiver = re.match(r"^func\s*\(\s*(\w+)\s", holder.signature) if holder is not None and file.endswith(".go") else None
+        if go_receiver and go_receiver.group(1) == recv:  # `func (b *Base) Run()`: `b` is Go's self
+            owner = self._enclosing_class(file, edge.source)
+            return self.members(owner, edge.name) if owner is not None else []
+        if re.fullmatch(r"[A-Za-z_$][\w$]*", recv.replace("::", "_")):
+            module = self.imported_module(file, head)  # `mod.f()`: a module imported whole
+            if module and "." not in recv:
+                return self.defined_in(module, edge.name)
+            classes = self.resolve_name(head, file, edge.source, CLASS_KINDS)
+            for c in classes:  # `Class.method()`
+                hit = self.members(c, edge.name)
+                if hit:
+                    return hit
+            for imp in self.imports(file):  # `pkg.mod.f()` after `import pkg.mod`
+                if imp.module == recv:
+                    return self.defined_in(self.module_files(imp.module, file), edge.name)
+        return []
+
+    def _enclosing_class(self, file: str, scope: str) -> Entity | None:
+        parts = scope.split(".") if scope else []
+        local = self.by_file(file)
+        for i in range(len(parts), 0, -1):
+            qual = ".".join(parts[:i])
+            hit = [e for e in local if e.qualname == qual and e.kind in CLASS_KINDS]
+            if hit:
+                return hit[0]
+        return None
+
+    def targets(self, query: str) -> list[Entity]:
+        """Definitions a query names: `Session.send`, `send`, `pkg/mod.py:send`."""
+        file = ""
+        if ":" in query and not query.startswith(":"):
+            file, _, query = query.rpartition(":")
+        short = query.rsplit(".", 1)[-1]
+        found = [e for e in self.by_name(short) if e.qualname == query or e.name == query or e.qualname.endswith("." + query)]
+        if file:
+            found = [e for e in found if e.file == file or e.file.endswith("/" + file)]
+        return found
+
+    def entity(self, entity_id: str) -> Entity | None:
+        """The definition an edge sits in, by id ('' = module level: None)."""
+        return self.catalog.get([entity_id]).get(entity_id) if entity_id else None
+
+
+def _row(holder: Entity | None, file: str, edge: Edge, resolved: bool, depth: int = 1) -> GraphRow:
+    if holder is None:  # module-level site: the file itself holds it
+        return GraphRow(entity=f"<module {file}>", kind="module", file=file, line=0, site_file=file, site_line=edge.line,
+                        relation=edge.kind, resolved=resolved, via="" if resolved else (edge.receiver or edge.name), depth=depth,
+                        is_test=is_test_path(file))
+    return GraphRow(entity=holder.qualname, kind=holder.kind, file=holder.file, line=holder.start_line, site_file=file,
+                    site_line=edge.line, relation=edge.kind, resolved=resolved,
+                    via="" if resolved else (f"{edge.receiver}.{edge.name}" if edge.receiver else edge.name), depth=depth,
+                    is_test=is_test_path(file))
+
+
+def _sites(graph: Graph, target: Entity, kinds: tuple[str, ...], unresolved: bool) -> list[tuple[GraphRow, str]]:
+    """Sites whose edge names the target: resolved ones that point at it, and (optionally) name matches that
+    cannot be resolved. Returns (row, holder id)."""
+    out: list[tuple[GraphRow, str]] = []
+    found = graph.catalog.edges(name=target.name, kinds=kinds)
+    for file, imp in graph.catalog.edges(name=target.name, kinds=("import",)):
+        if imp.alias and imp.alias != target.name:  # `helper as h`: the file calls it `h`
+            found += [(f, e) for f, e in graph.catalog.edges(name=imp.alias, file=file, kinds=kinds) if e.kind != "import"]
+    for file, edge in found:
+        hits = graph.resolve(file, edge)
+        holder = graph.entity(edge.source_id)
+        if any(h.id == target.id for h in hits):
+            out.append((_row(holder, file, edge, True), edge.source_id))
+        elif not hits and unresolved and (edge.kind == "call" and edge.receiver and edge.receiver not in _SELF):
+            out.append((_row(holder, file, edge, False), edge.source_id))
+    return out
+
+
+def _finish(command: str, query: str, targets: list[Entity], rows: list[GraphRow], limit: int, note: str = "",
+            tests: list[GraphRow] | None = None) -> GraphResult:
+    rows = sorted(rows, key=lambda r: (not r.resolved, r.depth, r.site_file, r.site_line))
+    shown = rows[:limit]
+    return GraphResult(command=command, query=query, targets=[f"{t.qualname} {t.file}:{t.start_line}" for t in targets],
+                       rows=shown, total=len(rows), truncated=max(0, len(rows) - len(shown)), tests=tests or [], note=note)
+
+
+def _no_target(command: str, query: str) -> GraphResult:
+    return GraphResult(command=command, query=query, note=f"no definition named {query!r} in the index")
+
+
+def callers(catalog, query: str, limit: int = 50, unresolved: bool = True) -> GraphResult:
+    graph = Graph(catalog)
+    targets = graph.targets(query)
+    if not targets:
+        return _no_target("callers", query)
+    rows = [row for t in targets for row, _ in _sites(graph, t, ("call",), unresolved)]
+    return _finish("callers", query, targets, rows, limit)
+
+
+def references(catalog, query: str, limit: int = 50, unresolved: bool = True) -> GraphResult:
+    graph = Graph(catalog)
+    targets = graph.targets(query)
+    if not targets:
+        return _no_target("references", query)
+    rows = [row for t in targets for row, _ in _sites(graph, t, ("call", "import", "inherit", "ref"), unresolved)]
+    return _finish("references", query, targets, rows, limit)
+
+
+def callees(catalog, query: str, limit: int = 50) -> GraphResult:
+    graph = Graph(catalog)
+    targets = graph.targets(query)
+    if not targets:
+        return _no_target("callees", query)
+    rows: list[GraphRow] = []
+    for t in targets:
+        for file, edge in catalog.edges(source_id=t.id, kinds=("call",)):
+            hits = graph.resolve(file, edge)
+            for h in hits[:1]:
+                rows.append(GraphRow(entity=h.qualname, kind=h.kind, file=h.file, line=h.start_line, site_file=file,
+                                     site_line=edge.line, relation="call"))
+            if not hits:
+                rows.append(GraphRow(entity=edge.name, file=file, line=0, site_file=file, site_line=edge.line, relation="call",
+                                     resolved=False, via=f"{edge.receiver}.{edge.name}" if edge.receiver else edge.name))
+    return _finish("callees", query, targets, rows, limit)
+
+
+def impact(catalog, query: str, depth: int = 3, limit: int = 100) -> GraphResult:
+    """Transitive resolved callers up to `depth`, and the tests among everything that reaches the target
+    (test functions that call it, directly or through callers, and test files that import it)."""
+    graph = Graph(catalog)
+    targets = graph.targets(query)
+    if not targets:
+        return _no_target("impact", query)
+    rows: list[GraphRow] = []
+    seen: set[str] = {t.id for t in targets}
+    frontier = list(targets)
+    for level in range(1, depth + 1):
+        nxt: list[Entity] = []
+        for t in frontier:
+            for row, holder_id in _sites(graph, t, ("call", "ref"), unresolved=False):
+                key = holder_id or f"{row.site_file}:{row.site_line}"
+                if key in seen:
+                    continue
+                seen.add(key)
+                rows.append(row.model_copy(update={"depth": level}))
+                holder = graph.entity(holder_id)
+                if holder is not None:
+                    nxt.append(holder)
+        frontier = nxt
+        if not frontier:
+            break
+    tests = [r for r in rows if r.is_test]
+    for t in targets:  # a test file that imports the target tests it even if no call was resolved
+        for row, _ in _sites(graph, t, ("import",), unresolved=False):
+            if row.is_test and not any(x.site_file == row.site_file for x in tests):
+                tests.append(row)
+    reached = list(targets)
+    reached += [h for r in rows if r.kind in ("function", "method") for h in graph.by_name(r.entity.rsplit(".", 1)[-1])
+                if h.qualname == r.entity and h.file == r.file]
+    for e in reached:  # `session.merge_environment_settings(...)` in a test: a name defined once, called on an object
+        if len(graph.by_name(e.name)) != 1 or e.kind not in ("method", "function"):
+            continue
+        for file, edge in catalog.edges(name=e.name, kinds=("call",)):
+            if is_test_path(file) and edge.receiver and edge.receiver not in _SELF and not graph.resolve(file, edge) \
+                    and not any(x.site_file == file and x.site_line == edge.line for x in tests):
+                holder = graph.entity(edge.source_id)
+                tests.append(_row(holder, file, edge, False).model_copy(update={"via": f"{edge.receiver}.{edge.name} (only definition of {e.name})"}))
+    sure = sum(1 for x in tests if x.resolved)
+    note = (f"{len(tests)} test site(s) reach it ({sure} resolved, {len(tests) - sure} by a name defined only once)"
+            if tests else "no test reaches it through resolved calls")
+    return _finish("impact", query, targets, rows, limit, note, sorted(tests, key=lambda r: (r.depth, r.site_file, r.site_line)))
+
+
+def called_by_count(catalog, entity: Entity) -> int:
+    """Resolved call sites of one entity (the report's "called by N sites")."""
+    graph = Graph(catalog)
+    return sum(1 for _ in _sites(graph, entity, ("call",), unresolved=False))
+
+
+def render(result: GraphResult) -> str:
+    """One row per site: `holder  file:line  (site file:line)`, unresolved rows marked, with a count line."""
+    if not result.targets:
+        return result.note
+    lines = [f"{result.command} {result.query}: " + "; ".join(result.targets)]
+    for r in result.rows:
+        mark = "" if r.resolved else f"  [unresolved: {r.via}]"
+        depth = f"  depth {r.depth}" if result.command == "impact" else ""
+        where = f"{r.file}:{r.line}" if r.line else r.file
+        lines.append(f"  {r.entity}  {where}  ({r.relation} at {r.site_file}:{r.site_line}){depth}{mark}")
+    count = f"{result.total} site(s)" + (f", {result.truncated} more not shown (raise --limit)" if result.truncated else "")
+    resolved = sum(1 for r in result.rows if r.resolved)
+    lines.append(f"{count}; {resolved} resolved, {len(result.rows) - resolved} unresolved shown")
+    if result.command == "impact":
+        lines.append("tests: " + (", ".join(f"{t.entity} ({t.site_file}:{t.site_line}{'' if t.resolved else ', unresolved'})"
+                                            for t in result.tests) or "none"))
+    if result.note:
+        lines.append(result.note)
+    return "\n".join(lines)
+
+
+
+COMMANDS = ("callers", "callees", "references", "impact")
+
+
+def query_workspace(root, command: str, query: str, depth: int = 3, limit: int = 50) -> GraphResult:
+    """One graph question against a workspace's catalog (the doors: CLI and MCP)."""
+    from stages.index.parse import PARSER_VERSION
+    from stages.index.store import Catalog, require_manifest
+
+    if command not in COMMANDS:
+        raise ValueError(f"unknown graph command {command!r}; use {', '.join(COMMANDS)}")
+    manifest = require_manifest(root)
+    if manifest.parser < PARSER_VERSION:
+        raise ValueError("this index was built before the code graph existed; run `assay index` once to add it")
+    catalog = Catalog(root)
+    try:
+        if command == "impact":
+            return impact(catalog, query, depth=max(1, min(depth, 6)), limit=limit)
+        return {"callers": callers, "callees": callees, "references": references}[command](catalog, query, limit=limit)
+    finally:
+        catalog.close()
+
+
+def called_by_counts(catalog, entity_ids: list[str], cap: int = 60) -> dict[str, int]:
+    """Resolved call sites per entity, for the report's "called by N sites" (names with more than `cap`
+    same-named sites are skipped: too common to count cheaply)."""
+    graph = Graph(catalog)
+    out: dict[str, int] = {}
+    for eid, ent in catalog.get(entity_ids).items():
+        if ent.kind not in DEFINITION_KINDS or len(catalog.edges(name=ent.name, kinds=("call",))) > cap:
+            continue
+        out[eid] = sum(1 for _ in _sites(graph, ent, ("call",), unresolved=False))
+    return out

@@ -1,0 +1,58 @@
+"""Choose and run a judge backend by name (local, ollama, cloud, none) with one batched call."""
+
+from __future__ import annotations
+
+from stages.query.judge import local as local_judge
+from stages.query.judge import llm as judge_llm
+from stages.core.artifacts import Candidate, Judgment, PassageScores, PremiseFinding
+from stages.core.config import Settings
+from stages.core.llm_clients import CloudBackend, OllamaBackend
+from stages.query.premise import check_question, entity_of, resolver_from
+
+
+def ollama_backend(settings: Settings) -> OllamaBackend:
+    return OllamaBackend(settings.ollama_host, timeout=settings.llm_timeout)
+
+
+def cloud_backend(settings: Settings) -> CloudBackend:
+    return CloudBackend(settings.cloud_base_url, settings.cloud_api_key.get_secret_value(), settings.llm_timeout, settings.llm_retries)
+
+
+def with_local_floor(judgment: Judgment, candidates: list[Candidate], premises: list[PremiseFinding]) -> Judgment:
+    """An LLM judge may miss what the local checks prove: a failed premise and an injection signal stay as floors
+    under its contradicts and injection scores, and the checked premises travel with the judgment."""
+    contra = local_judge.premise_scores(premises)
+    scores: dict[str, PassageScores] = {}
+    for c in candidates:
+        s = judgment.scores.get(c.id)
+        if s is None:
+            continue  # the judge failed for this passage: the threshold stage fails open, with the reason
+        injection = local_judge.passage_injection(c)[0]
+        scores[c.id] = s.model_copy(update={"contradicts": max(s.contradicts, contra.get(c.id, 0.0)),
+                                            "injection": max(s.injection, injection)})
+    conflict = max([judgment.conflict or 0.0, *contra.values()]) if judgment.conflict is not None or contra else None
+    return judgment.model_copy(update={"scores": scores, "premises": premises, "conflict": conflict})
+
+
+def run_judge(
+    backend: str, question: str, candidates: list[Candidate], settings: Settings,
+    keep_alive: int | str | None = -1, ollama: OllamaBackend | None = None, premises: list[PremiseFinding] | None = None,
+) -> Judgment:
+    """`premises`: the question's premises checked against the whole index (None: against the passages only)."""
+    if backend == "local":
+        return local_judge.judge_local(question, candidates, premises)
+    if backend == "none":
+        return Judgment(backend="none", scores={}, calls=0)
+    if premises is None:
+        premises = check_question(question, resolver_from(entity_of(c) for c in candidates))
+    facts = [f.fact for f in premises if not f.holds]
+    if backend == "cloud":
+        judged = judge_llm.judge_with_cloud(cloud_backend(settings), settings.cloud_judge_model, question, candidates, facts)
+    elif backend == "ollama":
+        judged = judge_llm.judge_with_ollama(
+            ollama or ollama_backend(settings), settings.ollama_judge_model, question, candidates,
+            settings.ollama_num_ctx_max, keep_alive=keep_alive, facts=facts,
+        )
+    else:
+        raise ValueError(f"unknown judge {backend!r}; use local, ollama, cloud or none")
+    return with_local_floor(judged, candidates, premises)

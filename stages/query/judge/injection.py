@@ -1,0 +1,292 @@
+"""Prompt-injection detector for code: looks only where an attacker can write prose.
+
+Tree-sitter finds the comments, docstrings and string literals of a passage (Markdown and
+plain text are prose throughout); identifiers and code never count, so ordinary code scores
+near 0. Signals, each with a weight: instructions aimed at an AI or at "your response",
+override phrases ("ignore previous instructions"), chat role markers, exfiltration links,
+hidden unicode (zero-width, bidi, tag characters) and encoded payloads that decode to such text.
+The score is the strongest signal plus 0.1 for each further distinct signal, capped at 1.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import codecs
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from stages.query.judge.code_lexicon import code_words
+from stages.index.languages import SPECS, uses_tree_sitter
+
+_PROSE_NODE_TYPES = frozenset(
+    {"comment", "line_comment", "block_comment", "string", "string_literal", "template_string",
+     "raw_string_literal", "interpreted_string_literal", "heredoc_body", "encapsed_string",
+     "verbatim_string_literal", "string_content", "string_fragment", "text", "raw_text", "doc_comment"}
+)
+
+_F = re.IGNORECASE | re.MULTILINE
+
+
+@dataclass(frozen=True)
+class Signal:
+    name: str
+    weight: float
+    pattern: re.Pattern[str]
+
+
+_AI = r"(?:ai|a\.i\.|llm|llms|assistant|assistants|language\s+models?|chatbots?|copilot|claude|cursor|chatgpt|gpt|gemini|codex|agent|agents|bot|bots)"
+SIGNALS: tuple[Signal, ...] = (
+    Signal("override", 0.95, re.compile(
+        r"\b(ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}\b(previous|prior|above|earlier|all|any|your|system)\b"
+        r"[^.\n]{0,30}\b(instructions?|prompts?|rules|guidelines|directions|context|guardrails)\b", _F)),
+    Signal("foreign_override", 0.9, re.compile(  # the same order in other languages
+        r"\b(ignora|ignore[zr]?|ignoriere|olvida|oublie[zr]?|vergiss|dimentica|esque[çc]a|negeer|vergeet|zignoruj|zapomnij|"
+        r"игнорируй|игнорируйте|забудь|забудьте)\b[^.\n]{0,60}\b(instrucciones|instructions|consignes|anweisungen|"
+        r"istruzioni|instru[çc][õo]es|instructies|instrukcje|инструкции|указания|indicaciones|regeln|r[eè]gles|reglas)\b|"
+        r"(忽略|无视|忽视|忘记|忘掉)[^。\n]{0,20}(指令|指示|提示|说明|规则)|(無視|忘れ)[^。\n]{0,20}(指示|命令|プロンプト)|"
+        r"(指示|命令)[^。\n]{0,10}無視|무시[^.\n]{0,20}(지시|명령|지침)|(지시|명령|지침)[^.\n]{0,20}무시|"
+        r"\b(responde|responda|r[ée]ponds|r[ée]pondez|antworte|rispondi|risponda|ответь|отвечай|odpowiedz)\b[^.\n]{0,40}"
+        r"\b(todas|toutes|alle|tutte|все|wszystkie|siempre|toujours|immer|sempre|solo|seulement|nur|только)\b|"
+        r"\b(prompt\s+del\s+sistema|systemprompt|prompt\s+syst[eè]me|системный\s+промпт)\b|系统提示|システムプロンプト", _F)),
+    Signal("role_marker", 0.8, re.compile(
+        r"(<\|im_start\|>|<\|im_end\|>|\[/?INST\]|<</?SYS>>|<\|system\|>|<\|assistant\|>|"
+        r"^\s*(#+\s*)?(system|assistant)\s*(prompt)?\s*:\s+\S|</?(system|assistant)>|\[(system|assistant)\]|"
+        r"^\W*#{2,}\s*(instruction|system|response)\s*:|\[\s*(system|admin|developer|root)\b[^\]\n]{0,30}\](?!\()|"
+        r"\b(priority|urgent|updated|overriding|override)\s+instructions?\b)", _F)),
+    Signal("role_play", 0.8, re.compile(
+        r"\b(you\s+are\s+now|you're\s+now|from\s+now\s+on,?\s+(you|i)\b|developer\s+mode\s+(enabled|on|activated)|"
+        r"pretend\s+(to\s+be|you\s+are|that\s+you)|(let's|let\s+us)\s+play\s+a\s+game|roleplay\s+as|role-play\s+as|"
+        r"you\s+must\s+(now\s+)?(agree|obey|comply)|do\s+anything\s+now)\b|"
+        r"(^|[.!:]\s+|^\W*)act\s+as\s+(an?\s+|the\s+)?\w+", _F)),
+    Signal("addresses_ai", 0.8, re.compile(
+        r"\b(dear|attention|hey|hello|hi|note\s+to(\s+the)?|message\s+(for|to)|note\s+for|instructions?\s+for|notice\s+(for|to))\s*,?\s+"
+        r"(all\s+|any\s+|the\s+)?(ai|llm|llms|assistants?|language\s+models?|chatbots?|copilot|claude|cursor|chatgpt|gpt|models?|agents?|"
+        r"coding\s+(assistants?|agents?)|automated\s+(assistants?|agents?|tools?))\b|"
+        r"\b(you\s+are|you're|act\s+as|pretend\s+to\s+be)\s+(now\s+)?(an?\s+)?(ai|assistant|llm|chatgpt|claude|gpt|"
+        r"large\s+language\s+model|language\s+model|copilot|chatbot|coding\s+agent)\b|"
+        r"\bif\s+you\s+are\s+(an?\s+)?(ai|llm|large\s+language\s+model|language\s+model|assistant|agent|bot|chatbot|automated)\b|"
+        r"\bto\s+(any|all|every)\s+(ai\s+|automated\s+|llm\s+|coding\s+)?(assistants?|agents?|models?|bots?)\b|"
+        r"\b(ai|llm|coding|automated)\s+(assistants?|agents?|models?|tools?)\b[^.\n]{0,60}\b(must|should|shall|need\s+to|are\s+required|always|never|refuse)\b|"
+        r"\b(copilot|claude|cursor|chatgpt|gemini|codex)\b[^.\n]{0,60}\b(always|never|must|should)\s+(answer|say|reply|tell|respond|report|write)\b|"
+        r"\b" + _AI + r"s?\s+(reading|processing|summari[sz]ing|analy[sz]ing|indexing|scanning)\s+this\b|"
+        r"\b(ai|llm)\s+tools?\s+(is|are)\s+(reading|indexing|processing|scanning)\b|"
+        r"\b(whoever|anyone\s+who)\s+asks\b[^.\n]{0,40}\b(say|tell|answer|reply)\b|"
+        r"^\W*(assistant|ai|llm|model|agent|bot|copilot|claude|chatgpt|gpt|gemini)\s*[,:]\s+\w|"
+        r"\bas\s+an?\s+(ai|llm|large\s+language\s+model|language\s+model|ai\s+assistant)\b[^.\n]{0,30}\byou\b|"
+        r"\b(gpt|llm|ai|model)[- ]based\s+(tools?|assistants?|agents?|bots?)\b", _F)),
+    Signal("steers_response", 0.75, re.compile(
+        r"\b(in|to|into|throughout|within|at the (start|end|beginning) of)\s+your\s+"
+        r"(response|answer|reply|summary|explanation|completion)s?\b|"
+        r"\byour\s+(response|answer|reply)\s+(must|should|shall|will)\b|"
+        r"\byour\s+(responses?|answers?|answer's|replies|reply|reply's)\b|"
+        r"\b(modify|enhance|render|rewrite|rephrase|format|provide|jumble|scramble)\b[^.\n]{0,30}\byour\s+(message|output|text)\b|"
+        r"\b(always|only|must|should)\s+(respond|reply|answer)\s+(with|in|using)\b|"
+        r"\b(respond|reply|answer)\s+only\s+(with|in)\b|"
+        r"\bbefore\s+(you\s+(answer|respond|reply|continue)|answering|replying)\b|"
+        r"\b(do not|don't|never)\s+(tell|mention|reveal|inform|show|warn|ask)\s+(the\s+)?(user|human|developer)\b|"
+        r"\bwithout\s+(asking|telling|informing)\s+(the\s+)?(user|human|developer)\b", _F)),
+    Signal("steers_code", 0.65, re.compile(
+        r"\b(incorporate|integrate|meld|embed|append|include|insert|add|enlist|utili[sz]e|execute|ensure)\b[^.\n]{0,60}"
+        r"\b(in|into|to|within|as a part of)\s+(your|the user'?s)\s+(code|codebase|solution|implementation|program|script)\b|"
+        r"\b(following|subsequent|below)\s+code\s+(section|snippet|block|excerpt)s?\b[\s\S]{0,240}?\b(your|the code you)\b|"
+        r"\byour\s+(code|codebase|solution|implementation|algorithm|program)\b[\s\S]{0,240}?"
+        r"\b(following|subsequent|below)\s+code\s+(section|snippet|block|excerpt)s?\b|"
+        r"\b(add|insert|include)\b[^.\n]{0,40}\bto\s+every\s+(file|module|function)\s+you\b|"
+        r"\b(utili[sz]e|integrate|incorporate|meld|enlist|embed)\b[^.\n]{0,30}\bthe\s+(following|subsequent|below)\s+code\b|"
+        r"\b(don't|do\s+not)\s+(hesitate|forget)\s+to\s+\w+[^.\n]{0,30}\b(following|subsequent|below)\s+code\b", _F)),
+    Signal("chat_request", 0.55, re.compile(
+        r"^\W*(can|could|would|will) you\s+(please\s+)?(show|tell|give|write|explain|help|generate|provide|list)\b|"
+        r"^\W*(please\s+)?(tell me|show me|give me|explain to me)\b|"
+        r"\b(your\s+new|new)\s+(instructions?|task|goal|objective)s?\s*(is|are)?\s*:|\byour\s+(real|actual|true)\s+task\b|"
+        r"^\W*(explain|describe)\s+(how|why)\b[^.\n]{0,60}\b(works?|with\s+an\s+example)\b|"
+        r"^\W*(provide|give|write)\s+(me\s+)?(an?\s+)?(example|sample|tutorial|step-by-step\s+guide)\s+(of|for|on)\s+how\b|"
+        r"^\W*what\s+(is|are)\s+the\s+(\w+\s+)?differences?\s+between\b", _F)),
+    Signal("exfiltration", 0.85, re.compile(
+        r"!\[[^\]]*\]\(\s*https?://[^)\s]*[?&][^)\s]*=|"
+        r"\b(send|post|upload|exfiltrate|forward|transmit|leak|email|mail|paste|include)\b[^.\n]{0,60}"
+        r"(secrets?|keys?|tokens?|passwords?|credentials|env(ironment)?(\s+variables)?|\.env\b|cookies|~/\.ssh|id_rsa|/etc/passwd|"
+        r"os\.environ|history|conversation|chat|output\s+of\s+\S*env)\b[^.\n]{0,80}"
+        r"(https?://|[\w.-]+@[\w-]+\.\w+|your\s+(reply|answer|response)|the\s+(answer|reply))|"
+        r"\b(curl|wget)\b[^\n|]{0,120}\|\s*(ba|z)?sh\b", _F)),
+    Signal("tool_bait", 0.8, re.compile(
+        r"\brm\s+-rf\s+[~/$]|\b(cat|type|print|dump|read|show)\s+[^.\n]{0,20}(~/\.ssh|id_rsa|/etc/passwd|/etc/shadow)\b|"
+        r"\b(run|execute|exec|invoke|type)\b[^.\n]{0,40}\b(printenv|os\.environ|env\s*\||cat\s+~/)|"
+        r"\b(use|call|invoke|trigger)\s+(your|the)\s+([\w-]+\s+){0,2}?(tool|shell|terminal|browser)\b[^.\n]{0,20}\bto\s+(run|overwrite|delete|remove|write|execute|send|upload|install|modify)\b|"
+        r"\buse\s+your\s+([\w-]+\s+)?(tool|shell|terminal|browser)\b", _F)),
+)
+_QUOTED = re.compile(r"`[^`\n]{1,120}`|\"[^\"\n]{1,60}\"|\u201c[^\u201d\n]{1,60}\u201d")
+_MENTION = " `·` "  # a quoted mention leaves a mark: the sentence around it talks about code
+_HIDDEN = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]|[\U000e0000-\U000e007f]")
+_B64 = re.compile(r"[A-Za-z0-9+/]{60,}={0,2}")
+_B64_HINTED = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
+_HEX = re.compile(r"\b(?:[0-9a-fA-F]{2}){12,}\b")
+_DECODE_HINT = re.compile(r"\b(decode|decoded|decoding|base64|base-64|b64|rot13|rot-13|hex|hexadecimal|reverse|reversed|backwards|decipher|unscramble)\b", _F)
+_ROT_HINT = re.compile(r"\brot-?13\b", _F)
+_REVERSE_HINT = re.compile(r"\b(reverse|reversed|backwards)\b", _F)
+_STRING_PREFIX = re.compile(r"^[rRbBuUfF]{0,2}(\"\"\"|\'\'\'|\"|\'|`)")
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+_TASK_START = re.compile(
+    r"^\W*(?:(?:please|kindly|now|first|also|before\s+\w+ing[^,]*,?|before\s+you\s+\w+,?)\s+)*"
+    r"(write|compose|draft|summari[sz]e|translate|list|describe|explain|tell|give|provide|create|generate|suggest|recommend|"
+    r"name|outline|share|develop|craft|produce|teach|recite|sing|calculate|solve|compare|discuss|answer|what|who|whom|when|"
+    r"where|which|why|how|can\s+you|could\s+you|would\s+you|i\s+want\s+you)\b", re.I)
+_STOPWORDS = frozenset(
+    "the a an and or of to in on for with about into from by at as is are was were be been this that these those it its "
+    "you your me my i we our they their what who whom when where which why how can could would will should please "
+    "first then also now before after some any each every all more most than very just only two three five ten".split())
+
+
+@lru_cache(maxsize=64)
+def _parser(language: str):
+    from tree_sitter_language_pack import get_parser
+
+    return get_parser(language)  # type: ignore[arg-type]
+
+
+def prose_regions(text: str, language: str, keep_quotes: bool = False) -> list[str]:
+    """Comments, docstrings and string literals of code; the whole text for prose formats.
+
+    In prose, short quoted phrases and inline code are mentions, not instructions (a security guide that
+    quotes "ignore previous instructions" is not an attack), so they are left out."""
+    if not uses_tree_sitter(language) or language in ("markdown",) or language not in SPECS:
+        return [text if keep_quotes else _QUOTED.sub(_MENTION, text)]
+    tree = _parser(language).parse(text.encode("utf-8", "replace"))
+    out: list[str] = []
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type in _PROSE_NODE_TYPES:
+            raw = node.text.decode("utf-8", "replace") if node.text else ""
+            inner = _STRING_PREFIX.sub("", raw, count=1)  # a string's own quotes are not a quotation inside it
+            out.append(inner if keep_quotes else _QUOTED.sub(_MENTION, inner))
+            continue
+        stack.extend(node.children)
+    return out
+
+
+def _printable(decoded: str) -> bool:
+    return bool(decoded) and sum(ch.isprintable() or ch.isspace() for ch in decoded) / len(decoded) > 0.9
+
+
+def _decoded_payloads(text: str) -> list[str]:
+    """Text hidden in base64 (long blobs anywhere; short ones when a decode hint is near), and with a hint:
+    hex, ROT13 or reversed text."""
+    found: list[str] = []
+    hinted = bool(_DECODE_HINT.search(text))
+    if hinted:
+        for blob in _HEX.findall(text):
+            try:
+                decoded = bytes.fromhex(blob).decode("utf-8", "ignore")
+            except ValueError:
+                continue
+            if _printable(decoded):
+                found.append(decoded)
+        if _ROT_HINT.search(text):
+            found.append(codecs.decode(text, "rot13"))
+        if _REVERSE_HINT.search(text):
+            found.append(text[::-1])
+    for blob in (_B64_HINTED if hinted else _B64).findall(text):
+        try:
+            raw = base64.b64decode(blob + "=" * (-len(blob) % 4), validate=False)
+        except (binascii.Error, ValueError):
+            continue
+        decoded = raw.decode("utf-8", "ignore")
+        if _printable(decoded):
+            found.append(decoded)
+    return found
+
+
+def _HINTED_TEXT(prose: str, decoded: str) -> bool:
+    """Hidden prose: a decode hint near base64 or hex that decodes to a sentence of three words or more."""
+    return bool(_DECODE_HINT.search(prose)) and decoded not in (codecs.decode(prose, "rot13"), prose[::-1]) and len(
+        re.findall(r"\b[A-Za-z]{2,}\b", decoded)) >= 3 and " " in decoded.strip()
+
+
+def off_topic_request(prose: str, context: str = "") -> bool:
+    """A request aimed at the reader about something no code talks about ("Write a poem about the sea",
+    "What is the capital of Brazil?"): a task or question form whose words are mostly outside the words
+    programmers use (`data/code_words.txt`) and that names no code."""
+    vocabulary = code_words()
+    if not vocabulary:
+        return False
+    local = {w.lower() for w in re.findall(r"[A-Za-z]{3,}", context)}  # words of the code around it are on topic
+    for sentence in _SENTENCE.findall(prose):
+        if not _TASK_START.match(sentence) or re.search(r"[_`()\[\]{}=<>/\\]|[a-z][A-Z]|\.\w", sentence):
+            continue
+        first = re.search(r"[A-Za-z]", sentence)
+        if first is None or not first.group(0).isupper():
+            continue  # "which garbles our output": the tail of an earlier sentence, not a request
+        words = [w for w in re.findall(r"[A-Za-z]{3,}", sentence) if w.lower() not in _STOPWORDS]
+        if len(words) < 2:
+            continue
+        unknown = [w for w in words if w.lower() not in vocabulary and w.lower().rstrip("s") not in vocabulary]
+        foreign = [w for w in unknown if w.lower() not in local or prose.lower().count(w.lower()) >= context.lower().count(w.lower())]
+        question = bool(re.match(r"^\W*(what|who|whom|when|where|which|why|how)\b", sentence, re.I))
+        if question and not sentence.rstrip().endswith("?"):
+            continue  # "When customizing the transport, use ...": a clause, not a question to the reader
+        if re.match(r"^\s*#{2,}\s", sentence):
+            continue  # a Markdown heading ("#### What's the problem?") titles a section; it asks no one
+        proper = [w for w in foreign[1:] + foreign[:1] if w[0].isupper() and not sentence.lstrip(" #*-\"'").startswith(w)]
+        who = bool(re.match(r"^\W*(who|whom)\b", sentence, re.I))  # code comments rarely ask about people
+        short_request = len(words) <= 5 and (not question or proper or who)  # else one odd word needs a name: "the Mona Lisa"
+        if len(foreign) >= 2 and len(foreign) / len(words) >= 0.3 or (foreign and short_request):
+            return True
+    return False
+
+
+_LITERAL_SIGNALS = frozenset({"tool_bait", "exfiltration"})
+# Words without which a signal's pattern cannot match (checked as substrings of the lower-cased prose first).
+_GATES: dict[str, tuple[str, ...]] = {
+    "override": ("ignore", "disregard", "forget", "override", "bypass"),
+    "role_play": ("you are", "you're", "from now", "developer mode", "pretend", "play a game", "roleplay", "role-play",
+                  "you must", "anything now", "act as"),
+    "steers_response": ("your", "before", "tell", "mention", "reveal", "inform", "show", "warn", "ask", "without",
+                        "respond", "reply", "answer"),
+    "steers_code": ("your", "following", "subsequent", "below", "every"),
+    "chat_request": ("you", "tell me", "show me", "give me", "explain", "new", "task", "what", "provide", "write", "describe",
+                     "difference"),
+    "exfiltration": ("![", "send", "post", "upload", "exfiltrate", "forward", "transmit", "leak", "mail", "paste", "include",
+                     "curl", "wget"),
+    "tool_bait": ("rm -rf", "cat", "type", "print", "dump", "read", "show", "run", "exec", "invoke", "use", "call", "trigger"),
+}  # a command in backticks is still a command
+
+
+def score_text(prose: str, _decoding: bool = False, raw: str = "", context: str = "") -> tuple[float, list[str]]:
+    """Score prose already extracted from a passage (quoted mentions removed; `raw` keeps them for the signals
+    where quoting does not disarm); returns (score, signal names)."""
+    hits: dict[str, float] = {}
+    low, raw_low = prose.lower(), raw.lower()
+    for sig in SIGNALS:
+        gate = _GATES.get(sig.name)
+        if gate is not None and not any(g in low or g in raw_low for g in gate):
+            continue  # none of the words this signal needs: skip its (costly) pattern
+        if sig.pattern.search(prose) or (raw and sig.name in _LITERAL_SIGNALS and sig.pattern.search(raw)):
+            hits[sig.name] = sig.weight
+    if _HIDDEN.search(prose):
+        hits["hidden_unicode"] = 0.7
+    if off_topic_request(prose, context):
+        hits["off_topic_request"] = 0.6
+    if not _decoding:
+        for decoded in _decoded_payloads(prose):
+            inner, names = score_text(decoded, _decoding=True)
+            if inner >= 0.5:
+                hits["encoded_payload"] = max(0.9, inner)
+                break
+            if decoded is not None and _HINTED_TEXT(prose, decoded):
+                hits["encoded_payload"] = max(hits.get("encoded_payload", 0.0), 0.7)  # a sentence hidden behind a decode hint
+    if not hits:
+        return 0.0, []
+    ordered = sorted(hits.values(), reverse=True)
+    score = min(1.0, ordered[0] + 0.1 * (len(ordered) - 1))
+    return round(score, 3), sorted(hits)
+
+
+def injection_score(text: str, language: str) -> tuple[float, list[str]]:
+    """Score one passage for prompt injection in [0, 1], with the names of the signals found."""
+    regions = prose_regions(text, language)
+    if not regions:
+        return 0.0, []
+    raw = "\n".join(prose_regions(text, language, keep_quotes=True))
+    return score_text("\n".join(regions), raw=raw, context=text)

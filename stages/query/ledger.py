@@ -1,0 +1,102 @@
+"""Usage ledger: every model call an answer made (judge, writer, brief), with tokens, cache hits, latency
+and an estimated cost, kept as Parquet beside the judgment snapshots and summarised per day and backend.
+
+Costs use `ASSAY_PRICES` (USD per million tokens: input, output, cached input, per model); a model without
+a price costs 0, and local Ollama calls are free. Tokens are what the backend reported, never estimated.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from stages.core.artifacts import LLMCall, QueryReport
+from stages.core.workspace import state_dir
+
+SCHEMA = pa.schema([
+    ("day", pa.string()), ("at", pa.string()), ("query_id", pa.string()), ("purpose", pa.string()),
+    ("backend", pa.string()), ("model", pa.string()), ("prompt_tokens", pa.int64()), ("completion_tokens", pa.int64()),
+    ("cached_tokens", pa.int64()), ("latency_s", pa.float64()), ("ok", pa.bool_()), ("cost_usd", pa.float64()),
+])
+
+
+def usage_dir(root: Path) -> Path:
+    return state_dir(root) / "usage"
+
+
+def prices_from(setting: str | None) -> dict[str, list[float]]:
+    if not setting:
+        return {}
+    data = json.loads(setting)
+    if not isinstance(data, dict):
+        raise ValueError("ASSAY_PRICES must be a JSON object: {model: [input, output, cached input] USD per million tokens}")
+    return {str(k): [float(x) for x in v] for k, v in data.items()}
+
+
+def cost(call: LLMCall, prices: dict[str, list[float]]) -> float:
+    if call.backend == "ollama":
+        return 0.0
+    price = prices.get(call.model)
+    if not price:
+        return 0.0
+    inp, out = price[0], price[1]
+    cached = price[2] if len(price) > 2 else inp
+    fresh = max(0, call.prompt_tokens - call.cached_tokens)
+    return round((fresh * inp + call.cached_tokens * cached + call.completion_tokens * out) / 1e6, 6)
+
+
+def rows(query_id: str, calls: list[LLMCall], prices: dict[str, list[float]], now: datetime | None = None) -> list[dict]:
+    now = now or datetime.now(timezone.utc)
+    return [{"day": now.strftime("%Y-%m-%d"), "at": now.isoformat(timespec="seconds"), "query_id": query_id, **c.model_dump(),
+             "cost_usd": cost(c, prices)} for c in calls]
+
+
+def record(root: Path, report: QueryReport, prices: dict[str, list[float]]) -> Path | None:
+    """Write one answer's model calls (none: nothing written)."""
+    return record_calls(root, report.query_id, [*report.judgment.usage, *report.answer.usage], prices)
+
+
+def record_calls(root: Path, key: str, calls: list[LLMCall], prices: dict[str, list[float]]) -> Path | None:
+    """Write model calls under one key (a query id, or `brief-...`) into the day's partition."""
+    if not calls:
+        return None
+    data = rows(key, calls, prices)
+    folder = usage_dir(root) / f"date={data[0]['day']}"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{key}.parquet"
+    pq.write_table(pa.Table.from_pylist(data, schema=SCHEMA), path)
+    return path
+
+
+def summary(root: Path) -> list[dict]:
+    """Per day, backend, model and purpose: calls, tokens, cache hits, cost, median latency."""
+    folder = usage_dir(root)
+    files = sorted(folder.rglob("*.parquet")) if folder.exists() else []
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for f in files:
+        for r in pq.read_table(f, schema=SCHEMA).to_pylist():
+            groups[(r["day"], r["backend"], r["model"], r["purpose"])].append(r)
+    out = []
+    for (day, backend, model, purpose), items in sorted(groups.items()):
+        lat = sorted(r["latency_s"] for r in items)
+        out.append({"day": day, "backend": backend, "model": model, "purpose": purpose, "calls": len(items),
+                    "failed": sum(not r["ok"] for r in items), "prompt_tokens": sum(r["prompt_tokens"] for r in items),
+                    "completion_tokens": sum(r["completion_tokens"] for r in items),
+                    "cached_tokens": sum(r["cached_tokens"] for r in items),
+                    "cost_usd": round(sum(r["cost_usd"] for r in items), 6), "latency_p50_s": lat[len(lat) // 2]})
+    return out
+
+
+def render(table: list[dict]) -> str:
+    if not table:
+        return "no model calls recorded yet (the local judge and the extractive writer make none)"
+    lines = ["day | backend | model | purpose | calls | prompt | completion | cached | cost USD | p50 s"]
+    lines += [f"{r['day']} | {r['backend']} | {r['model']} | {r['purpose']} | {r['calls']}" + (f" ({r['failed']} failed)" if r["failed"] else "")
+              + f" | {r['prompt_tokens']} | {r['completion_tokens']} | {r['cached_tokens']} | {r['cost_usd']:.4f} | {r['latency_p50_s']:.2f}"
+              for r in table]
+    return "\n".join(lines)

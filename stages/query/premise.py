@@ -1,0 +1,857 @@
+"""Premise stage: what a question presupposes about the code, checked against the definitions.
+
+"Why does `Session` inherit from `dict`?" presupposes a base class; "How does `get`'s `timeout`
+argument default to 30?" presupposes a parameter and its default. `extract` finds such premises in
+any phrasing through small grammars per kind (a subject slot, a cue, a value slot), and `check`
+compares each with the facts the parse stage stored for every definition of the subject
+(`Entity.bases/params/facts`, file and kind). A premise that no definition supports becomes a
+finding with a correction line citing the definition ("`X` takes `a, b`; there is no parameter
+`p` (file:line)"); one that cannot be checked (no definition, no annotation, `**kwargs`) is left
+alone rather than guessed.
+
+Kinds: base, param, default, decorator, async, returns, raises, file, kind.
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+from collections.abc import Callable, Iterable, Iterator
+
+from stages.core.artifacts import DEFINITION_KINDS, Candidate, Entity, Premise, PremiseCheck, PremiseFinding
+
+Resolver = Callable[[str], list[Entity]]
+
+_CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum", "type"})
+_FUNC_KINDS = frozenset({"function", "method"})
+_FUNCTION_WORDS = frozenset(
+    "a an the this that these those it its it's their them they which what who whom whose when where why how is are was "
+    "were be been do does did not no yes any some each every all one new old same other another more most such only "
+    "also just even still so as at by for from in into of on onto or and to with without via per than then there here "
+    "i we you me my our your can could will would should must may might self cls true false none null".split()
+)
+_STOP = _FUNCTION_WORDS | frozenset(  # never a subject: nouns and verbs of the question's own grammar
+    "default defaults value values parameter parameters argument arguments arg args kwarg kwargs param params option "
+    "options flag flags keyword class function method constant type module file defined declared implemented located "
+    "used called passed set found written raised returned thrown put placed kept stored moved".split()
+)
+_VERBS = frozenset("async sync asynchronous synchronous blocking coroutine default defaulting property back await awaiting "
+                   "have has had do does done be use uses used get gets mean means control controls work works change changes "
+                   "call calls called make makes want need go goes come comes run runs happen happens expect see know".split())
+_PARAM_ADJECTIVES = frozenset("optional keyword positional required extra named called additional boolean".split())
+_NOT_PARAM = r"(?!(?:parameter|argument|arg|kwarg|param|keyword|option|flag|input|value|default)s?\b)"
+_NOT_SUBJECT = r"(?!(?:" + "|".join(sorted(w for w in _FUNCTION_WORDS if "'" not in w)) + r")\b)"
+_TYPE_WORDS = {
+    "str": {"str", "string", "text", "anystr"}, "string": {"str", "string", "text", "anystr"},
+    "int": {"int", "integer", "number"}, "integer": {"int", "integer", "number"},
+    "bool": {"bool", "boolean"}, "boolean": {"bool", "boolean"}, "float": {"float", "number"},
+    "bytes": {"bytes", "bytearray"}, "dict": {"dict", "mapping", "mutablemapping", "record", "object"},
+    "dictionary": {"dict", "mapping", "mutablemapping", "record", "object"}, "mapping": {"dict", "mapping", "mutablemapping"},
+    "list": {"list", "sequence", "mutablesequence", "array", "iterable"}, "array": {"list", "array", "sequence"},
+    "tuple": {"tuple", "sequence"}, "set": {"set", "frozenset", "abstractset"},
+    "none": {"none", "void", "noreturn", "null", "undefined", "never"}, "nothing": {"none", "void", "noreturn", "undefined", "never"},
+    "void": {"none", "void", "undefined"}, "null": {"none", "null", "void"},
+    "iterator": {"iterator", "iterable", "generator", "asynciterator", "asyncgenerator", "asynciterable"},
+    "generator": {"iterator", "iterable", "generator", "asynciterator", "asyncgenerator"},
+    "promise": {"promise", "awaitable", "coroutine", "future"}, "coroutine": {"promise", "awaitable", "coroutine"},
+}
+_UNCHECKABLE_RETURNS = frozenset({"any", "t", "self", "typing.any", "object", "unknown"})
+_DECORATOR_WORDS = {
+    "static method": {"staticmethod"}, "staticmethod": {"staticmethod"}, "static": {"staticmethod", "static"},
+    "class method": {"classmethod"}, "classmethod": {"classmethod"},
+    "property": {"property", "cached_property", "setter", "getter", "deleter", "abstractproperty"},
+    "read-only property": {"property", "cached_property"}, "cached property": {"cached_property"},
+    "cached_property": {"cached_property"}, "abstract method": {"abstractmethod", "abstractproperty"},
+    "abstractmethod": {"abstractmethod", "abstractproperty"}, "abstract": {"abstractmethod", "abstractproperty"},
+    "context manager": {"contextmanager", "asynccontextmanager"}, "contextmanager": {"contextmanager", "asynccontextmanager"},
+    "dataclass": {"dataclass", "define", "frozen", "attrs", "s"}, "data class": {"dataclass", "define", "frozen", "attrs", "s"},
+    "fixture": {"fixture"}, "overload": {"overload"}, "override": {"override", "Override"},
+}
+_KIND_WORDS = {"class": "class", "function": "function", "method": "function", "constant": "constant", "variable": "constant",
+               "interface": "interface", "enum": "enum", "struct": "struct", "trait": "trait", "coroutine": "function"}
+_ASYNC_WORDS = {"async": True, "asynchronous": True, "asynchronously": True, "coroutine": True, "awaitable": True,
+                "non-blocking": True, "sync": False, "synchronous": False, "synchronously": False, "blocking": False}
+_NEG = re.compile(r"\b(not|never|no\s+longer|isn't|aren't|doesn't|don't|didn't|wasn't|won't|cannot|can't)\b|n't\b", re.I)
+
+# -- grammar ----------------------------------------------------------------------------------------------
+
+_ID = r"(?<![\w$.])[`'\"]?@?(?P<{g}>[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*)(?:\(\))?[`'\"]?"
+_LIT = (r"(?<![\w$.'\"`])(?P<V>`[^`]{1,60}`|'[^']{0,40}'|\"[^\"]{0,40}\"|-?\d+(?:\.\d+)?|an?\s+empty\s+\w+|empty\s+\w+|"
+        r"[A-Za-z_][\w.]*(?:\(\))?)")
+_TYPE = r"(?<![\w$.'\"`])[`'\"]?(?P<V>[A-Za-z_][\w.]*(?:\[[^\]]{0,60}\])?)[`'\"]?"
+_ADV = r"(?:\s+(?:not|never|really|still|also|actually|directly|always|only|even|no\s+longer|now|ever|already|just))*"
+_PNOUN = r"(?:parameter|argument|arg|kwarg|param|keyword(?:\s+argument)?|option|flag|input)s?\b"
+_PADJ = r"(?:(?:an?|the|one|its|optional|keyword|keyword-only|positional|required|extra|boolean|bool|string|int|integer|named|called|additional)\s+)*"
+_OF = r"(?:of|to|in|for|on|accepted\s+by|taken\s+by|passed\s+to|used\s+by|from)"
+_DECO = (r"(?P<D>static\s*method|class\s*method|read-only\s+property|cached[\s_]property|property|abstract\s*method|abstract|"
+         r"context\s*manager|data\s*class|fixture|overload)")
+_ASYNC = r"(?P<A>async(?:hronous(?:ly)?)?|coroutine|awaitable|non-blocking|sync(?:hronous(?:ly)?)?|blocking)"
+_KIND = r"(?P<K>class|function|method|constant|variable|interface|enum|struct|trait)"
+_FILE = r"(?<![\w$./'\"`-])[`'\"]?(?P<F>[\w./-]+\.(?:py|pyi|js|jsx|ts|tsx|mjs|cjs|go|rs|java|kt|rb|php|c|h|cc|cpp|hpp|cs|swift|scala)(?![\w])|[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)[`'\"]?"
+
+
+def _g(template: str) -> re.Pattern[str]:
+    t = template.replace("{S0}", _NOT_SUBJECT + _ID.format(g="S"))
+    t = t.replace("{S}", _NOT_SUBJECT + _ID.format(g="S") + r"(?:\s+(?:class|function|method|constructor|coroutine))?").replace("{V}", _ID.format(g="V")).replace("{P}", _NOT_PARAM + _ID.format(g="P"))
+    t = (t.replace("{L}", _LIT).replace("{T}", _TYPE).replace("{ADV}", _ADV).replace("{PN}", _PNOUN)
+         .replace("{PADJ}", _PADJ).replace("{OF}", _OF).replace("{DECO}", _DECO).replace("{ASYNC}", _ASYNC)
+         .replace("{KIND}", _KIND).replace("{F}", _FILE).replace("{D}", _ID.format(g="D")))
+    return re.compile(t, re.I)
+
+
+_INHERIT_VERB = r"(?:inherits?|inherited|inheriting|extends?|extended|extending|subclass(?:es|ed|ing)?|derives?|derived|deriving|speciali[sz]es?)"
+_GRAMMAR: dict[str, tuple[re.Pattern[str], ...]] = {
+    "base": (
+        _g(r"{S}(?:\s+class)?{ADV}\s+(?:is\s+|was\s+)?" + _INHERIT_VERB + r"(?:\s+directly)?(?:\s+from)?\s+(?:the\s+|a\s+|an\s+)?{V}"),
+        _g(r"{S}(?:\s+class)?,?\s+(?:is\s+|being\s+|as\s+|which\s+is\s+|was\s+){0,2}(?:not\s+)?(?:a|an|the)?\s*(?:direct\s+)?"
+           r"(?:subclass|subtype|child(?:\s+class)?|derived\s+class|descendant|speciali[sz]ation|kind|type)\s+of\s+(?:the\s+)?{V}"),
+        _g(r"{V}(?:\s+class)?\s+is\s+(?:not\s+)?(?:the\s+|a\s+|an\s+)?(?:direct\s+)?(?:base|parent|super)\s*(?:class|type)?\s+(?:of|for)\s+(?:the\s+)?{S}"),
+        _g(r"{S}'s\s+(?:direct\s+)?(?:base|parent|super)\s*(?:class(?:es)?|type)?,?\s+(?:is\s+|being\s+|as\s+)?(?:the\s+)?{V}"),
+        _g(r"(?:base|parent|super)\s*(?:class|type)\s+(?:of|for)\s+(?:the\s+)?{S}(?:\s+class)?,?\s+(?:is\s+|being\s+|as\s+)?(?:the\s+)?{V}"),
+        _g(r"{V}'s\s+(?:subclass|child(?:\s+class)?|descendant)\s+{S}"),
+        _g(r"\bclass\s+{S}\s*\(\s*{V}"),
+        _g(r"{S}(?:\s+class)?{ADV}\s+(?:is\s+)?based\s+on\s+(?:the\s+)?{V}(?:\s+class)"),
+        _g(r"{S}(?:\s+class)?\s+(?:is|as)\s+(?:not\s+)?(?:a|an)\s+{V}\s+(?:subclass|subtype|child|descendant)"),
+        _g(r"{S}(?:\s+class)?{ADV}\s+(?:uses?|has|have|takes?)\s+{V}\s+as\s+(?:its|a|the)\s+(?:base|parent|super)"),
+        _g(r"\bis\s+{V}(?:\s+class)?\s+(?:the|a|an)\s+(?:direct\s+)?(?:base|parent|super)\s*(?:class|type)?\s+(?:of|for)\s+(?:the\s+)?{S}"),
+        _g(r"{V}(?:\s+class)?\s+as\s+(?:the|a|its)\s+(?:base|parent|super)\s*(?:class|type)?\s+(?:of|for)\s+(?:the\s+)?{S}"),
+        _g(r"{S}\b[^?.;]{0,40}?\b(?:by|when|from|through|via|for|in)\s+(?:subclassing|inheriting(?:\s+from)?|extending|deriving\s+from)\s+(?:the\s+)?{V}"),
+        _g(r"{S}(?:\s+class)?\s+(?:was\s+|is\s+)?(?:made|designed|written|built|chosen|meant)\s+to\s+(?:inherit|extend|subclass|derive)\s+(?:from\s+)?(?:the\s+)?{V}"),
+        _g(r"{S}\b[^?.;]{0,40}?\b(?:its|the)\s+(?:base|parent|super)\s*(?:class|type)?\s+{V}"),
+    ),
+    "param": (
+        _g(r"{S}(?:'s)?{ADV}\s+(?:takes?|accepts?|has|have|receives?|expects?|gets?|supports?|requires?|needs?|allows?|exposes?)"
+           r"\s+{PADJ}{PN}\s+(?:named\s+|called\s+)?{P}"),
+        _g(r"{S}(?:'s)?{ADV}\s+(?:takes?|accepts?|has|have|receives?|expects?|supports?|requires?|needs?)\s+{PADJ}{P}\s+(?:as\s+(?:an?\s+)?)?{PN}"),
+        _g(r"{PN}\s+{P}\s+{OF}\s+(?:the\s+)?{S}"),
+        _g(r"\b(?:the|an?|its|this|that|their)\s+{P}\s+{PN}\s+{OF}\s+(?:the\s+)?{S}"),
+        _g(r"`(?P<P>[A-Za-z_]\w*)`\s+{PN}\s+{OF}\s+(?:the\s+)?{S}"),
+        _g(r"{S}'s\s+{P}\s+{PN}"),
+        _g(r"\b(?:pass|passes|passing|passed|supply|supplying|provide|providing|specify|specifying|give|giving)\s+(?:an?\s+|the\s+)?{P}"
+           r"\s+(?:{PN}\s+)?(?:to|into|when\s+calling)\s+(?:the\s+)?{S}"),
+        _g(r"{S}\s+(?:(?!(?:that|which|who|when|if|where|while|because|and|or|but|so)\b)\w+\s+){0,3}?(?:with|using|the|its|an?|as\s+its)\s+{P}\s+{PN}"),
+        _g(r"{S}\s*\([^)]*?\b(?P<kw>[A-Za-z_]\w*)\s*="),
+        _g(r"^\W*(?:in|inside|within|for)\s+(?:the\s+)?{S},?\s+(?:why|how|what|when|where|which|does|do|is|can)\b[^?]*?\b(?:the\s+)?{P}\s+{PN}\b"),
+    ),
+    "default": (
+        _g(r"{P}\s+(?:{PN}\s+)?{OF}\s+(?:the\s+)?{S}{ADV}\s+(?:defaults?|defaulting|is\s+defaulted|is\s+set\s+by\s+default|has\s+a\s+default(?:\s+value)?\s+of)\s+(?:to\s+|of\s+)?{L}"),
+        _g(r"{S}'s\s+{P}\s+(?:{PN}\s+)?{ADV}(?:defaults?|defaulting|default\s+value\s+is|is\s+by\s+default|is\s+defaulted)\s+(?:to\s+)?{L}"),
+        _g(r"default\s+(?:value\s+)?(?:of|for)\s+(?:the\s+)?{P}\s+(?:{PN}\s+)?{OF}\s+(?:the\s+)?{S}(?:\s+is|\s*=|,|\s+being|\s+as|\s+to|\s+set\s+to|\s+equal\s+to)\s+{L}"),
+        _g(r"{S}'s\s+default\s+(?:value\s+)?(?:for\s+|of\s+)?(?:the\s+)?{P}(?:\s+{PN})?(?:\s+is|\s*=|,|\s+being|\s+of|\s+as)\s+{L}"),
+        _g(r"{S}{ADV}\s+(?:defaults?|sets?|initiali[sz]es?|uses?|assigns?)\s+(?:its\s+|the\s+)?{P}\s+(?:{PN}\s+)?(?:to\s+|=\s*|of\s+|as\s+)?{L}\s+by\s+default"),
+        _g(r"{S}{ADV}\s+defaults?\s+(?:its\s+|the\s+)?{P}\s+(?:{PN}\s+)?(?:to|=)\s*{L}"),
+        _g(r"{P}\s+(?:{PN}\s+)?(?:defaults?|defaulting|is\s+defaulted|default\s+value\s+is)\s+(?:to\s+)?{L}\s+(?:in|of|for|inside|within|when\s+calling)\s+(?:the\s+)?{S}"),
+        _g(r"(?:a|the|its)\s+default\s+(?!value\b){P}\s+(?:of|=|is)\s+{L}\s+(?:in|for|of)\s+(?:the\s+)?{S}"),
+        _g(r"{S}\b[^?.;]{0,40}?\b(?:a|the|its)\s+default\s+(?!value\b){P}\s+(?:{PN}\s+)?(?:of|=|is|as)\s*{L}"),
+        _g(r"{S}\s+(?:\w+\s+){0,2}?{P}\s*=\s*{L}\s+by\s+default"),
+        _g(r"{L}\s+(?:was\s+|is\s+)?(?:chosen|picked|used|set|given)\s+as\s+(?:the\s+)?default\s+(?:value\s+)?(?:for|of)\s+(?:the\s+)?{P}\s+(?:{PN}\s+)?(?:in|of|for)\s+(?:the\s+)?{S}"),
+        _g(r"{P}\s*=\s*{L}\s+(?:is\s+)?(?:the\s+|a\s+)?default\s+(?:in|of|for)\s+(?:the\s+)?{S}"),
+        _g(r"{S}\s*\([^)]*?\b{P}\s*=\s*{L}[^)]*\)(?=[^?]*\bdefault)"),
+        _g(r"(?:default|defaulting)\s+{P}\s+to\s+{L}\s+in\s+(?:the\s+)?{S}"),
+        _g(r"^\W*(?:in|inside|within|for)\s+(?:the\s+)?{S},?\s+(?:why|how|what|when|where|which|does|do|is|can)\b[^?]*?\b{P}\s+(?:{PN}\s+)?"
+           r"(?:defaults?|defaulting|is\s+defaulted|default\s+value\s+is)\s+(?:to\s+)?{L}"),
+    ),
+    "decorator": (
+        _g(r"{S}(?:,?\s+(?:which|that))?{ADV}\s+(?:is|was|being|as)(?:\s+not)?\s+(?:declared\s+as\s+|defined\s+as\s+|implemented\s+as\s+|marked\s+as\s+|made\s+|written\s+as\s+)?(?:a|an)?\s*{DECO}\b"),
+        _g(r"{S}{ADV}\s+(?:is\s+|was\s+|being\s+)?(?:decorated|wrapped|marked|annotated)\s+(?:with|by|as)\s+(?:the\s+|an?\s+)?@?{D}"),
+        _g(r"@{D}\s+(?:decorator\s+)?(?:on|of|for|in|above|applied\s+to)\s+(?:the\s+)?{S}"),
+        _g(r"{S}{ADV}\s+(?:uses?|has|carries|applies|needs|gets|wears)\s+(?:the\s+|an?\s+)?@{D}"),
+        _g(r"{S}{ADV}\s+(?:uses?|has|carries|applies|needs|gets)\s+(?:the\s+|an?\s+)?{D}\s+decorator"),
+        _g(r"(?:the\s+)?@?{D}\s+decorator\s+(?:on|of|for|in|above|applied\s+to)\s+(?:the\s+)?{S}"),
+        _g(r"\b(?:the|a|an)\s+(?P<D>static\s*method|class\s*method|cached[\s_]property|property|abstract\s*method)\s+{S}"),
+        _g(r"\b(?:make|makes|made|making|declare|declares|declared|declaring|mark|marks|marked|turn|turns|turned|define|defines|defined)\s+{S}\s+(?:as\s+)?(?:a|an)\s+{DECO}\b"),
+        _g(r"\bis\s+{S}\s+(?:a|an)\s+{DECO}\b"),
+        _g(r"{S}{ADV}\s+(?:declared|defined|implemented|marked|made|written|registered|exposed|kept|turned\s+into)\s+(?:as\s+)?(?:a|an)?\s*{DECO}\b"),
+        _g(r"{S}{ADV}\s+(?:stops?|stopped|starts?|started|becomes?|became|stays?|remains?|keeps?)\s+(?:being\s+)?(?:a|an)?\s*{DECO}\b"),
+    ),
+    "async": (
+        _g(r"{S}(?:\s+(?:function|method))?(?:,?\s+(?:which|that))?{ADV}\s+(?:is|was|being|as)(?:\s+not)?\s+(?:an?\s+)?(?:(?:declared|defined|written|implemented|made)\s+(?:as\s+)?(?:an?\s+)?)?{ASYNC}\b"),
+        _g(r"{S}{ADV}\s+(?P<A>block|blocks)\b"),
+        _g(r"{S}{ADV}\s+(?:(?:is|was|been|being)\s+)?(?:declared|defined|written|implemented|made|marked)\s+(?:as\s+)?(?:an?\s+)?{ASYNC}\b"),
+        _g(r"\bis\s+{S}(?:\s+(?:function|method))?\s+(?:an?\s+)?{ASYNC}\b"),
+        _g(r"\b(?:the\s+|an?\s+)(?P<A>async(?:hronous)?|sync(?:hronous)?|blocking|coroutine)\s+(?:function\s+|method\s+|def\s+|version\s+)?{S}"),
+        _g(r"\b(?:await|awaiting|awaited|awaits)\s+(?:the\s+|a\s+)?(?:call\s+to\s+|result\s+of\s+)?{S}"),
+        _g(r"{S}(?:\(\))?\s+(?:must|should|has\s+to|have\s+to|needs\s+to|need\s+to|can|cannot|can't)\s+(?:not\s+)?be\s+(?P<A>awaited)"),
+        _g(r"{S}{ADV}\s+(?:returns?|gives\s+back|produces?)\s+(?:an?\s+)?(?P<A>coroutine|awaitable)"),
+        _g(r"{S}{ADV}\s+(?:runs?|executes?|works?|operates?)\s+(?P<A>asynchronously|synchronously)"),
+        _g(r"{S}{ADV}\s+(?:uses|is\s+written\s+with|is\s+defined\s+with|declared\s+with)\s+(?P<A>async)\s+def"),
+        _g(r"\b(?:sync|synchronous|blocking)\s+(?:version|variant|call)\s+(?:of\s+)?{S}(?P<A>)"),
+    ),
+    "returns": (
+        _g(r"{S}{ADV}\s+(?:returns?|returning|returned|gives?\s+back|hands?\s+back|outputs?)\s+(?:an?\s+|the\s+|back\s+)?(?:instance\s+of\s+|object\s+of\s+(?:type\s+)?)?{T}"),
+        _g(r"return\s+(?:type|value|annotation)\s+(?:of|for)\s+(?:the\s+)?{S}(?:\s+(?:function|method))?(?:\s+is|\s+being|\s+as|,|\s*=|\s+to\s+be)?\s+(?:an?\s+)?{T}"),
+        _g(r"{S}'s\s+return\s+(?:type|value|annotation)\s+(?:is\s+|being\s+|of\s+type\s+|of\s+|as\s+)?(?:an?\s+)?{T}"),
+        _g(r"{S}\s*(?:\([^)]*\))?\s*->\s*{T}"),
+        _g(r"\b(?:the\s+)?{T}\s+(?:that|which)\s+{S}\s+returns"),
+        _g(r"{T}\s+(?:returned|produced)\s+by\s+(?:the\s+)?{S}"),
+        _g(r"{S}{ADV}\s+(?:is\s+)?(?:annotated|typed|declared|hinted)\s+(?:as\s+|to\s+)?return(?:ing)?\s+(?:an?\s+)?{T}"),
+        _g(r"{S}{ADV}\s+(?:has|with)\s+(?:an?\s+|the\s+)?return\s+(?:type|annotation)\s+(?:of\s+)?{T}"),
+    ),
+    "raises": (
+        _g(r"{S}{ADV}(?:\s+(?:can|could|may|might|will|would|should|does|did|must|sometimes|ever|not))*\s+(?:raises?|raised|raising|throws?|threw|throwing)\s+(?:an?\s+|the\s+)?{V}"),
+        _g(r"{V}\s+(?:is\s+|being\s+|gets\s+|get\s+)?(?:raised|thrown)\s+(?:by|from|in|inside|within)\s+(?:the\s+)?{S}"),
+        _g(r"\b(?:the\s+)?{V}\s+(?:that|which)\s+{S}\s+(?:raises|throws)"),
+        _g(r"{S}{ADV}\s+(?:fail(?:s|ed)?|errors?(?:\s+out)?|abort(?:s|ed)?|crash(?:es|ed)?|dies|exits)\s+with\s+(?:an?\s+|the\s+)?{V}"),
+        _g(r"\b(?:raise|raising|throw|throwing)\s+(?:an?\s+|the\s+)?{V}\s+(?:in|from|inside|within)\s+(?:the\s+)?{S}"),
+        _g(r"\b(?:catch|catching|handle|handling|except)\s+(?:an?\s+|the\s+)?{V}\s+(?:from|raised\s+by|thrown\s+by|when\s+calling)\s+(?:the\s+)?{S}"),
+    ),
+    "file": (
+        _g(r"{S}{ADV}\s+(?:is\s+|was\s+|being\s+|gets\s+|get\s+)?(?:defined|declared|implemented|located|found|kept|written|living|lives|live|sits?|resides?|stored|placed)"
+           r"\s+(?:in|inside|within|under|at)\s+(?:the\s+)?(?:file\s+|module\s+|package\s+)?{F}"),
+        _g(r"\b{F}\s+(?:define|declare|implement|contain|hold|house)[sd]?\s+(?:the\s+)?{S}"),
+        _g(r"\b(?:the\s+)?{F}\s+(?:module|file)'s\s+{S}"),
+        _g(r"{S}\s+(?:in|from)\s+(?:the\s+)?(?P<F>[\w./-]+\.(?:py|pyi|js|ts|tsx|go|rs|java))\b"),
+        _g(r"{S}\s+(?:in|from)\s+(?:the\s+)?{F}\s+(?:module|file)\b"),
+    ),
+    "kind": (
+        _g(r"{S0}{ADV}\s+(?:is|was|being)\s+(?:a|an)\s+(?:[\w-]+\s+)?{KIND}\b"),
+        _g(r"\bis\s+{S0}\s+(?:a|an)\s+(?:[\w-]+\s+)?{KIND}\b(?!\s+or\b)"),
+        _g(r"\b(?:the|a|an)\s+{KIND}\s+{S0}"),
+        _g(r"\bthe\s+{S0}\s+{KIND}\b"),
+        _g(r"{S0}\s+(?:is\s+)?(?:defined|declared|implemented|written)\s+as\s+(?:a|an)\s+(?:[\w-]+\s+)?{KIND}\b"),
+        _g(r"\b(?:make|makes|made|making|turn|turns|turned|declare|declares|declared|write|wrote|implement|implemented|keep|keeps|kept)\s+{S0}\s+(?:as\s+|into\s+)?(?:a|an)\s+(?:[\w-]+\s+)?{KIND}\b"),
+        _g(r"\b(?:instantiat\w+|subclass(?:ing)?|inherit(?:ing)?\s+from|extending)\s+(?:the\s+)?{S0}(?P<K>)"),
+    ),
+}
+_SUPPRESS = {  # a decorator word names a decorator premise, not a kind (a "static method" is a method)
+    "kind": re.compile(r"\b(?:static|class|abstract)\s+method\b|\bdata\s+class\b", re.I),
+}
+
+
+def _clean(name: str) -> str:
+    return name.strip("`'\"@").removesuffix("()").replace("::", ".")
+
+
+def _short(name: str) -> str:
+    return re.split(r"[.:]+", name)[-1]
+
+
+def _plausible_subject(name: str) -> bool:
+    return bool(name) and name.lower() not in _STOP and len(name) > 1
+
+
+def _negated(question: str, start: int, end: int) -> bool:
+    """Negation inside the phrase, or in the word just before it ("Why doesn't X inherit from Y?")."""
+    before = question[:start].split()
+    window = (before[-1] + " " if before else "") + question[start:end]
+    return bool(_NEG.search(window))
+
+
+def extract(question: str) -> list[Premise]:
+    """Every premise the question states, in order; duplicates removed. Pure text: no index needed."""
+    found: list[Premise] = []
+    for kind, patterns in _GRAMMAR.items():
+        for pattern in patterns:
+            for m in _overlapping(pattern, question):
+                g = m.groupdict()
+                subject = _clean(g.get("S") or "")
+                if not _plausible_subject(subject):
+                    continue
+                suppress = _SUPPRESS.get(kind)
+                if suppress is not None and suppress.search(m.group(0)):
+                    continue
+                text = m.group(0).strip()
+                negated = _negated(question, m.start(), m.end())
+                slots = _slot_values(kind, g, text)
+                if slots is None:
+                    continue
+                value, param = slots
+                if not value or (kind not in ("default", "kind", "async") and value.lower() in _STOP):
+                    continue
+                if kind == "default" and value.lower() in _FUNCTION_WORDS - {"true", "false", "none", "null"}:
+                    continue
+                if kind in ("param", "default") and (param.lower() in _FUNCTION_WORDS | _PARAM_ADJECTIVES | _VERBS or param == subject):
+                    continue
+                found.append(Premise(kind=kind, subject=subject, value=value, param=param, negated=negated, text=text))  # type: ignore[arg-type]
+    return _dedupe(found)
+
+
+def _slot_values(kind: str, g: dict, phrase: str) -> tuple[str, str] | None:
+    """(value, param) a grammar match names for its kind; None when the slot holds no such thing."""
+    value, param = "", ""
+    if kind == "base" or kind == "raises":
+        value = _clean(g["V"])
+        if kind == "base" and not (_codeish(g["V"], 1) or isinstance(getattr(builtins, value, None), type)):
+            return None  # "subclasses during processing": a base class is written as code
+        if kind == "raises" and not value.rsplit(".", 1)[-1][:1].isupper():
+            return None
+    elif kind == "param":
+        param = _clean(g.get("P") or g.get("kw") or "")
+        value = param
+    elif kind == "default":
+        param, value = _clean(g["P"]), _clean_literal(g["V"])
+    elif kind == "decorator":
+        value = " ".join(_clean(g["D"]).lower().replace("_", " ").split()) if g.get("D") else ""
+    elif kind == "async":
+        word = (g.get("A") or "").lower()
+        value = "async" if _ASYNC_WORDS.get(word, True) else "sync"  # "awaited": async
+        if word.startswith("block") or (not word and re.search(r"\b(sync|synchronous|blocking)\b", phrase, re.I)):
+            value = "sync"
+    elif kind == "returns":
+        value = _clean(g["V"])
+        if not _typeish(g["V"], phrase):
+            return None
+    elif kind == "file":
+        value = _clean(g["F"])
+    elif kind == "kind":
+        value = _KIND_WORDS.get((g.get("K") or "class").lower(), "class")
+    return value, param
+
+
+def _overlapping(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """Every match, including those starting inside an earlier one: in "give to_bytes as its p parameter"
+    the first try takes `give` as the subject; the one that names `to_bytes` must still be seen."""
+    pos = 0
+    while pos <= len(text):
+        m = pattern.search(text, pos)
+        if m is None:
+            return
+        yield m
+        pos = m.start() + 1
+
+
+def _typeish(raw: str, phrase: str) -> bool:
+    """A return-type slot holds a type, not an adverb: `returns early` is no premise, `returns a str` is."""
+    name = _clean(raw)
+    return (name.lower() in _TYPE_WORDS or any(ch.isupper() for ch in name) or "[" in name or "." in name
+            or f"`{name}`" in phrase)
+
+
+def _dedupe(premises: list[Premise]) -> list[Premise]:
+    seen: set[tuple[str, str, str, str]] = set()
+    out: list[Premise] = []
+    defaults = {(p.subject, p.param) for p in premises if p.kind == "default"}
+    kinds: dict[str, set[str]] = {}
+    for p in premises:
+        if p.kind == "kind":
+            kinds.setdefault(p.subject, set()).add(p.value)
+    for p in premises:
+        key = (p.kind, p.subject, p.param, p.value)
+        if key in seen:
+            continue
+        if p.kind == "param" and (p.subject, p.param) in defaults:
+            continue  # the default premise checks the parameter too
+        if p.kind == "kind" and len(kinds.get(p.subject, ())) > 1:
+            continue  # "is X a class or a function?" asks, it does not presuppose
+        seen.add(key)
+        out.append(p)
+    return out
+
+
+def _clean_literal(raw: str) -> str:
+    v = raw.strip().removesuffix("()") if raw.strip().endswith("()") and raw.strip()[:-2].isidentifier() else raw.strip()
+    return v.strip("`").rstrip(".,;:") if not re.fullmatch(r"-?\d+\.\d+", v) else v
+
+
+# -- checking ---------------------------------------------------------------------------------------------
+
+
+def _loc(e: Entity) -> str:
+    return f"{e.file}:{e.start_line}"
+
+
+def _real_params(e: Entity) -> list[str]:
+    return [p for p in e.params if p not in ("self", "cls", "this")]
+
+
+def _definitions(name: str, resolve: Resolver) -> list[Entity]:
+    """Definitions of a subject: `Session.request` by qualified name, `request` by name; part 0 only."""
+    short = _short(name)
+    found = [e for e in resolve(short) if e.kind in DEFINITION_KINDS and e.part == 0]
+    if "." in name and found:
+        tail = name.split(".")
+        narrowed = [e for e in found if e.qualname.endswith(".".join(tail[-2:])) or e.qualname == name]
+        if not narrowed:  # a module path (`pkg.mod.Name`): keep definitions whose file matches the module
+            mod = "/".join(tail[:-1])
+            narrowed = [e for e in found if mod and mod in e.file.rsplit(".", 1)[0]]
+        found = narrowed or found
+    return found
+
+
+def ancestors(cls: Entity, resolve: Resolver, depth: int = 6) -> tuple[set[str], bool]:
+    """Short names of every base class reachable through indexed classes; and whether all were resolved."""
+    seen: set[str] = set()
+    complete = True
+    frontier = [cls]
+    for _ in range(depth):
+        nxt: list[Entity] = []
+        for c in frontier:
+            for b in c.bases:
+                short = _short(b)
+                if short in seen:
+                    continue
+                seen.add(short)
+                defs = [e for e in resolve(short) if e.kind in _CLASS_KINDS and e.part == 0]
+                builtin = getattr(builtins, short, None)
+                if defs:
+                    nxt.extend(defs)
+                elif isinstance(builtin, type):  # `Exception`, `dict`: their ancestry is known without an index
+                    seen.update(b.__name__ for b in builtin.__mro__[1:])
+                elif short not in ("object", "Generic", "Protocol", "ABC"):
+                    complete = False
+        frontier = nxt
+        if not frontier:
+            break
+    return seen, complete
+
+
+def _norm_literal(v: str) -> str:
+    s = v.strip().strip("`").strip()
+    low = s.lower()
+    m = re.match(r"^(?:an?\s+)?empty\s+(\w+)$", low)
+    if m:
+        return {"list": "[]", "array": "[]", "dict": "{}", "dictionary": "{}", "object": "{}", "mapping": "{}", "string": "''",
+                "str": "''", "tuple": "()", "set": "set()", "bytes": "b''"}.get(m.group(1), low)
+    if low in ("none", "null", "nil", "undefined"):
+        return "none"
+    if low in ("true", "false"):
+        return low
+    if re.fullmatch(r"-?\d+(?:\.\d+)?", s):
+        return repr(float(s))
+    if len(s) >= 2 and s[0] == s[-1] and s[0] in "'\"":
+        return "'" + s[1:-1] + "'"
+    if low in ("list()", "dict()", "tuple()"):
+        return {"list()": "[]", "dict()": "{}", "tuple()": "()"}[low]
+    return _short(s.replace(" ", ""))
+
+
+def _type_tokens(annotation: str) -> set[str]:
+    return {t.lower() for t in re.findall(r"[A-Za-z_]\w*", annotation)}
+
+
+def _returns_match(claimed: str, annotation: str, resolve: Resolver) -> bool | None:
+    have = _type_tokens(annotation)
+    if not have or have <= _UNCHECKABLE_RETURNS or len(annotation) == 1:
+        return None
+    words = _type_tokens(claimed)
+    if not words:
+        return None
+    head = _short(re.split(r"\[", claimed)[0]).lower()
+    wanted = _TYPE_WORDS.get(head, {head})
+    if wanted & have:
+        return True
+    for t in re.findall(r"[A-Za-z_]\w*", annotation):  # `returns a Request` when the annotation names a subclass of it
+        for d in resolve(t):
+            if d.kind in _CLASS_KINDS and head in {a.lower() for a in ancestors(d, resolve)[0]}:
+                return True
+    return False
+
+
+def _decorator_match(claimed: str, decorators: list[str]) -> bool:
+    names = {d for d in decorators}
+    wanted = _DECORATOR_WORDS.get(claimed, {claimed.replace(" ", "_"), claimed.replace(" ", "")})
+    return bool(names & wanted) or any(d.lower() in {w.lower() for w in wanted} for d in names)
+
+
+def _file_match(claimed: str, path: str) -> bool:
+    c = claimed.strip("/")
+    if re.search(r"\.\w{1,5}$", c) and not re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", c.rsplit(".", 1)[0] + ".x"):
+        return path == c or path.endswith("/" + c)
+    if path == c or path.endswith("/" + c):
+        return True
+    stem = path.rsplit(".", 1)[0]
+    mod = c.replace(".", "/")
+    return stem == mod or stem.endswith("/" + mod) or stem.endswith("/" + mod + "/__init__") or stem == mod + "/__init__"
+
+
+def _params_text(e: Entity) -> str:
+    params = _real_params(e)
+    return ", ".join(f"`{p}`" for p in params) if params else "no parameters"
+
+
+def _check_one(p: Premise, e: Entity, resolve: Resolver) -> tuple[bool | None, str]:
+    """(holds, fact) for one definition: True, False, or None when this definition cannot tell."""
+    facts = e.facts
+    name = f"`{e.qualname}`"
+    if p.kind == "base":
+        if e.kind not in _CLASS_KINDS:
+            return False, f"{name} is a {e.kind}, not a class ({_loc(e)})"
+        direct = [_short(b) for b in e.bases]
+        if _short(p.value) in direct:
+            return True, ""
+        seen, complete = ancestors(e, resolve)
+        if _short(p.value) in seen:
+            return True, ""
+        claimed = [d for d in resolve(_short(p.value)) if d.kind in _CLASS_KINDS]
+        claimed_known = bool(claimed)
+        if p.loose:  # the words did not say which way: either direction holds
+            if not claimed_known or any(_short(e.qualname) in ancestors(d, resolve)[0] for d in claimed):
+                return (None if not claimed_known else True), ""
+        if not complete and not claimed_known:
+            return None, ""
+        bases = ", ".join(f"`{b}`" for b in direct) if direct else "no base class"
+        return False, f"{name} inherits from {bases}, not `{p.value}` ({_loc(e)})"
+    if p.kind in ("param", "default"):
+        target = e
+        if e.kind in _CLASS_KINDS:
+            inits = [d for n in ("__init__", "constructor", "new") for d in resolve(f"{e.qualname}.{n}") if d.file == e.file]
+            if not inits:
+                return None, ""
+            target = inits[0]
+        elif e.kind not in _FUNC_KINDS:
+            return None, ""
+        params = _real_params(target)
+        if p.param not in params:
+            if "**" in target.signature or "..." in target.signature or not target.params and "(" not in target.signature:
+                return None, ""  # a catch-all may accept it: doubt is not contradiction
+            return False, f"{name} takes {_params_text(target)}; there is no parameter `{p.param}` ({_loc(target)})"
+        if p.kind == "param":
+            return True, ""
+        if facts is None and target.facts is None:
+            return None, ""
+        defaults = (target.facts.defaults if target.facts else {}) or {}
+        if p.param not in defaults:
+            return False, f"`{p.param}` of {name} has no default: callers must pass it ({_loc(target)})"
+        if _norm_literal(defaults[p.param]) == _norm_literal(p.value):
+            return True, ""
+        return False, f"`{p.param}` of {name} defaults to `{defaults[p.param]}`, not `{p.value}` ({_loc(target)})"
+    if p.kind == "decorator":
+        if facts is None:
+            return (None, "") if e.kind in _CLASS_KINDS or e.kind in _FUNC_KINDS else (False, f"{name} is a {e.kind} ({_loc(e)})")
+        if _decorator_match(p.value, facts.decorators):
+            return True, ""
+        shown = ", ".join(f"`@{d}`" for d in facts.decorators) if facts.decorators else "no decorator"
+        return False, f"{name} carries {shown}, not `@{p.value.replace(' ', '')}` ({_loc(e)})"
+    if p.kind == "async":
+        if e.kind not in _FUNC_KINDS or facts is None:
+            return None, ""
+        is_async = facts.is_async or bool(_type_tokens(facts.returns) & {"awaitable", "coroutine", "promise"})
+        if is_async == (p.value == "async"):
+            return True, ""
+        return False, f"{name} is {'async' if is_async else 'synchronous (a plain def, not async)'} ({_loc(e)})"
+    if p.kind == "returns":
+        if e.kind not in _FUNC_KINDS or facts is None or not facts.returns:
+            return None, ""
+        ok = _returns_match(p.value, facts.returns, resolve)
+        if ok is None or ok:
+            return ok, ""
+        return False, f"{name} is annotated to return `{facts.returns}`, not `{p.value}` ({_loc(e)})"
+    if p.kind == "raises":
+        if e.kind not in _FUNC_KINDS or facts is None:
+            return None, ""
+        raised = facts.raises
+        if _short(p.value) in raised:
+            return True, ""
+        for r in raised:
+            for d in resolve(r):
+                if d.kind in _CLASS_KINDS and _short(p.value) in ancestors(d, resolve)[0]:
+                    return True, ""
+        shown = ", ".join(f"`{r}`" for r in raised) if raised else "nothing"
+        return False, f"{name}'s own body raises {shown}, not `{p.value}` (a callee may still raise it) ({_loc(e)})"
+    if p.kind == "file":
+        if _file_match(p.value, e.file):
+            return True, ""
+        return False, f"{name} is defined in `{e.file}`, not `{p.value}` ({_loc(e)})"
+    if p.kind == "kind":
+        actual = _KIND_WORDS.get(e.kind, e.kind)
+        if actual == p.value or {actual, p.value} <= {"class", "struct", "interface", "trait", "enum"} and p.value == "class":
+            return True, ""
+        return False, f"{name} is a {e.kind}, not a {p.value} ({_loc(e)})"
+    return None, ""
+
+
+_SCORES = {"base": 0.9, "param": 0.85, "default": 0.85, "decorator": 0.8, "async": 0.85, "returns": 0.75,
+           "raises": 0.6, "file": 0.8, "kind": 0.8}
+
+
+def check(premises: Iterable[Premise], resolve: Resolver) -> list[PremiseFinding]:
+    """One finding per premise whose subject is defined in the index. A premise fails only when every
+    definition of its subject contradicts it (a name defined twice may hold in one place)."""
+    findings: list[PremiseFinding] = []
+    for p in premises:
+        defs = _definitions(p.subject, resolve)
+        if not defs:
+            continue
+        results = [(e, *_check_one(p, e, resolve)) for e in defs]
+        if p.negated:
+            results = [(e, (None if h is None else not h), fact) for e, h, fact in results]
+        decided = [r for r in results if r[1] is not None]
+        if not decided:
+            continue
+        first = decided[0][0]
+        if any(h for _, h, _ in decided):
+            holder = next(e for e, h, _ in decided if h)
+            findings.append(PremiseFinding(premise=p, holds=True, contradicts=0.0, entity_id=holder.id, entity=holder.qualname,
+                                           file=holder.file, line=holder.start_line))
+            continue
+        fact = decided[0][2] or f"`{p.subject}` does not match the question's premise ({_loc(first)})"
+        if p.negated and not decided[0][2]:
+            fact = f"the premise that `{p.subject}` is not {p.value} does not hold ({_loc(first)})"
+        findings.append(PremiseFinding(premise=p, holds=False, contradicts=_SCORES[p.kind], entity_id=first.id,
+                                       entity=first.qualname, file=first.file, line=first.start_line, fact=fact))
+    return findings
+
+
+
+
+# -- loose inference: cues anywhere near a defined subject ----------------------------------------------
+# The grammar needs the words in a known order; people do not write that way ("Which `Base` methods does `X`
+# inherit?", "Can I pass timeout= to get?"). These rules use the index: a token counts as a subject only when
+# it names a definition, and a value only when it is the right sort of thing (a class, a parameter-looking
+# name, a literal, an exception). Each rule needs a cue word close by, and never overrides the grammar.
+
+_TOKEN = re.compile(r"`[^`\n]{1,80}`|@?[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*(?:\(\))?|-?\d+(?:\.\d+)?|'[^'\n]{0,40}'|\"[^\"\n]{0,40}\"|\S")
+_INHERIT_CUE = re.compile(r"^(inherit\w*|subclass\w*|extend\w*|deriv\w*|parent|superclass\w*|super|base|descend\w*|mro)$", re.I)
+_PARAM_NOUN = re.compile(r"^(parameters?|arguments?|args?|kwargs?|params?|keywords?|options?|flags?)$", re.I)
+_PARAM_VERB = re.compile(r"^(pass\w*|accept\w*|take\w*|receiv\w*|need\w*|requir\w*|set|setting|without|omit\w*|support\w*)$", re.I)
+_RETURN_CUE = re.compile(r"^(returns?|returned|produces?|produced|yields?|hands?|gives?|back)$", re.I)
+_RAISE_CUE = re.compile(r"^(rais\w*|throw\w*|thrown|trigger\w*|catch\w*|avoid\w*|fail\w*|end|ends|except)$", re.I)
+_FILE_CUE = re.compile(r"^(in|inside|within|defin\w*|declar\w*|implement\w*|lives?|sits?|kept|keeps?|plac\w*|put|locat\w*|contain\w*|part)$", re.I)
+_EXC_NAME = re.compile(r"(Error|Exception|Warning|Exit|Interrupt|Timeout|Abort|Failure|Invalid\w*)$")
+_LITERAL = re.compile(r"^(-?\d+(?:\.\d+)?|'[^']*'|\"[^\"]*\"|None|True|False|null|true|false|undefined|nil)$")
+_DECO_CUE = {"property": "property", "staticmethod": "staticmethod", "classmethod": "classmethod",
+             "cached_property": "cached property", "abstractmethod": "abstract method", "contextmanager": "context manager"}
+
+
+def _tokens(question: str) -> list[str]:
+    return [m.group(0) for m in _TOKEN.finditer(question)]
+
+
+def _identifierish(raw: str, following: str) -> bool:
+    """A name written as code: backticked, snake_case, dotted, or followed by `=`."""
+    name = _clean(raw)
+    return raw.startswith("`") or "_" in name.strip("_") or following == "=" or ("." in name and not name.endswith("."))
+
+
+_TYPING_NAMES = frozenset("Iterator Iterable AsyncIterator AsyncIterable Generator AsyncGenerator Callable Awaitable Coroutine "
+                          "Sequence Mapping MutableMapping Optional Union Tuple List Dict Set FrozenSet Type IO TextIO BinaryIO".split())
+_RETURN_SKIP = frozenset("a an the me us you back something anything other than only always just its some".split())
+
+
+def _typename(name: str, resolve: Resolver) -> bool:
+    if name.lower() in _TYPE_WORDS:
+        return True
+    if not name[:1].isupper() or not re.fullmatch(r"[A-Za-z_][\w.]*", name):
+        return False
+    camel = sum(c.isupper() for c in name) >= 2 and any(c.islower() for c in name)  # `SSLContext`, `PathLike`
+    return camel or isinstance(getattr(builtins, name, None), type) or name in _TYPING_NAMES or any(
+        e.kind in _CLASS_KINDS for e in resolve(_short(name)))
+
+
+def _returned_type(toks: list[str], low: list[str], cue: int, subject: int, resolve: Resolver) -> str:
+    """The type next to a return cue: after it ("returns a `Response`") or just before it ("the `URL` it returns")."""
+    for k in range(cue + 1, min(len(toks), cue + 7)):
+        if k == subject:
+            break
+        if low[k] in _RETURN_SKIP:
+            continue
+        name = _clean(toks[k])
+        if _typename(name, resolve):
+            return name
+        break
+    for k in range(cue - 1, max(-1, cue - 4), -1):
+        if k == subject or low[k] in ("it", "that", "which"):
+            continue
+        name = _clean(toks[k])
+        if _typename(name, resolve) and k < subject:
+            return name
+        if low[k] in ("the", "a", "an"):
+            break
+    return ""
+
+
+def _exception_name(name: str, resolve: Resolver) -> bool:
+    """`ValueError`, or an indexed class whose ancestry reaches an exception (`BadParameter`)."""
+    if not name[:1].isupper() or not re.fullmatch(r"[A-Za-z_][\w.]*", name):
+        return False
+    if _EXC_NAME.search(name):
+        return True
+    obj = getattr(builtins, name, None)
+    if isinstance(obj, type) and issubclass(obj, BaseException):
+        return True
+    for d in resolve(_short(name)):
+        if d.kind in _CLASS_KINDS and any(_EXC_NAME.search(a) or a == "BaseException" for a in ancestors(d, resolve)[0]):
+            return True
+    return False
+
+
+def _codeish(raw: str, position: int) -> bool:
+    """Written as code, not as an English word: backticks, `_`, a dot, inner capitals, or a capital mid-sentence."""
+    name = _clean(raw)
+    return (raw.startswith("`") or "_" in name or "." in name or any(c.isupper() for c in name[1:])
+            or (name[:1].isupper() and position > 0))
+
+
+def infer(question: str, resolve: Resolver, stated: list[Premise]) -> list[Premise]:
+    """Premises the grammar missed, read from cues near names the index defines."""
+    spans = [(m.start(), m.end()) for m in _TOKEN.finditer(question)]
+    toks = [question[a:b] for a, b in spans]
+    low = [t.lower().strip("`").removesuffix("()") for t in toks]
+    defs: dict[int, list[Entity]] = {}
+    for i, t in enumerate(toks):
+        name = _clean(t)
+        if _plausible_subject(name) and re.fullmatch(r"[A-Za-z_$][\w$.]*", name) and _codeish(t, i):
+            found = _definitions(name, resolve)
+            if found:
+                defs[i] = found
+    have = {(p.kind, p.subject) for p in stated}
+    out: list[Premise] = []
+
+    def near(i: int, pattern: re.Pattern[str], before: int, after: int) -> int | None:
+        for j in range(max(0, i - before), min(len(toks), i + after + 1)):
+            if j != i and pattern.match(low[j]):
+                return j
+        return None
+
+    def add(kind: str, i: int, value: str, param: str = "", negation_checked: bool = False) -> None:
+        subject = _clean(toks[i])
+        if (kind, subject) in have or any((p.kind, p.subject, p.value) == (kind, subject, value) for p in out):
+            return
+        window = question[spans[max(0, i - 3)][0] : spans[min(len(spans) - 1, i + 3)][1]]
+        negated = not negation_checked and bool(_NEG.search(window))
+        out.append(Premise(kind=kind, subject=subject, value=value, param=param, negated=negated, loose=True,  # type: ignore[arg-type]
+                           text=" ".join(toks[max(0, i - 3) : i + 6])))
+
+    # a name that is a parameter of another named function is that parameter here, not a subject of its own
+    named_params = {p for i, d in defs.items() for e in d if e.kind in _FUNC_KINDS for p in _real_params(e) if _clean(toks[i]) != p}
+    defs = {i: d for i, d in defs.items() if not (_clean(toks[i]) in named_params and not toks[i][:1].isupper())}
+    classes = {i: d for i, d in defs.items() if any(e.kind in _CLASS_KINDS for e in d)}
+    functions = {i: d for i, d in defs.items() if any(e.kind in _FUNC_KINDS for e in d)}
+    # base: two classes and an inheritance cue after the first of them; direction is checked both ways
+    cue = [j for j, w in enumerate(low) if _INHERIT_CUE.match(w)]
+    ordered = sorted(classes)
+    for a_i, a in enumerate(ordered):
+        for b in ordered[a_i + 1 :]:
+            near_cue = [j for j in cue if a < j <= b + 4]
+            if near_cue and _clean(toks[a]) != _clean(toks[b]):
+                # the class closest to the cue is the subject ("which `Base` methods does `X` inherit")
+                subject, other = (b, a) if min(abs(j - b) for j in near_cue) <= min(abs(j - a) for j in near_cue) else (a, b)
+                add("base", subject, _clean(toks[other]))
+    # params: a parameter-looking name near a parameter cue, checked against every function named
+    if functions:
+        for i, t in enumerate(toks):
+            if (i in defs and (t.strip("`")[:1].isupper() or len(functions) == 1 and i in functions)) or len(low[i]) < 2 or t[:1].isupper() or (i > 0 and toks[i - 1] == "'") or low[i] in _STOP or low[i] in _PARAM_ADJECTIVES or low[i] in _VERBS or not re.fullmatch(r"`?[A-Za-z_]\w*`?", t):
+                continue
+            following = toks[i + 1] if i + 1 < len(toks) else ""
+            after = low[i + 1] if i + 1 < len(low) else ""
+            def is_noun(k: int) -> bool:  # `Parameter` the class is not the word "parameter"
+                return 0 <= k < len(toks) and bool(_PARAM_NOUN.match(low[k])) and toks[k].islower()
+
+            noun = is_noun(i + 1) or is_noun(i - 1) or (i > 1 and low[i - 1] in ("named", "called") and is_noun(i - 2)) or (
+                after in ("a", "an", "the", "is") and is_noun(i + 2))
+            verb = near(i, _PARAM_VERB, 3, 2)
+            possessive = i > 2 and toks[i - 2] == "'" and low[i - 1] == "s" and (i - 3) in functions and after in (
+                "for", "do", "does", "mean", "means", "control", "controls", "used", "?")
+            plain = i > 0 and (i - 1) not in defs and _PARAM_VERB.match(low[i - 1]) and not low[i].endswith("ing") and after in ("when", "to", "into", "?", "for", "")
+            if following == "=" or noun or possessive or plain or (verb is not None and _identifierish(t, following)):
+                others = [f for f in functions if f != i]
+                if not others:
+                    continue
+                subject = min(others, key=lambda s: abs(s - i))
+                if len({_clean(toks[f]) for f in functions}) == 1 or abs(subject - i) <= 4:
+                    add("param", subject, _clean(t), _clean(t))
+    # defaults: a parameter of the subject and a literal, with "default" in the question
+    if functions and re.search(r"\bdefault|\bomit|\bunless\b|\bwithout\b", question, re.I):
+        for s_i, entities in functions.items():
+            params = {p for e in entities for p in _real_params(e)}
+            for i, t in enumerate(toks):
+                if _clean(t) not in params:
+                    continue
+                lits = [j for j in range(len(toks)) if _LITERAL.match(_clean(toks[j])) and j != i]
+                if lits:
+                    j = min(lits, key=lambda j: abs(j - i))
+                    if abs(j - i) <= 8:
+                        add("default", s_i, _clean_literal(toks[j]), _clean(t))
+    # decorators, async, returns, raises, file: each cue speaks about the nearest named definition
+    def nearest(j: int, pool: dict[int, list[Entity]]) -> int | None:
+        close = [s for s in pool if s != j and abs(s - j) <= 8]
+        return min(close, key=lambda s: (abs(s - j), s)) if close else None
+
+    for j, w in enumerate(low):
+        raw = toks[j]
+        nxt = low[j + 1] if j + 1 < len(low) else ""
+        f_i = nearest(j, functions)
+        close = f_i is not None and abs(f_i - j) <= 4  # a decorator word further away is about something else
+        if f_i is not None:
+            if not close:
+                pass
+            elif w in ("static", "class", "abstract", "cached") and nxt in ("method", "property"):
+                add("decorator", f_i, f"{w} {nxt}")
+            elif w.lstrip("@") in _DECO_CUE or (raw.startswith("@") and len(raw) > 1):
+                add("decorator", f_i, _DECO_CUE.get(w.lstrip("@"), w.lstrip("@").replace("_", " ")))
+            if w in ("async", "asynchronous", "asynchronously", "coroutine", "await", "awaited", "awaiting", "awaitable"):
+                flipped = j > 0 and bool(re.match(r"^(without|no|not|never|isn|aren|doesn|wasn)$", low[j - 1] if low[j - 1] != "t" else low[j - 3]))
+                add("async", f_i, "sync" if flipped else "async", negation_checked=flipped)
+            if w in ("sync", "synchronous", "synchronously", "blocking", "blocks", "block"):
+                add("async", f_i, "sync")
+            if _RETURN_CUE.match(w) and not (j > 0 and low[j - 1] in ("instead", "of", "than", "without", "before", "after")):
+                named = _returned_type(toks, low, j, f_i, resolve)
+                if named:
+                    add("returns", f_i, named)
+            if _exception_name(_clean(raw), resolve) and near(j, _RAISE_CUE, 6, 6) is not None:
+                add("raises", f_i, _clean(raw))
+        d_i = nearest(j, defs)
+        if d_i is not None and re.search(r"\.(py|pyi|js|jsx|ts|tsx|go|rs|java|rb|php|c|h|cpp|cs)$", _clean(raw)) \
+                and near(d_i, _FILE_CUE, 4, 4) is not None and not any(x in low for x in ("import", "imports", "imported", "calls", "uses")):
+            add("file", d_i, _clean(raw))
+    for s_i in defs:
+        for j in (s_i - 1, s_i - 3, s_i + 2, s_i + 3, s_i + 4):  # "function S", "the class named S", "S, a class", "S end up a class"
+            if 0 <= j < len(toks) and low[j] in ("class", "function", "constant"):
+                prev = low[j - 1] if j > 0 else ""
+                named = j == s_i - 3 and low[s_i - 1] in ("named", "called") and low[s_i - 2] != "'"
+                if j == s_i - 1 or named or (j > s_i and prev in ("a", "an")):
+                    if prev in ("static", "abstract") or (j + 1 < len(low) and low[j + 1] in ("method", "methods")):
+                        continue
+                    add("kind", s_i, _KIND_WORDS[low[j]])
+    return out
+
+
+def check_question(question: str, resolve: Resolver) -> list[PremiseFinding]:
+    """The grammar's premises, then the looser cue-based ones, each checked against the index."""
+    stated = extract(question)
+    return check(stated + infer(question, resolve, stated), resolve)
+
+
+def entity_of(c: Candidate) -> Entity:
+    """A retrieved passage seen as the entity it came from (the checker reads entity facts)."""
+    return Entity.model_construct(
+        id=c.id, kind=c.kind, name=_short(c.entity), qualname=c.entity, parent=None, signature=c.signature,
+        docstring=c.docstring, body=c.body, start_line=c.start_line, end_line=c.end_line, language=c.language,
+        file=c.file, content_hash="", part=c.part, parts=c.parts, bases=c.bases, params=c.params, facts=c.facts,
+    )
+
+
+def resolver_from(entities: Iterable[Entity]) -> Resolver:
+    """Resolve names among given entities only (the local judge without a catalog: tests, evaluation)."""
+    index: dict[str, list[Entity]] = {}
+    for e in entities:
+        index.setdefault(e.name, []).append(e)
+        if e.qualname != e.name:
+            index.setdefault(e.qualname, []).append(e)
+    return lambda name: list(index.get(name, []))
+
+
+def catalog_resolver(lookup: Callable[[str], list[Entity]]) -> Resolver:
+    """Memoise a catalog lookup (`Catalog.by_name`) for one question: the checker asks for a name many times."""
+    cache: dict[str, list[Entity]] = {}
+
+    def resolve(name: str) -> list[Entity]:
+        if name not in cache:
+            cache[name] = lookup(name)
+        return list(cache[name])
+
+    return resolve
+
+
+def subject_passages(findings: list[PremiseFinding], candidates: list[Candidate], fetch: Callable[[list[str]], dict[str, Entity]],
+                     to_candidate: Callable[..., Candidate]) -> list[Candidate]:
+    """Definitions a failed premise cites that retrieval did not bring: they join the pool, to be judged and cited."""
+    have = {c.id for c in candidates}
+    wanted = [f.entity_id for f in findings if not f.holds and f.entity_id not in have]
+    found = fetch(list(dict.fromkeys(wanted)))
+    start = len(candidates)
+    return [to_candidate(found[eid], fused_rank=start + n + 1, fused_score=0.0) for n, eid in enumerate(dict.fromkeys(wanted)) if eid in found]
+
+
+def check_workspace(root, question: str, candidates: list[Candidate]) -> PremiseCheck:
+    """The question's premises checked against the workspace catalog; cited definitions join the pool."""
+    from stages.query.retrieve import to_candidate
+    from stages.index.store import Catalog
+
+    catalog = Catalog(root)
+    try:
+        findings = check_question(question, catalog_resolver(catalog.by_name))
+        added = subject_passages(findings, candidates, catalog.get, to_candidate)
+    finally:
+        catalog.close()
+    return PremiseCheck(findings=findings, added=added)

@@ -1,0 +1,354 @@
+"""Rank stage: code-aware ordering of the retrieved pool, for every door (search, ask, MCP).
+
+Fused retrieval only says "these words/meanings are near". What a developer means is usually one
+of a few things the index knows more precisely:
+- query shape: a bare identifier (`Depends`, `response`) wants its definition and its file, so the
+  lexical signal weighs more; a sentence leans on the dense model.
+- definition: the passage that *defines* a name the query uses beats passages that mention it.
+- path: file and folder names are the author's own summary (`websockets.py`, `openapi/`).
+- file coherence: several good passages in one file make that file the likely answer.
+- penalties: tests, prose docs, type stubs, examples and translations, legacy/compat copies and
+  re-export shims answer few questions, unless the query asks for them.
+- entity facts: a passage whose qualified name (parent class included) carries the query's words.
+- diversity: the tenth passage from one file tells less than the first from another.
+Each signal can be switched off (`RankConfig`) so the evaluation can ablate it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import PurePosixPath
+
+from pydantic import BaseModel
+
+from stages.core.artifacts import DEFINITION_KINDS as NAMING_KINDS, Candidate
+from stages.query.judge.local import question_identifiers
+from stages.index.lexical import tokenize
+
+
+class RankConfig(BaseModel):
+    """Switches and weights of the code-aware ranking (defaults measured on the dev repos)."""
+
+    query_shape: bool = True
+    definition: bool = True
+    path: bool = True
+    file_coherence: bool = True
+    penalties: bool = True
+    entity_facts: bool = True
+    diversity: bool = True
+    lexical_weight_symbol: float = 0.75
+    lexical_weight_text: float = 0.6
+    definition_boost: float = 0.6
+    path_boost: float = 0.5
+    coherence_boost: float = 0.8
+    facts_boost: float = 0.15
+    diversity_decay: float = 0.5
+
+
+DEFINITION_KINDS = NAMING_KINDS | {"module"}
+PROSE_LANGUAGES = frozenset({"markdown", "rst", "text"})
+PRIVATE_FACTOR = 0.8
+_SYMBOL_QUERY = re.compile(r"^[A-Za-z_$][\w$]*(?:[.:#]+[A-Za-z_$][\w$]*)*\(?\)?$")
+_METHOD_MENTION = re.compile(r"(?<![\w.])\.([A-Za-z_$][\w$]*)")
+_CAMEL_WORD = re.compile(r"\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b|\b[A-Z]{2,}[a-z][A-Za-z0-9]*\b")
+_NAME_WORD = re.compile(r"(?<=\w )[A-Z][a-z][A-Za-z0-9]+\b")  # a capitalised word inside a sentence names a class
+_VERSION_DIR = re.compile(r"^v(\d+)$")
+_TEST_PART = re.compile(r"^(tests?|__tests__|spec|specs|testing|test_?utils?)$")
+_TEST_FILE = re.compile(r"(^test_.*|.*_test|.*[.-](test|spec)s?)$")
+_EXAMPLE_PART = re.compile(r"^(examples?|samples?|demos?|docs_src|tutorials?|benchmarks?|locales?|i18n|l10n|translations?)$")
+_LEGACY_PART = re.compile(r"^(deprecated|legacy|compat|_?compat\w*|backports?|old)$")
+_REEXPORT_LINE = re.compile(
+    r"^\s*(from\s+\S+\s+import\b|import\b|export\s+(\*|\{|type\s+\{|\w+\s+from\b)|export\s+\*|__all__\b|"
+    r"module\.exports\s*=\s*require|(const|let|var)\s+\w+\s*=\s*require\(|\}\s*from\s|[\w\s]+,\s*$|[)}\]];?\s*$|#|//|\"\"\"|''')"
+)
+_TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "fixture", "fixtures", "mock", "pytest"})
+_DOC_WORDS = frozenset({"doc", "docs", "documentation", "readme", "guide", "tutorial", "changelog", "skill"})
+_EXAMPLE_WORDS = frozenset({"example", "examples", "sample", "demo", "tutorial", "locale", "locales", "translation", "i18n"})
+_LEGACY_WORDS = frozenset({"deprecated", "legacy", "compat", "compatibility", "v1", "v2", "v3", "backport", "migration", "old"})
+
+
+@dataclass(frozen=True)
+class QueryShape:
+    """What the query asks for, read once per query."""
+
+    text: str
+    symbol: bool
+    identifiers: tuple[str, ...]
+    terms: frozenset[str]
+    words: frozenset[str]
+
+    @property
+    def short_names(self) -> frozenset[str]:
+        return frozenset(re.split(r"[.:#]+", i.rstrip("()"))[-1] for i in self.identifiers)
+
+
+def query_shape(query: str) -> QueryShape:
+    text = " ".join(query.split())
+    symbol = bool(_SYMBOL_QUERY.match(text))
+    idents = list(question_identifiers(text))
+    idents += _METHOD_MENTION.findall(text) + _CAMEL_WORD.findall(text) + _NAME_WORD.findall(text)
+    if symbol:
+        idents.append(text.rstrip("()"))
+    words = frozenset(w.lower() for w in re.findall(r"[A-Za-z0-9]+", text))
+    return QueryShape(text, symbol, tuple(dict.fromkeys(idents)), frozenset(tokenize(text)), words)
+
+
+def _short(name: str) -> str:
+    return re.split(r"[.:#> ]+", name)[-1]
+
+
+@lru_cache(maxsize=65536)
+def path_tokens(path: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(file-stem tokens, folder tokens), stemmed like the lexical index."""
+    parts = PurePosixPath(path).parts
+    stem = PurePosixPath(path).stem
+    return frozenset(tokenize(stem.replace("-", "_").replace(".", "_"))), frozenset(
+        t for d in parts[:-1] for t in tokenize(d.replace("-", "_").replace(".", "_"))
+    )
+
+
+def path_match(shape: QueryShape, path: str) -> float:
+    """Share of the query's terms named by the file (1 each) or its folders (0.5 each)."""
+    if not shape.terms:
+        return 0.0
+    stem, dirs = path_tokens(path)
+    score = sum(1.0 if t in stem else 0.5 if t in dirs else 0.0 for t in shape.terms)
+    return min(1.0, score / len(shape.terms))
+
+
+def legacy_version_dirs(paths: Iterable[str]) -> frozenset[str]:
+    """Folders named v<N> that hold an older copy: one beside a higher v<M> (`src/v3/` beside `src/v4/`),
+    or a lone one whose file names mostly repeat those of the package around it (a vendored `pkg/v1/`)."""
+    paths = list(paths)
+    versions: dict[str, set[tuple[int, str]]] = defaultdict(set)
+    names_below: dict[str, set[str]] = defaultdict(set)
+    for path in paths:
+        parts = PurePosixPath(path).parts
+        for i, part in enumerate(parts[:-1]):
+            m = _VERSION_DIR.match(part)
+            if m:
+                versions["/".join(parts[:i])].add((int(m.group(1)), "/".join(parts[: i + 1])))
+        for i in range(len(parts)):
+            names_below["/".join(parts[:i])].add(parts[-1])
+    legacy: set[str] = set()
+    for parent, found in versions.items():
+        top = max(n for n, _ in found)
+        legacy.update(d for n, d in found if n < top)
+        if len(found) == 1:
+            (_, folder), = found
+            own = names_below[folder]
+            outside = {n for p in paths if p.startswith(parent + "/" if parent else "") and not p.startswith(folder + "/")
+                       for n in [PurePosixPath(p).name]}
+            if len(own) >= 3 and len(own & outside) / len(own) >= 0.5:
+                legacy.add(folder)
+    return frozenset(legacy)
+
+
+@lru_cache(maxsize=8)
+def _legacy_for(paths: frozenset[str]) -> frozenset[str]:
+    """Legacy folders of one index's file set, computed once per set (the same for every query)."""
+    return legacy_version_dirs(paths)
+
+
+@lru_cache(maxsize=65536)
+def path_kinds(path: str) -> frozenset[str]:
+    """What a file's path says it is (test, example, legacy-named, stub, hidden, private); cached per path."""
+    parts = [p.lower() for p in PurePosixPath(path).parts]
+    folders = parts[:-1]
+    stem = PurePosixPath(path).stem.lower()
+    name = parts[-1] if parts else ""
+    kinds: set[str] = set()
+    if any(_TEST_PART.match(p) for p in folders) or _TEST_FILE.match(stem) or stem in ("conftest", "test", "tests"):
+        kinds.add("test")
+    if any(_EXAMPLE_PART.match(p) for p in folders):
+        kinds.add("example")
+    if any(_LEGACY_PART.match(p) for p in folders):
+        kinds.add("legacy")
+    if name.endswith((".pyi", ".d.ts", ".d.mts", ".d.cts")):
+        kinds.add("stub")
+    if any(p.startswith(".") and p not in (".", "..") for p in folders):
+        kinds.add("hidden")  # tool and agent configuration (.github, .vscode, .agents), not the product
+    if any(p.startswith("_") and not p.startswith("__") for p in parts):
+        kinds.add("private")  # `_internal/`, `_fields.py`: the public module usually answers first
+    return frozenset(kinds)
+
+
+def penalties(shape: QueryShape, c: Candidate, legacy: frozenset[str]) -> dict[str, float]:
+    """Factors <= 1 for kinds of files that rarely answer a question, unless the query asks for them.
+    They compose: a prose file in a hidden folder sinks further than either alone."""
+    if c.kind == "note":
+        return {}  # the team's own recorded decisions are never noise
+    kinds = path_kinds(c.file)
+    found: dict[str, float] = {}
+    if "test" in kinds and not (shape.words & _TEST_WORDS) and not defines_named(shape, c):
+        found["test"] = 0.3  # naming a test class or function asks for it; otherwise tests rarely answer
+    if c.language in PROSE_LANGUAGES and not (shape.words & _DOC_WORDS):
+        found["prose"] = 0.5
+    if "example" in kinds and not (shape.words & _EXAMPLE_WORDS):
+        found["example"] = 0.5
+    if not (shape.words & _LEGACY_WORDS) and ("legacy" in kinds or any(c.file.startswith(d + "/") for d in legacy)):
+        found["legacy"] = 0.55
+    if "stub" in kinds:
+        found["stub"] = 0.6
+    if "hidden" in kinds:
+        found["hidden"] = 0.5
+    if "private" in kinds:
+        found["private"] = PRIVATE_FACTOR
+    if c.kind == "window" and _is_reexport(c.body):
+        found["re-export"] = 0.5
+    return found
+
+
+def _is_reexport(body: str) -> bool:
+    """Top-level code that only imports, re-exports or forwards names (a shim, an index file)."""
+    lines = [ln for ln in body.splitlines() if ln.strip()]
+    if not lines:
+        return False
+    plain = sum(1 for ln in lines if _REEXPORT_LINE.match(ln))
+    forwards = sum(1 for ln in lines if re.match(r"^\s*(__getattr__|\w+\s*=\s*\w+\.\w+$)", ln))
+    return (plain + forwards) / len(lines) >= 0.8
+
+
+def _bare(name: str) -> str:
+    """A name without the sigils that mark an implementation or private twin (`$ZodType`, `_refine`)."""
+    return name.lstrip("_$").lower()
+
+
+def defines_named(shape: QueryShape, c: Candidate) -> bool:
+    """The passage defines a name the query uses (case and leading `_`/`$` sigils aside)."""
+    if c.kind not in DEFINITION_KINDS or not shape.identifiers:
+        return False
+    if c.entity in shape.identifiers:
+        return True
+    return _bare(_short(c.entity)) in {_bare(s) for s in shape.short_names}
+
+
+def entity_facts(shape: QueryShape, c: Candidate) -> float:
+    """Share of the query's terms carried by the qualified name (parent class included) and parameters."""
+    if not shape.terms:
+        return 0.0
+    return len(shape.terms & _name_terms(c.entity, tuple(c.params))) / len(shape.terms)
+
+
+@lru_cache(maxsize=65536)
+def _name_terms(entity: str, params: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(tokenize(entity.replace(".", " "))) | {t for p in params for t in tokenize(p)}
+
+
+def _normalise(values: dict[str, float]) -> dict[str, float]:
+    top = max(values.values(), default=0.0)
+    return {k: (v / top if top > 0 else 0.0) for k, v in values.items()}
+
+
+def rank(
+    query: str, candidates: list[Candidate], config: RankConfig | None = None, paths: Iterable[str] | None = None,
+    limit: int | None = None,
+) -> list[Candidate]:
+    """Order the pool best first (the first `limit` of it); each candidate carries its rank score and the
+    signals behind it. `paths`: every indexed file (to recognise legacy copies); the pool's files when absent."""
+    if not candidates:
+        return []
+    cfg = config or RankConfig()
+    shape = query_shape(query)
+    lex = _normalise({c.id: c.bm25 or 0.0 for c in candidates})
+    sims = {c.id: max(0.0, 1.0 - c.distance) for c in candidates if c.distance is not None}
+    floor = min(sims.values(), default=0.0)
+    sem = _normalise({c.id: max(0.0, sims[c.id] - 0.8 * floor) if c.id in sims else 0.0 for c in candidates})
+    weight = cfg.lexical_weight_symbol if (cfg.query_shape and shape.symbol) else cfg.lexical_weight_text
+    if not sims:
+        weight = 1.0
+    elif not any(lex.values()):
+        weight = 0.0
+    legacy = _legacy_for(frozenset(paths) if paths is not None else frozenset(c.file for c in candidates)) if cfg.penalties else frozenset()
+    scores: dict[str, float] = {}
+    signals: dict[str, dict[str, float]] = {}
+    for c in candidates:
+        base = weight * lex[c.id] + (1 - weight) * sem[c.id]
+        sig = {"lexical": round(lex[c.id], 4), "dense": round(sem[c.id], 4)}
+        score = base
+        if cfg.definition and defines_named(shape, c):
+            score += cfg.definition_boost * (1.0 if shape.symbol else 0.6)
+            sig["defines"] = 1.0
+        if cfg.path:
+            pm = path_match(shape, c.file)
+            if pm:
+                score += cfg.path_boost * pm
+                sig["path"] = round(pm, 3)
+        if cfg.entity_facts:
+            ef = entity_facts(shape, c)
+            if ef:
+                score += cfg.facts_boost * ef
+                sig["name"] = round(ef, 3)
+        scores[c.id] = score
+        signals[c.id] = sig
+    if cfg.file_coherence:
+        per_file: dict[str, list[float]] = defaultdict(list)
+        for c in candidates:
+            per_file[c.file].append(scores[c.id])
+        mass = _normalise({f: sum(sorted(v, reverse=True)[:3]) for f, v in per_file.items()})
+        for c in candidates:
+            scores[c.id] += cfg.coherence_boost * mass[c.file]
+            signals[c.id]["file"] = round(mass[c.file], 3)
+    if cfg.penalties:
+        for c in candidates:
+            found = penalties(shape, c, legacy)
+            if found:
+                factor = math.prod(found.values())
+                scores[c.id] *= factor
+                signals[c.id]["penalty"] = round(factor, 4)
+                signals[c.id].update({why: 1.0 for why in found})
+    order = sorted(candidates, key=lambda c: (-scores[c.id], c.fused_rank))
+    if cfg.diversity:
+        order, spread = _diversify(order, scores, cfg.diversity_decay)
+        for cid, factor in spread.items():  # the score shown is the one that placed the row
+            scores[cid] *= factor
+            signals[cid]["same_file"] = round(factor, 4)
+    return [
+        c.model_copy(update={"rank_score": round(scores[c.id], 4), "rank_signals": signals[c.id], "fused_rank": i})
+        for i, c in enumerate(order[:limit], start=1)
+    ]
+
+
+def _diversify(order: list[Candidate], scores: dict[str, float], decay: float) -> tuple[list[Candidate], dict[str, float]]:
+    """Greedy: each further entity of a file already shown counts `decay` times less (parts of one
+    entity count as one). Lazy evaluation: effective scores only fall, so a popped candidate whose
+    score is still current is the best one. Returns the order and the factor applied to each decayed id."""
+    shown: dict[str, set[str]] = defaultdict(set)
+    spread: dict[str, float] = {}
+    heap = [(-scores[c.id], i, 0) for i, c in enumerate(order)]
+    heapq.heapify(heap)
+    out: list[Candidate] = []
+    while heap:
+        _, i, seen_when_scored = heapq.heappop(heap)
+        c = order[i]
+        seen = len(shown[c.file] - {c.entity})
+        if seen != seen_when_scored:
+            heapq.heappush(heap, (-scores[c.id] * decay**seen, i, seen))
+            continue
+        shown[c.file].add(c.entity)
+        out.append(c)
+        if seen:
+            spread[c.id] = decay**seen
+    return out, spread
+
+
+_PENALTY_NAMES = ("test", "prose", "example", "legacy", "stub", "hidden", "private", "re-export")
+
+
+def explain(c: Candidate) -> str:
+    """A short receipt of why a passage ranks where it does: `defines; path 0.5; test`."""
+    s = c.rank_signals
+    if not s:
+        return ""
+    parts = ["defines"] if s.get("defines") else []
+    parts += [f"{key} {s[key]:g}" for key in ("path", "name") if s.get(key)]
+    parts += [key for key in _PENALTY_NAMES if s.get(key)]
+    if s.get("same_file"):
+        parts.append(f"same file x{s['same_file']:g}")
+    return "; ".join(parts)

@@ -1,0 +1,145 @@
+"""Report stage: the answer with its receipts, as plain text for an agent and as JSON."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from stages.core.artifacts import Answer, Freshness, Judgment, QueryReport, RankedPassage, RouteDecision, Selection
+from stages.query.budget import count_tokens, fit
+from stages.query.judge.local import question_identifiers
+
+LEGEND = (
+    "Legend: relevance, evidence, contradicts and injection are judge scores in [0,1]. High relevance = on the\n"
+    "question's topic; high evidence = concrete support (a definition, a code path); high contradicts = conflicts\n"
+    "with a premise of the question; high injection = the passage tries to steer an AI. verdict: include (used),\n"
+    "conflict (used, but contradicts the question: check the source), drop (not used; reason given).\n"
+    "status: supported | partial | unsupported; coverage N/3 = how much of the question the evidence covers.\n"
+    "Sources list cosine distances from the dense index (lower is closer; a separate scale from the scores)."
+)
+
+
+def status_of(sel: Selection, judgment: Judgment) -> tuple[str, int]:
+    if not sel.included:
+        return "unsupported", 0
+    coverage = judgment.coverage if judgment.coverage is not None else min(3, len(sel.included))
+    low = judgment.answerable is not None and judgment.answerable < sel.thresholds.answerable_min
+    if sel.conflicts or sel.fail_open or low or coverage < 2:
+        return "partial", coverage
+    return "supported", coverage
+
+
+def _row(i: int, rp: RankedPassage) -> str:
+    c = rp.candidate
+    s = rp.scores
+    scores = (
+        f"relevance={s.relevance:.2f} evidence={s.evidence:.2f} contradicts={s.contradicts:.2f} injection={s.injection:.2f}"
+        if s is not None else "relevance=- evidence=- contradicts=- injection=- (not scored)"
+    )
+    why = f" ({rp.drop_reason})" if rp.verdict == "drop" and rp.drop_reason else ""
+    stale = " STALE (file changed since indexing)" if c.stale else ""
+    return f"  {i}. {c.file}:{c.start_line} [{c.entity}] {scores} verdict={rp.verdict}{why}{stale}"
+
+
+def render_text(report: QueryReport, max_dropped_rows: int = 10, max_tokens: int | None = None) -> str:
+    """The report an agent reads. Over `max_tokens`, sections are kept in order of use (answer, assessment,
+    guidance, sources, evidence, legend), whole lines only, and one line says how many were left out."""
+    sel, j = report.selection, report.judgment
+    reasons = Counter(rp.drop_reason or "dropped" for rp in sel.dropped)
+    dropped = f", {len(sel.dropped)} dropped" + (" (" + ", ".join(f"{n} {r}" for r, n in sorted(reasons.items())) + ")" if reasons else "")
+    answer = [*report.answer.text.splitlines(), ""]
+    assessment = ["Assessment:", f"  status: {report.status}", f"  coverage: {report.coverage}/3",
+                  f"  passages: {len(sel.included)} included{dropped}", f"  conflicts: {sel.conflicts}",
+                  f"  judge: {j.backend}" + (f" ({j.model})" if j.model else "") + f", {j.calls} call(s)",
+                  f"  route: {report.route.target} ({report.route.reason}); answer by {report.answer.backend}"]
+    if sel.fail_open:
+        assessment.append(f"  fail-open: {sel.fail_open_reason}")
+    elif j.backend == "none":
+        assessment.append("  judge none: passages were re-ranked lexically, not judged")
+    if report.answer.failure:
+        assessment.append(f"  synthesis: {report.answer.failure}")
+    assessment.extend(f"  note: {n}" for n in report.notes)
+    if report.freshness is not None:
+        assessment.append(f"  index: {report.freshness.line()}")
+    if report.tokens_cited_files:
+        assessment.append(f"  tokens: this report ~{report.tokens_returned:,} vs {report.tokens_cited_files:,} in the cited files")
+    evidence = ["Evidence:"]
+    shown = sorted(sel.dropped, key=lambda r: (not r.drop_reason.startswith("injection"), -r.rank_score))
+    rows = sel.included + shown[:max_dropped_rows]  # injection drops first: they are the security receipts
+    evidence.extend(_row(i, rp) for i, rp in enumerate(rows, start=1))
+    if len(sel.dropped) > max_dropped_rows:
+        evidence.append(f"  ... {len(sel.dropped) - max_dropped_rows} more dropped (see --json)")
+    advice = ["Guidance:", *("  " + g for g in guidance(report))]
+    sources = ["Sources:"]
+    for rp in sel.included:
+        c = rp.candidate
+        d = f"distance {c.distance:.2f} (cosine)" if c.distance is not None else "no dense match"
+        b = f", bm25 {c.bm25:.2f}" if c.bm25 is not None else ""
+        calls = report.called_by.get(c.id)
+        used = f"; called by {calls} site(s)" if calls else ""
+        sources.append(f"  * {c.file}:{c.start_line}-{c.end_line} [{c.entity}] {d}{b}{used}")
+    if not sel.included:
+        sources.append("  (none)")
+    text = "\n".join([LEGEND, "", *answer, *assessment, *evidence, *advice, *sources])
+    if max_tokens is None or count_tokens(text) <= max_tokens:
+        return text
+    return fit([answer, assessment, advice, sources, evidence, LEGEND.splitlines()], max_tokens,
+               more="{n} more report line(s) not shown: ask again with a larger max_tokens, or use --json")
+
+
+def guidance(report: QueryReport) -> list[str]:
+    sel = report.selection
+    out: list[str] = []
+    if report.status == "supported":
+        out += ["trust: high", f"action: answer is supported by {len(sel.included)} included passage(s); cite it directly"]
+    elif report.status == "partial":
+        out.append("trust: medium")
+        if sel.conflicts:
+            out.append("action: answer is partly grounded; cite evidence directly and note the conflicting support")
+        elif sel.fail_open:
+            out.append("action: the judge did not score every passage; verify the cited lines before relying on them")
+        else:
+            out.append("action: answer is partly grounded; cite evidence directly and note the coverage gap")
+    else:
+        out += ["trust: low", "action: nothing retrieved supports an answer; say so rather than guessing"]
+    for f in report.judgment.premises:
+        if not f.holds:
+            out.append(f"premise: the question assumes otherwise; {f.fact}")
+    stale = [rp for rp in sel.included if rp.candidate.stale]
+    if stale:
+        out.append(f"freshness: {len(stale)} cited passage(s) come from files changed since indexing; re-read them or re-index")
+    if sel.injection_dropped:
+        out.append(f"security: {sel.injection_dropped} retrieved passage(s) attempted prompt injection and were dropped")
+    if report.answer.redactions:
+        out.append(f"security: {report.answer.redactions} secret(s) were redacted before the cloud call")
+    seen = " ".join(f"{rp.candidate.entity} {rp.candidate.body}" for rp in sel.included + sel.dropped)
+    missing = [i for i in question_identifiers(report.query) if i.split(".")[-1] not in seen]
+    if missing:
+        out.append("gap: not found in the index: " + ", ".join(missing[:5]))
+    elif report.status == "unsupported":
+        out.append("gap: try naming a function, class, file or error message from the code")
+    return out
+
+
+def make_report(
+    query_id: str, question: str, workspace: str, answer: Answer, selection: Selection, judgment: Judgment,
+    route: RouteDecision, timings: dict[str, float], notes: list[str] | None = None, called_by: dict[str, int] | None = None,
+    freshness: Freshness | None = None, max_tokens: int | None = None, cited_file_tokens: int = 0,
+) -> QueryReport:
+    status, coverage = status_of(selection, judgment)
+    if notes and status == "supported":
+        status = "partial"  # retrieval was degraded (e.g. BM25 only): do not claim full support
+    report = QueryReport(
+        query_id=query_id, query=question, workspace=workspace, status=status, coverage=coverage,  # type: ignore[arg-type]
+        answer=answer, selection=selection, judgment=judgment, route=route, timings=timings, notes=notes or [],
+        called_by=called_by or {}, freshness=freshness,
+    )
+    report.tokens_cited_files = cited_file_tokens
+    slack = 6 if cited_file_tokens and max_tokens else 0  # the placeholder's digits, filled below
+    report.text = render_text(report, max_tokens=max_tokens - slack if max_tokens else None)
+    report.tokens_returned = count_tokens(report.text)
+    report.text = report.text.replace("this report ~0 vs", f"this report ~{report.tokens_returned:,} vs", 1)
+    return report
+
+
+def render_markdown(report: QueryReport) -> str:
+    return f"# Assay answer\n\n**Question:** {report.query}\n\n```text\n{report.text}\n```\n"

@@ -1,0 +1,148 @@
+"""Retrieve stage: dense (Chroma) and BM25 candidates, fused by reciprocal rank fusion, then
+ordered by the code-aware rank stage (`stages.query.rank`) unless plain RRF is asked for.
+
+Every candidate keeps all of its signals (cosine distance, BM25 score, both ranks, fused
+rank, rank score and signals) so the judge and the report can show why it was chosen.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from stages.core.artifacts import Candidate, Entity, IndexManifest, Retrieval
+from stages.query import freshness
+from stages.index.embed import Embedder
+from stages.index.incremental import dense_note
+from stages.index.lexical import LexicalIndex
+from stages.query.rank import RankConfig, rank
+from stages.index.store import Catalog, VectorStore, lexical_dir, require_manifest
+
+RRF_K = 60
+DEFAULT_DEPTH = 60  # candidates read from each list before ranking
+
+_lexical_cache: dict[str, tuple[float, LexicalIndex]] = {}
+_cache_lock = threading.Lock()
+
+
+def load_lexical(root: Path) -> LexicalIndex:
+    """Load the BM25 index once per process, reloading when an index run replaced it."""
+    folder = lexical_dir(root)
+    try:
+        stamp = (folder / "ids.json").stat().st_mtime
+    except OSError:
+        stamp = -1.0
+    key = str(root)
+    with _cache_lock:
+        hit = _lexical_cache.get(key)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        index = LexicalIndex.load(folder)
+        _lexical_cache[key] = (stamp, index)
+        return index
+
+
+def fuse(dense: list[tuple[str, float]], lexical: list[tuple[str, float]], k: int = RRF_K) -> list[tuple[str, float]]:
+    """Reciprocal rank fusion: score = sum over lists of 1 / (k + rank), ranks from 1."""
+    scores: dict[str, float] = {}
+    for ranked in (dense, lexical):
+        for rank, (eid, _) in enumerate(ranked, start=1):
+            scores[eid] = scores.get(eid, 0.0) + 1.0 / (k + rank)
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def to_candidate(ent: Entity, **signals) -> Candidate:
+    return Candidate(
+        id=ent.id, file=ent.file, start_line=ent.start_line, end_line=ent.end_line, entity=ent.qualname,
+        kind=ent.kind, language=ent.language, signature=ent.signature, docstring=ent.docstring, body=ent.body,
+        bases=ent.bases, params=ent.params, facts=ent.facts, part=ent.part, parts=ent.parts, **signals,
+    )
+
+
+def collapse_parts(root: Path, candidates: list[Candidate]) -> list[Candidate]:
+    """One row per entity for people and agents: the best-ranked part, widened to the entity's whole span."""
+    seen: set[tuple[str, str, str]] = set()
+    out: list[Candidate] = []
+    catalog = Catalog(root)
+    for c in candidates:
+        key = (c.file, c.entity, c.kind)
+        if key in seen:
+            continue
+        seen.add(key)
+        if c.parts > 1:
+            siblings = catalog.parts_of(c.file, c.entity, c.kind)
+            if siblings:
+                c = c.model_copy(update={"start_line": min(e.start_line for e in siblings),
+                                         "end_line": max(e.end_line for e in siblings)})
+        out.append(c)
+    catalog.close()
+    return out
+
+
+def ranking_for(settings) -> RankConfig | None:
+    """The rank stage's configuration a Settings object names (None: plain RRF order)."""
+    return RankConfig() if settings.ranking == "code" else None
+
+
+def search(root: Path, query: str, settings, k: int = 10, mode: str = "hybrid") -> Retrieval:
+    """Retrieval only, for the search doors (CLI, MCP): the k best entities, one row each."""
+    from stages.index.embed import embedder_for
+
+    result = retrieve(root, query, require_manifest(root), embedder_for(settings), pool=max(k, settings.pool_size),
+                      chroma_url=settings.chroma_url, mode=mode, ranking=ranking_for(settings))
+    return result.model_copy(update={"candidates": collapse_parts(root, result.candidates)[:k]})
+
+
+def retrieve(
+    root: Path, query: str, manifest: IndexManifest, embedder: Embedder, pool: int = 30,
+    distance_floor: float | None = None, chroma_url: str | None = None, mode: str = "hybrid",
+    ranking: RankConfig | None = None, depth: int | None = None,
+) -> Retrieval:
+    """The `pool` best passages. Each list (dense, BM25) is read `depth` deep (default max(pool, 60));
+    with `ranking` the union is ordered by the code-aware rank stage, else by plain RRF.
+    mode: hybrid (default), dense or bm25 (the latter two for evaluation)."""
+    depth = depth or max(pool, DEFAULT_DEPTH)
+    note = ""
+    dense: list[tuple[str, float]] = []
+    dense_ok = mode in ("hybrid", "dense")
+    if dense_ok:
+        try:
+            vectors, _ = embedder.embed([query])
+            dense = VectorStore(root, chroma_url, manifest.collection).query(vectors[0].tolist(), depth)
+        except Exception as exc:  # noqa: BLE001 - fall back to BM25 and say so
+            dense_ok = False
+            note = f"dense index unavailable ({type(exc).__name__}: {str(exc)[:120]}); BM25 only. Run `assay index --rebuild`."
+        if dense_ok and manifest.dense_pending:
+            note = dense_note(manifest)
+        elif dense_ok and not dense and manifest.entity_count:
+            dense_ok = False
+            note = "the vector store is empty although the index lists entities; BM25 only. Run `assay index --rebuild`."
+        if distance_floor is not None:
+            dense = [(i, d) for i, d in dense if d <= distance_floor]
+    lexical = load_lexical(root).search(query, depth) if mode in ("hybrid", "bm25") else []
+    fused = fuse(dense, lexical)
+    if ranking is None:
+        fused = fused[:pool]  # only the rank stage needs the whole union; RRF order is final here
+    catalog = Catalog(root)
+    records = catalog.get([eid for eid, _ in fused])
+    catalog.close()
+    dist = dict(dense)
+    bm25 = dict(lexical)
+    dense_rank = {eid: r for r, (eid, _) in enumerate(dense, start=1)}
+    lex_rank = {eid: r for r, (eid, _) in enumerate(lexical, start=1)}
+    candidates: list[Candidate] = []
+    for eid, score in fused:
+        ent = records.get(eid)
+        if ent is None:
+            continue  # written by a concurrent index run after our read; skip it
+        candidates.append(
+            to_candidate(
+                ent, distance=dist.get(eid), bm25=bm25.get(eid), dense_rank=dense_rank.get(eid),
+                lexical_rank=lex_rank.get(eid), fused_rank=len(candidates) + 1, fused_score=score,
+            )
+        )
+    if ranking is not None:
+        candidates = rank(query, candidates, ranking, paths=manifest.files.keys(), limit=pool)
+    fresh, stale = freshness.check(root, manifest)
+    candidates = [c.model_copy(update={"stale": True}) if c.file in stale else c for c in candidates[:pool]]
+    return Retrieval(query=query, candidates=candidates, dense_available=dense_ok, note=note, freshness=fresh)

@@ -1,0 +1,121 @@
+"""Threshold stage: keep, flag or drop each passage, rank what is kept, cut to top-k.
+
+keep = relevance >= rel_min and evidence >= evid_min and injection < inj_max
+rank = 0.50 relevance + 0.35 evidence - 0.15 injection
+conflict = contradicts >= contra_min (kept, but flagged)
+Injection is checked twice: by the judge and by the local AST detector (a floor that holds even
+when an LLM judge misses or fails). Passages the judge failed to score fail open: they are kept
+in lexical (fused) order after the judged ones, and the report says so.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from stages.core.config import DATA_DIR
+from stages.core.artifacts import Candidate, Judgment, PassageScores, RankedPassage, Selection, Thresholds
+from stages.query.judge.local import passage_injection
+
+
+
+def default_thresholds(backend: str, override_file: str | None = None, top_k: int | None = None) -> Thresholds:
+    """Per-backend defaults from data/thresholds.json, optionally overridden by a user JSON file."""
+    table = json.loads((DATA_DIR / "thresholds.json").read_text())
+    values = dict(table["default"])
+    values.update(table.get(backend, {}))
+    if override_file:
+        extra = json.loads(Path(override_file).read_text())
+        values.update(extra.get(backend, extra if "relevance_min" in extra else {}))
+    if top_k is not None:
+        values["top_k"] = top_k
+    return Thresholds(**values)
+
+
+def rank_score(s: PassageScores) -> float:
+    return round(0.50 * s.relevance + 0.35 * s.evidence - 0.15 * s.injection, 4)
+
+
+def anchor_rerank(question: str, candidates: list[Candidate]) -> list[Candidate]:
+    """The anchor system's lexical boost: 1/distance + 0.05 per whitespace term found as a substring."""
+    terms = set(question.lower().split())
+
+    def score(c: Candidate) -> float:
+        d = c.distance if c.distance is not None else 2.0
+        hits = sum(1 for t in terms if t in c.entity.lower() or t in c.body.lower())
+        return (1e6 if d <= 1e-6 else 1.0 / d) + 0.05 * hits
+
+    return sorted(candidates, key=lambda c: (-score(c), c.fused_rank))
+
+
+def select(candidates: list[Candidate], judgment: Judgment, th: Thresholds, question: str = "") -> Selection:
+    included: list[RankedPassage] = []
+    dropped: list[RankedPassage] = []
+    failed: list[RankedPassage] = []
+    injection_dropped = 0
+    if judgment.backend == "none":
+        ordered = anchor_rerank(question, candidates)
+        for c in ordered:
+            inj, _ = passage_injection(c)
+            rp = RankedPassage(candidate=c, verdict="include", rank_score=0.0)
+            if inj >= th.injection_max:
+                rp.verdict, rp.drop_reason = "drop", "injection (local detector)"
+                injection_dropped += 1
+                dropped.append(rp)
+            elif len(included) < th.top_k:
+                included.append(rp)
+            else:
+                rp.verdict, rp.drop_reason = "drop", "beyond top-k (not judged)"
+                dropped.append(rp)
+        return _finish(included, dropped, th, False, "judge 'none': lexical re-rank only", injection_dropped)
+    for c in candidates:
+        s = judgment.scores.get(c.id)
+        floor, _ = passage_injection(c)
+        if s is None:
+            rp = RankedPassage(candidate=c, scores=None, verdict="include", rank_score=0.0)
+            if floor >= th.injection_max:
+                rp.verdict, rp.drop_reason = "drop", "injection (local detector)"
+                injection_dropped += 1
+                dropped.append(rp)
+            else:
+                failed.append(rp)
+            continue
+        if floor > s.injection:
+            s = s.model_copy(update={"injection": floor})
+        rp = RankedPassage(candidate=c, scores=s, verdict="include", rank_score=rank_score(s))
+        if s.injection >= th.injection_max:
+            rp.verdict, rp.drop_reason = "drop", "injection"
+            injection_dropped += 1
+            dropped.append(rp)
+        elif s.relevance < th.relevance_min:
+            rp.verdict, rp.drop_reason = "drop", "irrelevant"
+            dropped.append(rp)
+        elif s.evidence < th.evidence_min:
+            rp.verdict, rp.drop_reason = "drop", "weak evidence"
+            dropped.append(rp)
+        else:
+            if s.contradicts >= th.contradicts_min:
+                rp.verdict = "conflict"
+            included.append(rp)
+    included.sort(key=lambda r: (-r.rank_score, r.candidate.distance if r.candidate.distance is not None else 9.0, r.candidate.fused_rank))
+    merged = included + failed
+    if failed:  # fail open: what the judge kept plus what it could not score, in lexical (fused) order
+        merged.sort(key=lambda r: r.candidate.fused_rank)
+    kept, extra = merged[: th.top_k], merged[th.top_k :]
+    for rp in extra:
+        rp.verdict, rp.drop_reason = "drop", "beyond top-k"
+    reason = ""
+    if failed:
+        reason = (judgment.failure or "judge failed") + f"; {len(failed)} unscored passage(s) kept in lexical order"
+    return _finish(kept, extra + dropped, th, bool(failed), reason, injection_dropped)
+
+
+def _finish(
+    included: list[RankedPassage], dropped: list[RankedPassage], th: Thresholds, fail_open: bool, reason: str, inj: int
+) -> Selection:
+    for i, rp in enumerate(included, start=1):
+        rp.final_rank = i
+    return Selection(
+        included=included, dropped=dropped, thresholds=th, fail_open=fail_open, fail_open_reason=reason,
+        injection_dropped=inj, conflicts=sum(1 for r in included if r.verdict == "conflict"),
+    )
