@@ -14,7 +14,7 @@ from stages.query.report import render_markdown
 from stages.query.premise import check_workspace
 from stages.query.retrieve import ranking_for, retrieve as retrieve_stage
 from stages.query.route import route_for
-from stages.index.store import require_manifest
+from stages.index.store import read_manifest
 from stages.query.threshold import default_thresholds, select
 from tasks.artifacts import publish_markdown
 from tasks.gpu import gpu_slot
@@ -24,7 +24,7 @@ from tasks.lazy import task
 @task(name="retrieve")
 def retrieve(root: Path, question: str, settings: Settings) -> Retrieval:
     return retrieve_stage(
-        root, question, require_manifest(root), embedder_for(settings), settings.pool_size, settings.distance_floor,
+        root, question, read_manifest(root), embedder_for(settings), settings.pool_size, settings.distance_floor,
         settings.chroma_url, ranking=ranking_for(settings),
     )
 

@@ -227,3 +227,15 @@ def test_the_catalog_keeps_bm25_tokens_and_fills_in_missing_ones(project: Path) 
     again_ids, again = catalog.lexical_tokens()
     assert again_ids == ids and [sorted(t) for t in again] == [sorted(t) for t in tokens]
     assert catalog._db.execute(f"SELECT COUNT(*) FROM {_TOKENS}").fetchone()[0] == len(ids)
+
+
+def test_queries_read_the_manifest_once_per_version(project: Path) -> None:
+    from stages.index.store import read_manifest, write_manifest
+
+    run_index(str(project), Settings())
+    first = read_manifest(project)
+    assert read_manifest(project) is first  # unchanged file: parsed once, shared
+    changed = first.model_copy(update={"notes": ["note-x"]})
+    write_manifest(project, changed)
+    again = read_manifest(project)
+    assert again is not first and again.notes == ["note-x"]

@@ -396,11 +396,11 @@ COMMANDS = ("callers", "callees", "references", "impact")
 def query_workspace(root, command: str, query: str, depth: int = 3, limit: int = 50) -> GraphResult:
     """One graph question against a workspace's catalog (the doors: CLI and MCP)."""
     from stages.index.parse import PARSER_VERSION
-    from stages.index.store import Catalog, require_manifest
+    from stages.index.store import Catalog, read_manifest
 
     if command not in COMMANDS:
         raise ValueError(f"unknown graph command {command!r}; use {', '.join(COMMANDS)}")
-    manifest = require_manifest(root)
+    manifest = read_manifest(root)
     if manifest.parser < PARSER_VERSION:
         raise ValueError("this index was built before the code graph existed; run `assay index` once to add it")
     catalog = Catalog(root)

@@ -16,7 +16,7 @@ from stages.index.embed import Embedder
 from stages.index.incremental import dense_note
 from stages.index.lexical import LexicalIndex
 from stages.query.rank import RankConfig, rank
-from stages.index.store import Catalog, VectorStore, lexical_dir, require_manifest
+from stages.index.store import Catalog, VectorStore, lexical_dir, read_manifest
 
 RRF_K = 60
 DEFAULT_DEPTH = 60  # candidates read from each list before ranking
@@ -88,7 +88,7 @@ def search(root: Path, query: str, settings, k: int = 10, mode: str = "hybrid") 
     """Retrieval only, for the search doors (CLI, MCP): the k best entities, one row each."""
     from stages.index.embed import embedder_for
 
-    result = retrieve(root, query, require_manifest(root), embedder_for(settings), pool=max(k, settings.pool_size),
+    result = retrieve(root, query, read_manifest(root), embedder_for(settings), pool=max(k, settings.pool_size),
                       chroma_url=settings.chroma_url, mode=mode, ranking=ranking_for(settings))
     return result.model_copy(update={"candidates": collapse_parts(root, result.candidates)[:k]})
 
