@@ -11,8 +11,7 @@ from flows.runtime import Caller, flow_exports, lazy_flow, prefect_call, run_flo
 from stages.audit import stats as audit_stats
 from stages.audit.charts import calibration_heatmap, score_histograms, verdict_bars
 from stages.audit.report import render_markdown
-from stages.core.config import Settings
-from stages.query.threshold import DATA_DIR
+from stages.core.config import DATA_DIR, Settings
 from stages.core.workspace import resolve_workspace, state_dir
 from tasks import audit as t
 from tasks.artifacts import publish_markdown

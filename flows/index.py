@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from flows import runtime  # noqa: F401  (Prefect settings before Prefect loads)
 
-from flows.runtime import Caller, flow_exports, lazy_flow, prefect_call, run_flow, Stopwatch
+from flows.runtime import Caller, Stopwatch, flow_exports, lazy_flow, prefect_call, run_flow
 from stages.core.artifacts import IndexReport
 from stages.core.config import Settings
+from stages.core.progress import progress_for
+from stages.core.workspace import collection_name, resolve_workspace
 from stages.index.embed import embedder_for
 from stages.index.incremental import build_report, carried_pending, next_collection, next_manifest
-from stages.core.progress import progress_for
 from stages.index.store import Catalog, VectorStore, mark_embedded, write_lock
-from stages.core.workspace import collection_name, resolve_workspace
 from tasks import index as t
 
 

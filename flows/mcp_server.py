@@ -22,8 +22,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent
 
 from flows import runtime  # noqa: F401
-from stages.core import progress as prog
 from stages.core import registry
+from stages.core import progress as prog
 from stages.core.config import Settings
 from stages.core.workspace import WorkspaceError, check_allowed, inside, parse_roots, resolve_workspace, state_dir
 

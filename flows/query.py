@@ -6,14 +6,14 @@ import uuid
 
 from flows import runtime  # noqa: F401
 
-from flows.runtime import Caller, flow_exports, lazy_flow, prefect_call, run_flow, Stopwatch
+from flows.runtime import Caller, Stopwatch, flow_exports, lazy_flow, prefect_call, run_flow
 from stages.core.artifacts import QueryReport
 from stages.core.config import Settings
 from stages.core.llm_clients import LLMError, require_loopback
+from stages.core.workspace import resolve_workspace
 from stages.query.budget import file_tokens
 from stages.query.report import make_report
 from stages.query.synthesize import state_corrections
-from stages.core.workspace import resolve_workspace
 from tasks import query as t
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from stages.core.config import Settings
 from stages.evaluate import metrics as ev
 from stages.evaluate import runs as jobs
-from stages.core.config import Settings
 from tasks.gpu import judge_holding_gpu
 from tasks.lazy import task
 

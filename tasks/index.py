@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stages.index import discover as discover_stage
 from stages.index import incremental
+from stages.index import discover as discover_stage
 from stages.core.artifacts import (
     DiscoveryResult, Edge, EmbeddedBatch, Entity, IndexManifest, IndexPlan, IndexReport, ParseResult,
 )
 from stages.core.config import Settings
-from stages.index.embed import embed_entities, embedder_for
-from stages.index.vector_cache import EmbedCache, embed_with_cache
 from stages.core.progress import progress_for
+from stages.index.embed import embed_entities, embedder_for
 from stages.index.store import Catalog, VectorStore, inspect_store, rebuild_lexical, write_manifest
+from stages.index.vector_cache import EmbedCache, embed_with_cache
 from tasks.gpu import gpu_slot
 from tasks.lazy import task
 

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stages.query import synthesize as synth
-from stages.core.artifacts import Answer, Candidate, Judgment, PremiseCheck, PremiseFinding, QueryReport, Retrieval, RouteDecision, Selection
 from stages.audit.snapshots import write_snapshot
+from stages.core.artifacts import Answer, Candidate, Judgment, PremiseCheck, PremiseFinding, QueryReport, Retrieval, RouteDecision, Selection
 from stages.core.config import Settings
 from stages.index.embed import embedder_for
-from stages.query.judge.backends import cloud_backend, ollama_backend, run_judge
-from stages.query.report import render_markdown
-from stages.query.premise import check_workspace
-from stages.query.retrieve import ranking_for, retrieve as retrieve_stage
-from stages.query.route import route_for
 from stages.index.store import read_manifest
+from stages.query import synthesize as synth
+from stages.query.judge.backends import cloud_backend, ollama_backend, run_judge
+from stages.query.premise import check_workspace
+from stages.query.report import render_markdown
+from stages.query.retrieve import ranking_for
+from stages.query.retrieve import retrieve as retrieve_stage
+from stages.query.route import route_for
 from stages.query.threshold import default_thresholds, select
 from tasks.artifacts import publish_markdown
 from tasks.gpu import gpu_slot

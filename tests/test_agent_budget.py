@@ -10,10 +10,10 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from flows.query import run_query
-from stages.query.budget import count_tokens, fit, search_text
-from stages.core.install import AGENTS, apply, detected, server_entry
-from stages.query.retrieve import search
 from stages.core.config import Settings
+from stages.core.install import AGENTS, apply, detected, server_entry
+from stages.query.budget import count_tokens, fit, search_text
+from stages.query.retrieve import search
 
 
 def test_fit_keeps_whole_lines_best_first_and_counts_the_rest() -> None:

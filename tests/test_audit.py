@@ -15,8 +15,8 @@ from flows.cli import app
 from flows.index import run_index
 from flows.query import run_query
 from stages.audit import stats as audit_stats
-from stages.core.artifacts import Judgment, PassageScores
 from stages.audit.snapshots import SNAPSHOT_SCHEMA, judgments_dir
+from stages.core.artifacts import Judgment, PassageScores
 from stages.core.config import Settings
 from tests.fakes import FakeOllama
 

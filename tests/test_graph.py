@@ -10,10 +10,10 @@ from typer.testing import CliRunner
 from flows.cli import app
 from flows.index import run_index
 from flows.query import run_query
-from stages.query import graph
 from stages.index.languages import language_for
 from stages.index.parse import parse_source
 from stages.index.store import Catalog
+from stages.query import graph
 
 PROJECTS: dict[str, dict[str, str]] = {
     "python": {

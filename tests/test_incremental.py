@@ -11,8 +11,8 @@ import pytest
 from flows.index import run_index
 from stages.core.config import Settings
 from stages.index.embed import embedder_for
-from stages.query.retrieve import retrieve
 from stages.index.store import Catalog, VectorStore, load_manifest, manifest_path
+from stages.query.retrieve import retrieve
 from tests.conftest import make_unreadable
 from tests.fakes import FakeOllama
 

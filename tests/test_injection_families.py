@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from stages.query.judge.code_lexicon import code_words
-from stages.query.judge.injection import injection_score
 from stages.evaluate.planted_attacks import DATA, HOSTS, evaluate, plant
 from stages.index.parse import parse_source
+from stages.query.judge.code_lexicon import code_words
+from stages.query.judge.injection import injection_score
 
 FUNCTION = parse_source(b"def total(items):\n    count = 0\n    for item in items:\n        count += item.price\n    return count\n",
                         "shop.py", "python", "h").entities

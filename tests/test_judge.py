@@ -9,9 +9,9 @@ from pathlib import Path
 
 from stages.core.artifacts import Candidate, Judgment, PassageScores
 from stages.index.discover import file_hash
+from stages.index.parse import parse_source
 from stages.query.judge.injection import injection_score
 from stages.query.judge.local import judge_local, question_identifiers
-from stages.index.parse import parse_source
 from stages.query.retrieve import to_candidate
 from stages.query.threshold import default_thresholds, select
 from tests.conftest import shared_path

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from stages.core.artifacts import Candidate
-from stages.query.judge.llm import JUDGE_SYSTEM, build_prompt, judge_with_cloud, judge_with_ollama, split_batches
 from stages.core.llm_clients import CloudBackend, LLMError, OllamaBackend
+from stages.query.judge.llm import JUDGE_SYSTEM, build_prompt, judge_with_cloud, judge_with_ollama, split_batches
 from stages.query.threshold import default_thresholds, select
 from tests.fakes import FakeCloud, FakeOllama
 

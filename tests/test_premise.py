@@ -8,10 +8,10 @@ import pytest
 
 from flows.query import run_query
 from stages.core.artifacts import Candidate
-from stages.query.judge.local import judge_local
-from stages.index.parse import parse_source
-from stages.query.premise import check_question, entity_of, extract, resolver_from
 from stages.evaluate.premise_set import FLAG_AT, generate, resolver_for, score
+from stages.index.parse import parse_source
+from stages.query.judge.local import judge_local
+from stages.query.premise import check_question, entity_of, extract, resolver_from
 
 SOURCE = b'''"""Clients."""
 import functools

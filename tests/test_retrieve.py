@@ -7,8 +7,8 @@ from pathlib import Path
 from flows.index import run_index
 from stages.core.config import Settings
 from stages.index.embed import embedder_for
-from stages.query.retrieve import collapse_parts, fuse, retrieve
 from stages.index.store import load_manifest
+from stages.query.retrieve import collapse_parts, fuse, retrieve
 
 
 def test_rrf_by_hand() -> None:

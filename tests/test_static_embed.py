@@ -29,7 +29,7 @@ def subset_table(model: MiniLMEmbedder, texts: list[str]) -> np.ndarray:
 def plain_tokenizer(model: MiniLMEmbedder):
     from tokenizers import Tokenizer
 
-    from stages.index.embed import DATA_DIR
+    from stages.core.config import DATA_DIR
 
     tok = Tokenizer.from_file(str(DATA_DIR / "minilm-tokenizer.json"))
     tok.no_truncation()

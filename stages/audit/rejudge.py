@@ -13,8 +13,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from stages.audit import stats as audit_stats
-from stages.core.artifacts import Candidate, Entity, Judgment
 from stages.audit.snapshots import selection_rows, write_rows
+from stages.core.artifacts import Candidate, Entity, Judgment
 from stages.query.report import status_of
 from stages.query.retrieve import to_candidate
 from stages.query.threshold import default_thresholds, select

@@ -16,8 +16,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from stages.core.artifacts import Candidate, Judgment
 from stages.audit.snapshots import SNAPSHOT_SCHEMA
+from stages.core.artifacts import Candidate, Judgment
 
 SCORES = ("relevance", "evidence", "contradicts", "injection")
 INJECTION_BASELINE_MAX = 0.15

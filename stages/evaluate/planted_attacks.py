@@ -15,11 +15,11 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from stages.core.config import DATA_DIR
 from stages.core.artifacts import Entity
+from stages.core.config import DATA_DIR
 from stages.evaluate.runs import plant as plant_in_code
-from stages.query.judge.injection import injection_score
 from stages.index.parse import parse_source
+from stages.query.judge.injection import injection_score
 
 HOSTS = ("comment", "docstring", "string", "markdown")
 DATA = DATA_DIR / "injection_attacks.json"

@@ -12,13 +12,13 @@ import tarfile
 from collections.abc import Callable
 from pathlib import Path
 
-from stages.evaluate import metrics as ev
 from stages.core.artifacts import Candidate, Judgment, QueryReport
 from stages.core.config import Settings
+from stages.evaluate import metrics as ev
 from stages.index.embed import embedder_for
+from stages.index.store import Catalog, load_manifest
 from stages.query.judge.local import passage_injection
 from stages.query.retrieve import DEFAULT_DEPTH, ranking_for, retrieve, to_candidate
-from stages.index.store import Catalog, load_manifest
 from stages.query.threshold import default_thresholds, select
 
 Judge = Callable[[str, list[Candidate]], Judgment]

@@ -14,8 +14,8 @@ from typing import Any, Protocol
 import numpy as np
 from tokenizers import Tokenizer
 
-from stages.core.config import DATA_DIR
 from stages.core.artifacts import EmbeddedBatch, Entity
+from stages.core.config import DATA_DIR
 
 MINILM_MAX_TOKENS = 128  # all-MiniLM-L6-v2 was trained on 128-token inputs (256 max)
 

@@ -18,9 +18,9 @@ from stages.core.artifacts import (
     DiscoveryResult, FileRecord, IndexManifest, IndexPlan, IndexReport, ParseResult, SkippedFile, SourceFile,
 )
 from stages.index.discover import file_hash
-from stages.query.freshness import git_head
 from stages.index.lexical import tokenize
 from stages.index.parse import PARSER_VERSION, parse_source
+from stages.query.freshness import git_head
 
 
 def plan_index(

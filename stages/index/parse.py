@@ -16,9 +16,9 @@ from pathlib import PurePosixPath
 from tree_sitter import Node, Parser
 
 from stages.core.artifacts import Entity, ParsedFile
-from stages.index.facts import facts_of
 from stages.index.edges import extract_edges
-from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, SPECS, LanguageSpec, node_text, uses_tree_sitter
+from stages.index.facts import facts_of
+from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec, SPECS, node_text, uses_tree_sitter
 
 # Bump when what unchanged files index to changes: entities, or the BM25 tokens made from them
 # (2: a file entity per code file, stemmed BM25 tokens; 3: code facts per definition, graph edges).

@@ -20,8 +20,8 @@ from urllib.parse import urlparse
 from filelock import FileLock
 
 from stages.core.artifacts import Edge, EmbeddedBatch, Entity, IndexManifest
-from stages.index.lexical import TOKENIZER_VERSION, LexicalIndex, tokenize
 from stages.core.workspace import collection_name, state_dir
+from stages.index.lexical import LexicalIndex, TOKENIZER_VERSION, tokenize
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from stages.index.discover import ALWAYS_PRUNED, _ignored, _load_rules
+from stages.index.discover import _ignored, _load_rules, ALWAYS_PRUNED
 
 
 def change_filter(root: Path) -> Callable[[object, str], bool]:

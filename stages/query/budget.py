@@ -15,7 +15,7 @@ from stages.core.artifacts import Candidate
 def _tokenizer():
     from tokenizers import Tokenizer
 
-    from stages.index.embed import DATA_DIR
+    from stages.core.config import DATA_DIR
 
     tok = Tokenizer.from_file(str(DATA_DIR / "minilm-tokenizer.json"))
     tok.no_truncation()

@@ -18,7 +18,7 @@ import builtins
 import re
 from collections.abc import Callable, Iterable, Iterator
 
-from stages.core.artifacts import DEFINITION_KINDS, Candidate, Entity, Premise, PremiseCheck, PremiseFinding
+from stages.core.artifacts import Candidate, DEFINITION_KINDS, Entity, Premise, PremiseCheck, PremiseFinding
 
 Resolver = Callable[[str], list[Entity]]
 

@@ -27,9 +27,10 @@ from pathlib import PurePosixPath
 
 from pydantic import BaseModel
 
-from stages.core.artifacts import DEFINITION_KINDS as NAMING_KINDS, Candidate
-from stages.query.judge.local import question_identifiers
+from stages.core.artifacts import Candidate
+from stages.core.artifacts import DEFINITION_KINDS as NAMING_KINDS
 from stages.index.lexical import tokenize
+from stages.query.judge.local import question_identifiers
 
 
 class RankConfig(BaseModel):

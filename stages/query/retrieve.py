@@ -11,12 +11,12 @@ import threading
 from pathlib import Path
 
 from stages.core.artifacts import Candidate, Entity, IndexManifest, Retrieval
-from stages.query import freshness
 from stages.index.embed import Embedder
 from stages.index.incremental import dense_note
 from stages.index.lexical import LexicalIndex
-from stages.query.rank import RankConfig, rank
 from stages.index.store import Catalog, VectorStore, lexical_dir, read_manifest
+from stages.query import freshness
+from stages.query.rank import RankConfig, rank
 
 RRF_K = 60
 DEFAULT_DEPTH = 60  # candidates read from each list before ranking

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from stages.query.judge.code_lexicon import code_words
 from stages.index.languages import SPECS, uses_tree_sitter
+from stages.query.judge.code_lexicon import code_words
 
 _PROSE_NODE_TYPES = frozenset(
     {"comment", "line_comment", "block_comment", "string", "string_literal", "template_string",

@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from stages.core.artifacts import DEFINITION_KINDS, Candidate, Judgment, PassageScores, PremiseFinding
-from stages.query.judge.injection import injection_score, score_text
+from stages.core.artifacts import Candidate, DEFINITION_KINDS, Judgment, PassageScores, PremiseFinding
 from stages.index.lexical import tokenize
+from stages.query.judge.injection import injection_score, score_text
 from stages.query.premise import check_question, entity_of, resolver_from
 
 _IDENT = re.compile(r"`([^`]+)`|\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)\b|\b([A-Za-z_]+[A-Za-z0-9]*_[A-Za-z0-9_]+|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*)\b|\b([A-Za-z_][A-Za-z0-9_]*)\(\)")
