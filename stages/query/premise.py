@@ -213,6 +213,23 @@ _GRAMMAR: dict[str, tuple[re.Pattern[str], ...]] = {
         _g(r"\b(?:instantiat\w+|subclass(?:ing)?|inherit(?:ing)?\s+from|extending)\s+(?:the\s+)?{S0}(?P<K>)"),
     ),
 }
+# Words without which none of a kind's patterns can match (lower-cased substrings, read off the patterns
+# above): a question without any of them skips that kind's patterns, most of the cost of `extract`.
+_GATES: dict[str, tuple[str, ...]] = {
+    "base": ("inherit", "extend", "subclass", "subtype", "derive", "speciali", "child", "descendant", "kind", "type",
+             "base", "parent", "super", "class"),
+    "param": ("param", "arg", "keyword", "option", "flag", "input", "pass", "suppl", "provid", "specif", "giv", "="),
+    "default": ("default",),
+    "decorator": ("static", "class", "property", "abstract", "context", "fixture", "overload", "decorat", "wrapped",
+                  "marked", "annotated", "@"),
+    "async": ("sync", "coroutine", "await", "block"),
+    "returns": ("return", "give", "hand", "output", "->", "produced"),
+    "raises": ("rais", "throw", "threw", "fail", "error", "abort", "crash", "dies", "exit", "catch", "handl", "except"),
+    "file": ("defin", "declar", "implement", "locat", "found", "kept", "written", "liv", "sit", "resid", "stor", "plac",
+             "contain", "hold", "hous", "module", "file", "."),
+    "kind": ("class", "function", "method", "constant", "variable", "interface", "enum", "struct", "trait", "instantiat",
+             "subclass", "inherit", "extending"),
+}
 _SUPPRESS = {  # a decorator word names a decorator premise, not a kind (a "static method" is a method)
     "kind": re.compile(r"\b(?:static|class|abstract)\s+method\b|\bdata\s+class\b", re.I),
 }
@@ -240,7 +257,10 @@ def _negated(question: str, start: int, end: int) -> bool:
 def extract(question: str) -> list[Premise]:
     """Every premise the question states, in order; duplicates removed. Pure text: no index needed."""
     found: list[Premise] = []
+    low = question.lower()
     for kind, patterns in _GRAMMAR.items():
+        if not any(cue in low for cue in _GATES[kind]):
+            continue
         for pattern in patterns:
             for m in _overlapping(pattern, question):
                 g = m.groupdict()
