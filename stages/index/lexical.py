@@ -8,6 +8,7 @@ Words are stemmed (Snowball English), so "dependency injection" meets `dependenc
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -15,8 +16,6 @@ import tempfile
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
-
-import logging
 
 import bm25s
 import Stemmer

@@ -8,7 +8,6 @@ replacement is written.
 
 from __future__ import annotations
 
-
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
