@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from pathlib import Path
 
 import yaml
 from prefect import Flow
+from prefect.flows import load_flow_from_entrypoint
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -17,9 +17,7 @@ def test_deployments_resolve_to_flows_with_matching_parameters() -> None:
     names = {d["name"] for d in spec["deployments"]}
     assert names == {"scheduled-reindex", "query", "nightly-audit"}
     for dep in spec["deployments"]:
-        path, func = dep["entrypoint"].split(":")
-        module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
-        flow = getattr(module, func)
+        flow = load_flow_from_entrypoint(str(ROOT / dep["entrypoint"]))  # how `prefect deploy` and workers load it
         assert isinstance(flow, Flow), dep["entrypoint"]
         accepted = set(inspect.signature(flow.fn).parameters)
         assert set(dep.get("parameters", {})) <= accepted, (dep["name"], accepted)
