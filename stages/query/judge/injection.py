@@ -67,7 +67,9 @@ SIGNALS: tuple[Signal, ...] = (
         r"\b(you\s+are|you're|act\s+as|pretend\s+to\s+be)\s+(now\s+)?(an?\s+)?(ai|assistant|llm|chatgpt|claude|gpt|"
         r"large\s+language\s+model|language\s+model|copilot|chatbot|coding\s+agent)\b|"
         r"\bif\s+you\s+are\s+(an?\s+)?(ai|llm|large\s+language\s+model|language\s+model|assistant|agent|bot|chatbot|automated)\b|"
-        r"\bto\s+(any|all|every)\s+(ai\s+|automated\s+|llm\s+|coding\s+)?(assistants?|agents?|models?|bots?)\b|"
+        # "To any automated assistant: ..." addresses the reader; "add the server to every agent found here" does not
+        r"(?:^\W*|[.!?;]\s+)to\s+(any|all|every)\s+(ai\s+|automated\s+|llm\s+|coding\s+)?(assistants?|agents?|models?|bots?)\b|"
+        r"\bto\s+(any|all|every)\s+(ai\s+|automated\s+|llm\s+|coding\s+)?(assistants?|agents?|models?|bots?)\s*[:,!]|"
         r"\b(ai|llm|coding|automated)\s+(assistants?|agents?|models?|tools?)\b[^.\n]{0,60}\b(must|should|shall|need\s+to|are\s+required|always|never|refuse)\b|"
         r"\b(copilot|claude|cursor|chatgpt|gemini|codex)\b[^.\n]{0,60}\b(always|never|must|should)\s+(answer|say|reply|tell|respond|report|write)\b|"
         r"\b" + _AI + r"s?\s+(reading|processing|summari[sz]ing|analy[sz]ing|indexing|scanning)\s+this\b|"
