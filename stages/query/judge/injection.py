@@ -152,8 +152,14 @@ def prose_regions(text: str, language: str, keep_quotes: bool = False) -> list[s
 
     In prose, short quoted phrases and inline code are mentions, not instructions (a security guide that
     quotes "ignore previous instructions" is not an attack), so they are left out."""
+    raw = _raw_prose(text, language)
+    return raw if keep_quotes else [_QUOTED.sub(_MENTION, r) for r in raw]
+
+
+def _raw_prose(text: str, language: str) -> list[str]:
+    """The prose regions with their quoted mentions still in (one parse serves both readings)."""
     if not uses_tree_sitter(language) or language in ("markdown",) or language not in SPECS:
-        return [text if keep_quotes else _QUOTED.sub(_MENTION, text)]
+        return [text]
     tree = _parser(language).parse(text.encode("utf-8", "replace"))
     out: list[str] = []
     stack = [tree.root_node]
@@ -161,8 +167,7 @@ def prose_regions(text: str, language: str, keep_quotes: bool = False) -> list[s
         node = stack.pop()
         if node.type in _PROSE_NODE_TYPES:
             raw = node.text.decode("utf-8", "replace") if node.text else ""
-            inner = _STRING_PREFIX.sub("", raw, count=1)  # a string's own quotes are not a quotation inside it
-            out.append(inner if keep_quotes else _QUOTED.sub(_MENTION, inner))
+            out.append(_STRING_PREFIX.sub("", raw, count=1))  # a string's own quotes are not a quotation inside it
             continue
         stack.extend(node.children)
     return out
@@ -287,8 +292,9 @@ def score_text(prose: str, _decoding: bool = False, raw: str = "", context: str 
 
 def injection_score(text: str, language: str) -> tuple[float, list[str]]:
     """Score one passage for prompt injection in [0, 1], with the names of the signals found."""
-    regions = prose_regions(text, language)
-    if not regions:
+    raw_regions = _raw_prose(text, language)
+    if not raw_regions:
         return 0.0, []
-    raw = "\n".join(prose_regions(text, language, keep_quotes=True))
+    regions = [_QUOTED.sub(_MENTION, r) for r in raw_regions]
+    raw = "\n".join(raw_regions)
     return score_text("\n".join(regions), raw=raw, context=text)
