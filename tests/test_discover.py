@@ -98,3 +98,16 @@ def test_unreadable_files_are_reported_as_unreadable(tmp_path: Path, monkeypatch
 def test_spaces_and_unicode_in_paths(tmp_path: Path) -> None:
     write(tmp_path, "dir with space/módulo ünï.py", "def f():\n    return 1\n")
     assert paths(discover(tmp_path)) == {"dir with space/módulo ünï.py"}
+
+
+def test_the_watchers_root_ignore_check_agrees_with_discovery(tmp_path: Path) -> None:
+    from stages.index.discover import root_ignore_check
+
+    (tmp_path / ".gitignore").write_text("build/\n*.log\n!keep.log\n")
+    for rel in ("src/a.py", "build/out.py", "src/debug.log", "src/keep.log", "node_modules/x/index.js", ".assay/m.json"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    ignored = root_ignore_check(tmp_path)
+    assert [r for r in ("src/a.py", "src/keep.log") if ignored(r)] == []
+    assert all(ignored(r) for r in ("build/out.py", "src/debug.log", "node_modules/x/index.js", ".assay/m.json"))
+    assert {f.path for f in discover(tmp_path, 1_000_000).files} == {"src/a.py"}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +62,20 @@ def _ignored(rel: str, is_dir: bool, stack: list[_Rules]) -> bool:
         if result.include is not None:
             verdict = bool(result.include)
     return verdict
+
+
+def root_ignore_check(root: Path) -> Callable[[str], bool]:
+    """A check for workspace-relative paths: True when an always-pruned folder or the root's ignore files
+    exclude it (the watcher's cheap pre-filter; the index run applies the nested ignore files too)."""
+    rules = _load_rules(root, "")
+
+    def ignored(rel: str) -> bool:
+        parts = rel.split("/")
+        if any(p in ALWAYS_PRUNED for p in parts):
+            return True
+        return any(_ignored("/".join(parts[: i + 1]), i < len(parts) - 1, rules) for i in range(len(parts)))
+
+    return ignored
 
 
 def file_hash(data: bytes) -> str:

@@ -12,20 +12,16 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from stages.index.discover import _ignored, _load_rules, ALWAYS_PRUNED
+from stages.index.discover import root_ignore_check
 
 
 def change_filter(root: Path) -> Callable[[object, str], bool]:
     """A `watchfiles` filter: True for a path whose change may alter the index."""
-    rules = _load_rules(root, "")
+    ignored = root_ignore_check(root)
     base = str(root.resolve())
 
     def keep(_change: object, path: str) -> bool:
-        rel = path[len(base) + 1 :] if path.startswith(base + "/") else path
-        parts = rel.split("/")
-        if any(p in ALWAYS_PRUNED for p in parts[:-1]) or parts[-1] in ALWAYS_PRUNED:
-            return False
-        return not any(_ignored("/".join(parts[: i + 1]), i < len(parts) - 1, rules) for i in range(len(parts)))
+        return not ignored(path[len(base) + 1 :] if path.startswith(base + "/") else path)
 
     return keep
 
