@@ -11,6 +11,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from tasks.lazy import LazyPrefect
+from tasks.lazy import flow as lazy_flow  # noqa: F401 - the flows' decorator: Prefect is built on first run
+
 DEFAULTS = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "PREFECT_LOGGING_LEVEL": "WARNING",
@@ -73,44 +76,18 @@ class Stopwatch:
         self._clock = now
 
 
-class LazyFlow:
-    """A Prefect flow built on first orchestrated use, so the direct path never imports Prefect (~1.6 s
-    of start-up). Modules export the real flow under its public name through `flow_exports`."""
-
-    def __init__(self, fn: Callable[..., Any], name: str) -> None:
-        self.fn = fn
-        self.name = name
-        self._flow: Any = None
-
-    @property
-    def flow(self) -> Any:
-        if self._flow is None:
-            from prefect import flow
-
-            self._flow = flow(name=self.name, log_prints=False, validate_parameters=False)(self.fn)
-        return self._flow
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.flow(*args, **kwargs)
-
-
-def lazy_flow(name: str) -> Callable[[Callable[..., Any]], LazyFlow]:
-    """Drop-in for `prefect.flow(name=..., log_prints=False, validate_parameters=False)`."""
-    return lambda fn: LazyFlow(fn, name)
-
-
-def flow_exports(**flows: LazyFlow) -> Callable[[str], Any]:
+def flow_exports(**flows: LazyPrefect) -> Callable[[str], Any]:
     """A module `__getattr__` that hands out the real Prefect flows (for `prefect.yaml` entrypoints)."""
 
     def module_getattr(name: str) -> Any:
         if name in flows:
-            return flows[name].flow
+            return flows[name].prefect
         raise AttributeError(name)
 
     return module_getattr
 
 
-def run_flow(flow: LazyFlow, body: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+def run_flow(flow: LazyPrefect, body: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run a pipeline body as a Prefect flow (tasks tracked) or directly (same stages, no API)."""
     if orchestrated():
         with quiet_prefect():

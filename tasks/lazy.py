@@ -1,9 +1,9 @@
-"""`@task` that builds its Prefect task on first orchestrated call.
+"""Prefect tasks and flows that are built on first orchestrated use.
 
 Importing Prefect costs ~1.6 s of every process start. The direct path (`ASSAY_ORCHESTRATION=direct`,
 benchmarks, a one-shot `assay index`) calls `.fn` and never needs it, so the import waits until a flow
-really runs the task. Every Assay task opts out of Prefect's result cache (inputs are large, unhashable
-artifacts and reruns must recompute).
+really runs. Every Assay task opts out of Prefect's result cache (inputs are large, unhashable artifacts
+and reruns must recompute).
 """
 
 from __future__ import annotations
@@ -14,34 +14,49 @@ from functools import cached_property
 from typing import Any
 
 
-class LazyTask:
-    """The plain function (`.fn`) now, the Prefect task (`.task`, or any of its attributes) on demand."""
+class LazyPrefect:
+    """The plain function (`.fn`) now; the Prefect task or flow (`.prefect`, or any of its attributes) on demand."""
 
-    def __init__(self, fn: Callable[..., Any], options: dict[str, Any]) -> None:
+    def __init__(self, fn: Callable[..., Any], build: Callable[[Callable[..., Any]], Any], name: str) -> None:
         self.fn = fn
-        self.name: str = options.get("name", fn.__name__)
-        self._options = options
+        self.name = name
+        self._build = build
         self.__doc__ = fn.__doc__
 
     @cached_property
-    def task(self) -> Any:
-        from prefect import task
-        from prefect.cache_policies import NO_CACHE
-
-        return task(cache_policy=NO_CACHE, **self._options)(self.fn)
+    def prefect(self) -> Any:
+        return self._build(self.fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.task(*args, **kwargs)
+        return self.prefect(*args, **kwargs)
 
-    def __getattr__(self, name: str) -> Any:  # submit, map, with_options, ...
+    def __getattr__(self, name: str) -> Any:  # submit, map, with_options, serve, ...
         if name.startswith("_"):
             raise AttributeError(name)
-        return getattr(self.task, name)
+        return getattr(self.prefect, name)
 
 
-def task(**options: Any) -> Callable[[Callable[..., Any]], LazyTask]:
+def task(**options: Any) -> Callable[[Callable[..., Any]], LazyPrefect]:
     """Drop-in for `prefect.task(...)` with `cache_policy=NO_CACHE`; options go to Prefect unchanged."""
-    return lambda fn: LazyTask(fn, options)
+
+    def build(fn: Callable[..., Any]) -> Any:
+        from prefect import task as prefect_task
+        from prefect.cache_policies import NO_CACHE
+
+        return prefect_task(cache_policy=NO_CACHE, **options)(fn)
+
+    return lambda fn: LazyPrefect(fn, build, options.get("name", fn.__name__))
+
+
+def flow(name: str) -> Callable[[Callable[..., Any]], LazyPrefect]:
+    """Drop-in for `prefect.flow(name=..., log_prints=False, validate_parameters=False)`."""
+
+    def build(fn: Callable[..., Any]) -> Any:
+        from prefect import flow as prefect_flow
+
+        return prefect_flow(name=name, log_prints=False, validate_parameters=False)(fn)
+
+    return lambda fn: LazyPrefect(fn, build, name)
 
 
 def in_prefect_run() -> bool:

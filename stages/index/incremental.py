@@ -18,7 +18,7 @@ from stages.core.artifacts import (
     DiscoveryResult, FileRecord, IndexManifest, IndexPlan, IndexReport, ParseResult, SkippedFile, SourceFile,
 )
 from stages.index.discover import file_hash
-from stages.index.lexical import tokenize
+from stages.index.lexical import token_string
 from stages.index.parse import PARSER_VERSION, parse_source
 from stages.query.freshness import git_head
 
@@ -118,7 +118,7 @@ def _parse_share(root: Path, files: list[SourceFile], max_lines: int, max_chars:
             continue
         try:
             pf = parse_source(data, f.path, f.language, file_hash(data), max_lines, max_chars)
-            pf.lexical_tokens = [" ".join(tokenize(e.lexical_text())) for e in pf.entities]
+            pf.lexical_tokens = [token_string(e.lexical_text()) for e in pf.entities]
             parsed.append(pf)
         except Exception as exc:  # noqa: BLE001 - one bad file must not stop the run
             skipped.append(SkippedFile(path=f.path, reason="parse_error", detail=f"{type(exc).__name__}: {exc}"))

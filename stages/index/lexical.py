@@ -51,6 +51,11 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
+def token_string(text: str) -> str:
+    """`tokenize` joined by spaces: how the catalog stores a passage's tokens."""
+    return " ".join(tokenize(text))
+
+
 @lru_cache(maxsize=200_000)
 def _word_tokens(word: str) -> tuple[str, ...]:
     """One word's tokens, memoised: code repeats a small vocabulary, so this turns 9k passages from

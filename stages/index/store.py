@@ -20,7 +20,7 @@ from filelock import FileLock
 
 from stages.core.artifacts import Edge, EmbeddedBatch, Entity, IndexManifest
 from stages.core.workspace import collection_name, state_dir
-from stages.index.lexical import LexicalIndex, TOKENIZER_VERSION, tokenize
+from stages.index.lexical import LexicalIndex, TOKENIZER_VERSION, token_string
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
@@ -138,7 +138,7 @@ class Catalog:
                 [(e.id, e.file, e.kind, e.language, e.name, e.part, e.qualname, e.model_dump_json()) for e in upserts],
             )
             self._db.executemany(f"INSERT OR REPLACE INTO {_TOKENS} (id, tokens) VALUES (?, ?)",
-                                 [(e.id, tokens.get(e.id) or " ".join(tokenize(e.lexical_text()))) for e in upserts])
+                                 [(e.id, tokens.get(e.id) or token_string(e.lexical_text())) for e in upserts])
             gone = [(i,) for i in deletes]
             self._db.executemany("DELETE FROM entities WHERE id = ?", gone)
             self._db.executemany(f"DELETE FROM {_TOKENS} WHERE id = ?", gone)
@@ -153,7 +153,7 @@ class Catalog:
                                 f" LEFT JOIN {_TOKENS} t ON t.id = e.id ORDER BY e.id")
         for eid, joined, data in rows:
             if joined is None:
-                joined = " ".join(tokenize(Entity.model_validate_json(data).lexical_text()))
+                joined = token_string(Entity.model_validate_json(data).lexical_text())
                 missing.append((eid, joined))
             ids.append(eid)
             tokens.append(joined.split())

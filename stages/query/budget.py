@@ -13,16 +13,12 @@ from stages.core.artifacts import Candidate
 
 @lru_cache(maxsize=1)
 def _tokenizer():
-    from tokenizers import Tokenizer
+    from stages.index.embed import wordpiece_tokenizer
 
-    from stages.core.config import DATA_DIR
-
-    tok = Tokenizer.from_file(str(DATA_DIR / "minilm-tokenizer.json"))
-    tok.no_truncation()
-    tok.no_padding()
-    return tok
+    return wordpiece_tokenizer()
 
 
+@lru_cache(maxsize=256)  # a report is counted to decide whether it fits, then again for its receipt
 def count_tokens(text: str) -> int:
     return len(_tokenizer().encode(text, add_special_tokens=False).ids) if text else 0
 

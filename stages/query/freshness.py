@@ -8,11 +8,10 @@ whose time moved but whose bytes did not is reported until the next index run co
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from stages.core.artifacts import Freshness, IndexManifest
-from stages.query.git_history import git
+from stages.query.git_history import COMMIT_ID, git
 
 GIT_TIMEOUT = 5.0
 
@@ -33,7 +32,7 @@ def _read_head(root: Path) -> tuple[str, str] | None:
         head = (git_dir / "HEAD").read_text().strip()
     except OSError:
         return None
-    if re.fullmatch(r"[0-9a-f]{40}", head):
+    if COMMIT_ID.fullmatch(head):
         return head, ""
     if not head.startswith("ref: refs/heads/"):
         return None
@@ -66,7 +65,7 @@ def git_head(root: Path) -> tuple[str, str]:
     if repo is None:
         return "", ""
     quick = _read_head(repo)
-    if quick is not None and re.fullmatch(r"[0-9a-f]{40}", quick[0]):
+    if quick is not None and COMMIT_ID.fullmatch(quick[0]):
         return quick
     commit = _git(root, "rev-parse", "HEAD")
     if not commit:

@@ -18,6 +18,7 @@ from stages.core.artifacts import DEFINITION_KINDS, Entity
 from stages.index.edges import definition_spans
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+COMMIT_ID = re.compile(r"[0-9a-f]{40}")  # a full SHA-1 commit id
 
 
 class NotAGitRepository(ValueError):
@@ -121,7 +122,7 @@ def history(root: Path, entity: Entity, limit: int = 20) -> History:
     commits = []
     for line in out.splitlines():
         parts = line.split("\t", 3)
-        if len(parts) == 4 and re.fullmatch(r"[0-9a-f]{40}", parts[0]):
+        if len(parts) == 4 and COMMIT_ID.fullmatch(parts[0]):
             commits.append(Commit(commit=parts[0], author=parts[1], date=parts[2], subject=parts[3]))
     return History(entity=entity.qualname, file=entity.file, start_line=entity.start_line, end_line=entity.end_line, commits=commits)
 

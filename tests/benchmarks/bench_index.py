@@ -55,6 +55,14 @@ def run(root: Path, embedder: str, tree: Path | None = None) -> tuple[dict, floa
     return json.loads(out), wall, peak_kib / 1024, queryable if queryable is not None or existed else wall
 
 
+def edit_one_file(root: Path, tag: str) -> None:
+    """The one-file change every incremental figure measures: a function appended to pytest's python_api.py."""
+    target = root / "src" / "_pytest" / "python_api.py"
+    if not target.exists():
+        target = next(root.rglob("*.py"))
+    target.write_text(target.read_text() + f"\n\ndef bench_{tag}():\n    return 1\n")
+
+
 def warm_incremental(root: Path, embedder: str, repeats: int = 3) -> list[float]:
     """Seconds per one-file re-index in this (long-lived) process, after a first run that pays the imports."""
     os.environ["ASSAY_ORCHESTRATION"] = "direct"
@@ -63,12 +71,9 @@ def warm_incremental(root: Path, embedder: str, repeats: int = 3) -> list[float]
 
     settings = Settings(embedder=embedder)
     run_index(str(root), settings)
-    target = root / "src" / "_pytest" / "python_api.py"
-    if not target.exists():
-        target = next(root.rglob("*.py"))
     times = []
     for i in range(repeats):
-        target.write_text(target.read_text() + f"\n\ndef bench_warm_{i}():\n    return {i}\n")
+        edit_one_file(root, f"warm_{i}")
         start = time.perf_counter()
         run_index(str(root), settings)
         times.append(time.perf_counter() - start)
@@ -89,8 +94,7 @@ def compare(embedder: str, requirement: str, against: str, repeats: int) -> None
                 for name, code in (("this", None), (against, tree)):
                     root = sdist(requirement)
                     _, full, _, queryable = run(root, embedder, code)
-                    target = next(iter(sorted(root.rglob("python_api.py"))), None) or next(root.rglob("*.py"))
-                    target.write_text(target.read_text() + "\n\ndef bench_added_function():\n    return 1\n")
+                    edit_one_file(root, "added_function")
                     _, inc, _, _ = run(root, embedder, code)
                     for key, value in (("BM25-queryable", queryable or full), ("full", full), ("incremental", inc)):
                         figures[name].setdefault(key, []).append(value)
@@ -118,10 +122,7 @@ def main() -> None:
         for _ in range(opts.repeats):
             root = sdist(opts.requirement)
             full, wall_full, peak, queryable = run(root, embedder)
-            target = root / "src" / "_pytest" / "python_api.py"
-            if not target.exists():
-                target = next(root.rglob("*.py"))
-            target.write_text(target.read_text() + "\n\ndef bench_added_function():\n    return 1\n")
+            edit_one_file(root, "added_function")
             inc, wall_inc, _, _ = run(root, embedder)
             fulls.append((full, wall_full))
             incs.append((inc, wall_inc))
