@@ -37,12 +37,12 @@ def premises(root: Path, question: str, candidates: list[Candidate]) -> PremiseC
 
 @task(name="called-by")
 def called_by(root: Path, ids: list[str]) -> dict[str, int]:
+    from stages.index.store import Catalog, index_generation
     from stages.query.graph import called_by_counts
-    from stages.index.store import Catalog
 
     catalog = Catalog(root)
     try:
-        return called_by_counts(catalog, ids)
+        return called_by_counts(catalog, ids, memo=(str(root), index_generation(root)))
     finally:
         catalog.close()
 

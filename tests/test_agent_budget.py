@@ -26,6 +26,32 @@ def test_fit_keeps_whole_lines_best_first_and_counts_the_rest() -> None:
     assert fit(blocks, None).count("\n") == 41
 
 
+def test_token_counts_are_the_tokenizers_and_each_line_is_tokenized_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counting line by line must give the whole-text count (WordPiece never joins across a newline), and a
+    report counted to fit and again for its receipt pays the tokenizer once per distinct line."""
+    from stages.query import budget
+
+    whole = budget._tokenizer()
+    texts = ["def f(x):\n    return x  # café, naïve\r\n\n\tTabs\tand 中文字符 mixed",
+             "Assessment:\n  status: supported\n  coverage: 3/3", "", "one line only", "\n\n"]
+    for text in texts:
+        assert count_tokens(text) == len(whole.encode(text, add_special_tokens=False).ids), text
+    seen: list[str] = []
+
+    class Counting:
+        def encode_batch_fast(self, lines, add_special_tokens=False):
+            seen.extend(lines)
+            return whole.encode_batch_fast(lines, add_special_tokens=add_special_tokens)
+
+    monkeypatch.setattr(budget, "_tokenizer", lambda: Counting())
+    monkeypatch.setattr(budget, "_LINE_TOKENS", {})
+    report = "Legend line\nrow one\nrow two\nrow one"
+    first = count_tokens(report)
+    assert count_tokens(report) == first and budget.count_many(["row two", "new line"]) == [
+        len(whole.encode(t, add_special_tokens=False).ids) for t in ("row two", "new line")]
+    assert sorted(seen) == sorted(["Legend line", "row one", "row two", "new line"])
+
+
 @pytest.mark.parametrize("budget", [60, 200, 600])
 def test_search_budget_is_respected_to_the_token_whole_entities_first(indexed_project: Path, budget: int) -> None:
     hits = search(indexed_project, "retry backoff session", Settings(), k=10).candidates

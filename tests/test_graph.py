@@ -216,3 +216,25 @@ def test_cli_and_index_flow_build_the_graph(project: Path) -> None:
     assert "no definition named 'NoSuchThing'" in missing.output
     report = run_query(str(project), "How does retry_call back off between attempts?")
     assert "[retry_call] " in report.text and "called by 1 site(s)" in report.text
+
+
+def test_called_by_counts_are_remembered_until_the_index_changes(project: Path) -> None:
+    from stages.index.store import index_generation
+
+    run_index(str(project))
+    catalog = Catalog(project)
+    retry = next(e for e in catalog.by_name("retry_call") if e.kind == "function")
+    memo = (str(project), index_generation(project))
+    assert graph.called_by_counts(catalog, [retry.id], memo=memo) == {retry.id: 1}
+
+    class NoGraph:  # a second ask within the same index generation must not resolve anything again
+        def __getattr__(self, name):
+            raise AssertionError(f"catalog.{name} used although the count is remembered")
+
+    assert graph.called_by_counts(NoGraph(), [retry.id], memo=memo) == {retry.id: 1}
+    (project / "pkg" / "again.py").write_text("from pkg.retry import retry_call\n\n\ndef twice(f):\n    return retry_call(f)\n")
+    run_index(str(project))
+    assert index_generation(project) != memo[1]
+    report = run_query(str(project), "How does retry_call back off between attempts?")
+    assert "[retry_call] " in report.text and "called by 2 site(s)" in report.text
+    catalog.close()

@@ -122,3 +122,16 @@ def test_every_candidate_carries_its_score_and_signals() -> None:
     assert same[1].rank_signals["same_file"] == 0.5 and same[1].rank_score < same[0].rank_score
     assert explain(same[1]).endswith("same file x0.5")
     assert rank("anything", []) == []
+
+
+def test_a_limit_returns_the_head_of_the_full_order() -> None:
+    """The diversity pass stops once `limit` rows are placed; those rows, scores and signals are the full order's."""
+    import random
+
+    rnd = random.Random(7)
+    pool = [cand(f"{rnd.choice('abcde')}.py", f"f{i}", bm25=rnd.uniform(0, 10), distance=rnd.uniform(0.3, 0.9)) for i in range(60)]
+    full = rank("retry backoff session", pool)
+    for limit in (1, 5, 30):
+        head = rank("retry backoff session", pool, limit=limit)
+        assert [(c.id, c.rank_score, c.rank_signals) for c in head] == [(c.id, c.rank_score, c.rank_signals) for c in full[:limit]]
+    assert any(c.rank_signals.get("same_file") for c in full[:30])  # the head is shaped by the diversity pass

@@ -43,3 +43,25 @@ def test_search_ranks_code_aware_and_reaches_files(indexed_project: Path) -> Non
     assert any(c.kind == "file" and c.file == "pkg/retry.py" and c.start_line == 1 for c in files)
     plain = search(indexed_project, "RetryError", settings.model_copy(update={"ranking": "rrf"}), k=5).candidates
     assert all(c.rank_score is None for c in plain)  # the rrf setting really turns the rank stage off
+
+
+def test_dense_search_keeps_one_collection_handle_and_replaces_a_failing_one(indexed_project: Path, monkeypatch) -> None:
+    from stages.index import store
+
+    manifest = load_manifest(indexed_project)
+    vector = [1.0 / manifest.dimension**0.5] * manifest.dimension
+    first = store.dense_search(indexed_project, None, manifest.collection, vector, 3)
+    assert len(first) == 3
+    key = (str(indexed_project), None, manifest.collection)
+    handle = store._READERS[key]
+    real = store.VectorStore
+    opened: list[tuple] = []
+    monkeypatch.setattr(store, "VectorStore", lambda *a: opened.append(a) or real(*a))
+    assert store.dense_search(indexed_project, None, manifest.collection, vector, 3) == first and not opened
+
+    def dropped(*_a, **_k):
+        raise RuntimeError("collection does not exist")
+
+    monkeypatch.setattr(handle, "query", dropped)  # another process dropped and re-created the collection
+    assert store.dense_search(indexed_project, None, manifest.collection, vector, 3) == first
+    assert len(opened) == 1 and store._READERS[key] is not handle

@@ -6,6 +6,8 @@ a Prefect task can pass them between processes without custom serialisation.
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -34,6 +36,14 @@ EntityKind = Literal[
 
 # Kinds that define a name (what premises, the graph and diffs talk about); sections, windows, files and notes do not.
 DEFINITION_KINDS = frozenset({"function", "method", "class", "interface", "type", "enum", "struct", "trait", "constant"})
+_QUALIFIER = re.compile(r"[.:#> ]+")
+
+
+@lru_cache(maxsize=65536)
+def short_name(name: str) -> str:
+    """The last part of a qualified name, whatever the language writes between parts: `Session.send`,
+    `crate::a::f`, `ZodType#parse`, `Outer > inner` all end in the name a question would use."""
+    return _QUALIFIER.split(name)[-1]
 
 
 class SourceFile(BaseModel):

@@ -18,14 +18,26 @@ def _tokenizer():
     return wordpiece_tokenizer()
 
 
-@lru_cache(maxsize=256)  # a report is counted to decide whether it fits, then again for its receipt
+_LINE_TOKENS: dict[str, int] = {}  # tokens per distinct line: a report's legend, guidance and rows repeat across answers
+_LINE_TOKENS_MAX = 50_000
+
+
 def count_tokens(text: str) -> int:
-    return len(_tokenizer().encode(text, add_special_tokens=False).ids) if text else 0
+    """Tokens in `text`. WordPiece never joins characters across a newline, so the count is the sum over lines,
+    and each distinct line is tokenized once per process (a report is counted to fit, then for its receipt)."""
+    return sum(count_many(text.split("\n"))) if text else 0
 
 
 def count_many(texts: list[str]) -> list[int]:
-    """Token counts of many texts in one batched call (the tokenizer runs them in parallel)."""
-    return [len(e.ids) for e in _tokenizer().encode_batch(texts, add_special_tokens=False)] if texts else []
+    """Token counts of many texts; the ones not seen before go through the tokenizer in one batched call."""
+    known = {t: _LINE_TOKENS[t] for t in dict.fromkeys(texts) if t in _LINE_TOKENS}
+    missing = [t for t in dict.fromkeys(texts) if t not in known]
+    if missing:
+        known.update(zip(missing, (len(e.ids) for e in _tokenizer().encode_batch_fast(missing, add_special_tokens=False))))
+        if len(_LINE_TOKENS) + len(missing) > _LINE_TOKENS_MAX:
+            _LINE_TOKENS.clear()
+        _LINE_TOKENS.update((t, known[t]) for t in missing)
+    return [known[t] for t in texts]
 
 
 def fit(blocks: list[list[str]], max_tokens: int | None, more: str = "{n} more line(s) not shown: ask with a larger max_tokens") -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import threading
 from functools import lru_cache
 
 from pydantic import BaseModel, Field
@@ -412,13 +413,32 @@ def query_workspace(root, command: str, query: str, depth: int = 3, limit: int =
         catalog.close()
 
 
-def called_by_counts(catalog, entity_ids: list[str], cap: int = 60) -> dict[str, int]:
+_CALLED_BY: dict[str, tuple[object, dict[str, int], Graph]] = {}  # workspace -> (index generation, counts, resolver)
+_CALLED_BY_LOCK = threading.Lock()
+
+
+def called_by_counts(catalog, entity_ids: list[str], cap: int = 60, memo: tuple[str, object] | None = None) -> dict[str, int]:
     """Resolved call sites per entity, for the report's "called by N sites" (names with more than `cap`
-    same-named sites are skipped: too common to count cheaply)."""
-    graph = Graph(catalog)
-    out: dict[str, int] = {}
-    for eid, ent in catalog.get(entity_ids).items():
-        if ent.kind not in DEFINITION_KINDS or len(catalog.edges(name=ent.name, kinds=("call",))) > cap:
-            continue
-        out[eid] = sum(1 for _ in _sites(graph, ent, ("call",), unresolved=False))
-    return out
+    same-named sites are skipped: too common to count cheaply). `memo` = (workspace, index generation):
+    counts, and the resolver's per-file lookups, are kept until the index changes, since answers keep
+    citing the same definitions and their callers sit in the same files."""
+    with _CALLED_BY_LOCK:  # one resolver per workspace, lent to one query at a time
+        if memo is None:
+            known: dict[str, int] = {}
+            graph = Graph(catalog)
+        else:
+            where, generation = memo
+            hit = _CALLED_BY.get(where)
+            if hit is None or hit[0] != generation:
+                hit = _CALLED_BY[where] = (generation, {}, Graph(catalog))
+            _, known, graph = hit
+            graph.catalog = catalog  # this query's open connection; the cached lookups stay valid for the generation
+        todo = [i for i in dict.fromkeys(entity_ids) if i not in known]
+        found = catalog.get(todo) if todo else {}
+        for eid in todo:
+            ent = found.get(eid)
+            if ent is None or ent.kind not in DEFINITION_KINDS or catalog.count_edges(ent.name, ("call",)) > cap:
+                known[eid] = -1  # not counted
+                continue
+            known[eid] = sum(1 for _ in _sites(graph, ent, ("call",), unresolved=False))
+        return {eid: known[eid] for eid in entity_ids if known.get(eid, -1) >= 0}

@@ -18,7 +18,7 @@ import builtins
 import re
 from collections.abc import Callable, Iterable, Iterator
 
-from stages.core.artifacts import Candidate, DEFINITION_KINDS, Entity, Premise, PremiseCheck, PremiseFinding
+from stages.core.artifacts import Candidate, DEFINITION_KINDS, Entity, Premise, PremiseCheck, PremiseFinding, short_name
 
 Resolver = Callable[[str], list[Entity]]
 
@@ -239,10 +239,6 @@ def _clean(name: str) -> str:
     return name.strip("`'\"@").removesuffix("()").replace("::", ".")
 
 
-def _short(name: str) -> str:
-    return re.split(r"[.:]+", name)[-1]
-
-
 def _plausible_subject(name: str) -> bool:
     return bool(name) and name.lower() not in _STOP and len(name) > 1
 
@@ -376,7 +372,7 @@ def _real_params(e: Entity) -> list[str]:
 
 def _definitions(name: str, resolve: Resolver) -> list[Entity]:
     """Definitions of a subject: `Session.request` by qualified name, `request` by name; part 0 only."""
-    short = _short(name)
+    short = short_name(name)
     found = [e for e in resolve(short) if e.kind in DEFINITION_KINDS and e.part == 0]
     if "." in name and found:
         tail = name.split(".")
@@ -397,7 +393,7 @@ def ancestors(cls: Entity, resolve: Resolver, depth: int = 6) -> tuple[set[str],
         nxt: list[Entity] = []
         for c in frontier:
             for b in c.bases:
-                short = _short(b)
+                short = short_name(b)
                 if short in seen:
                     continue
                 seen.add(short)
@@ -432,7 +428,7 @@ def _norm_literal(v: str) -> str:
         return "'" + s[1:-1] + "'"
     if low in ("list()", "dict()", "tuple()"):
         return {"list()": "[]", "dict()": "{}", "tuple()": "()"}[low]
-    return _short(s.replace(" ", ""))
+    return short_name(s.replace(" ", ""))
 
 
 def _type_tokens(annotation: str) -> set[str]:
@@ -446,7 +442,7 @@ def _returns_match(claimed: str, annotation: str, resolve: Resolver) -> bool | N
     words = _type_tokens(claimed)
     if not words:
         return None
-    head = _short(re.split(r"\[", claimed)[0]).lower()
+    head = short_name(re.split(r"\[", claimed)[0]).lower()
     wanted = _TYPE_WORDS.get(head, {head})
     if wanted & have:
         return True
@@ -486,16 +482,16 @@ def _check_one(p: Premise, e: Entity, resolve: Resolver) -> tuple[bool | None, s
     if p.kind == "base":
         if e.kind not in _CLASS_KINDS:
             return False, f"{name} is a {e.kind}, not a class ({_loc(e)})"
-        direct = [_short(b) for b in e.bases]
-        if _short(p.value) in direct:
+        direct = [short_name(b) for b in e.bases]
+        if short_name(p.value) in direct:
             return True, ""
         seen, complete = ancestors(e, resolve)
-        if _short(p.value) in seen:
+        if short_name(p.value) in seen:
             return True, ""
-        claimed = [d for d in resolve(_short(p.value)) if d.kind in _CLASS_KINDS]
+        claimed = [d for d in resolve(short_name(p.value)) if d.kind in _CLASS_KINDS]
         claimed_known = bool(claimed)
         if p.loose:  # the words did not say which way: either direction holds
-            if not claimed_known or any(_short(e.qualname) in ancestors(d, resolve)[0] for d in claimed):
+            if not claimed_known or any(short_name(e.qualname) in ancestors(d, resolve)[0] for d in claimed):
                 return (None if not claimed_known else True), ""
         if not complete and not claimed_known:
             return None, ""
@@ -550,11 +546,11 @@ def _check_one(p: Premise, e: Entity, resolve: Resolver) -> tuple[bool | None, s
         if e.kind not in _FUNC_KINDS or facts is None:
             return None, ""
         raised = facts.raises
-        if _short(p.value) in raised:
+        if short_name(p.value) in raised:
             return True, ""
         for r in raised:
             for d in resolve(r):
-                if d.kind in _CLASS_KINDS and _short(p.value) in ancestors(d, resolve)[0]:
+                if d.kind in _CLASS_KINDS and short_name(p.value) in ancestors(d, resolve)[0]:
                     return True, ""
         shown = ", ".join(f"`{r}`" for r in raised) if raised else "nothing"
         return False, f"{name}'s own body raises {shown}, not `{p.value}` (a callee may still raise it) ({_loc(e)})"
@@ -645,7 +641,7 @@ def _typename(name: str, resolve: Resolver) -> bool:
         return False
     camel = sum(c.isupper() for c in name) >= 2 and any(c.islower() for c in name)  # `SSLContext`, `PathLike`
     return camel or isinstance(getattr(builtins, name, None), type) or name in _TYPING_NAMES or any(
-        e.kind in _CLASS_KINDS for e in resolve(_short(name)))
+        e.kind in _CLASS_KINDS for e in resolve(short_name(name)))
 
 
 def _returned_type(toks: list[str], low: list[str], cue: int, subject: int, resolve: Resolver) -> str:
@@ -679,7 +675,7 @@ def _exception_name(name: str, resolve: Resolver) -> bool:
     obj = getattr(builtins, name, None)
     if isinstance(obj, type) and issubclass(obj, BaseException):
         return True
-    for d in resolve(_short(name)):
+    for d in resolve(short_name(name)):
         if d.kind in _CLASS_KINDS and any(_EXC_NAME.search(a) or a == "BaseException" for a in ancestors(d, resolve)[0]):
             return True
     return False
@@ -825,7 +821,7 @@ def check_question(question: str, resolve: Resolver) -> list[PremiseFinding]:
 def entity_of(c: Candidate) -> Entity:
     """A retrieved passage seen as the entity it came from (the checker reads entity facts)."""
     return Entity.model_construct(
-        id=c.id, kind=c.kind, name=_short(c.entity), qualname=c.entity, parent=None, signature=c.signature,
+        id=c.id, kind=c.kind, name=short_name(c.entity), qualname=c.entity, parent=None, signature=c.signature,
         docstring=c.docstring, body=c.body, start_line=c.start_line, end_line=c.end_line, language=c.language,
         file=c.file, content_hash="", part=c.part, parts=c.parts, bases=c.bases, params=c.params, facts=c.facts,
     )

@@ -22,12 +22,12 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import PurePosixPath
 
 from pydantic import BaseModel
 
-from stages.core.artifacts import Candidate
+from stages.core.artifacts import Candidate, short_name
 from stages.core.artifacts import DEFINITION_KINDS as NAMING_KINDS
 from stages.index.lexical import tokenize
 from stages.query.judge.local import question_identifiers
@@ -84,9 +84,14 @@ class QueryShape:
     terms: frozenset[str]
     words: frozenset[str]
 
-    @property
+    @cached_property
     def short_names(self) -> frozenset[str]:
         return frozenset(re.split(r"[.:#]+", i.rstrip("()"))[-1] for i in self.identifiers)
+
+    @cached_property
+    def bare_names(self) -> frozenset[str]:
+        """The short names without implementation sigils (`_refine`, `$ZodType`), as `defines_named` compares them."""
+        return frozenset(_bare(s) for s in self.short_names)
 
 
 def query_shape(query: str) -> QueryShape:
@@ -98,10 +103,6 @@ def query_shape(query: str) -> QueryShape:
         idents.append(text.rstrip("()"))
     words = frozenset(w.lower() for w in re.findall(r"[A-Za-z0-9]+", text))
     return QueryShape(text, symbol, tuple(dict.fromkeys(idents)), frozenset(tokenize(text)), words)
-
-
-def _short(name: str) -> str:
-    return re.split(r"[.:#> ]+", name)[-1]
 
 
 @lru_cache(maxsize=65536)
@@ -206,6 +207,7 @@ def penalties(shape: QueryShape, c: Candidate, legacy: frozenset[str]) -> dict[s
     return found
 
 
+@lru_cache(maxsize=8192)
 def _is_reexport(body: str) -> bool:
     """Top-level code that only imports, re-exports or forwards names (a shim, an index file)."""
     lines = [ln for ln in body.splitlines() if ln.strip()]
@@ -227,7 +229,7 @@ def defines_named(shape: QueryShape, c: Candidate) -> bool:
         return False
     if c.entity in shape.identifiers:
         return True
-    return _bare(_short(c.entity)) in {_bare(s) for s in shape.short_names}
+    return _bare(short_name(c.entity)) in shape.bare_names
 
 
 def entity_facts(shape: QueryShape, c: Candidate) -> float:
@@ -271,7 +273,7 @@ def rank(
     signals: dict[str, dict[str, float]] = {}
     for c in candidates:
         base = weight * lex[c.id] + (1 - weight) * sem[c.id]
-        sig = {"lexical": round(lex[c.id], 4), "dense": round(sem[c.id], 4)}
+        sig = {"lexical": lex[c.id], "dense": sem[c.id]}  # rounded for the rows returned, below
         score = base
         if cfg.definition and defines_named(shape, c):
             score += cfg.definition_boost * (1.0 if shape.symbol else 0.6)
@@ -280,12 +282,12 @@ def rank(
             pm = path_match(shape, c.file)
             if pm:
                 score += cfg.path_boost * pm
-                sig["path"] = round(pm, 3)
+                sig["path"] = pm
         if cfg.entity_facts:
             ef = entity_facts(shape, c)
             if ef:
                 score += cfg.facts_boost * ef
-                sig["name"] = round(ef, 3)
+                sig["name"] = ef
         scores[c.id] = score
         signals[c.id] = sig
     if cfg.file_coherence:
@@ -295,37 +297,47 @@ def rank(
         mass = _normalise({f: sum(sorted(v, reverse=True)[:3]) for f, v in per_file.items()})
         for c in candidates:
             scores[c.id] += cfg.coherence_boost * mass[c.file]
-            signals[c.id]["file"] = round(mass[c.file], 3)
+            signals[c.id]["file"] = mass[c.file]
     if cfg.penalties:
         for c in candidates:
             found = penalties(shape, c, legacy)
             if found:
                 factor = math.prod(found.values())
                 scores[c.id] *= factor
-                signals[c.id]["penalty"] = round(factor, 4)
+                signals[c.id]["penalty"] = factor
                 signals[c.id].update({why: 1.0 for why in found})
     order = sorted(candidates, key=lambda c: (-scores[c.id], c.fused_rank))
     if cfg.diversity:
-        order, spread = _diversify(order, scores, cfg.diversity_decay)
+        order, spread = _diversify(order, scores, cfg.diversity_decay, limit)
         for cid, factor in spread.items():  # the score shown is the one that placed the row
             scores[cid] *= factor
-            signals[cid]["same_file"] = round(factor, 4)
+            signals[cid]["same_file"] = factor
     return [
-        c.model_copy(update={"rank_score": round(scores[c.id], 4), "rank_signals": signals[c.id], "fused_rank": i})
+        c.model_copy(update={"rank_score": round(scores[c.id], 4), "rank_signals": _rounded(signals[c.id]), "fused_rank": i})
         for i, c in enumerate(order[:limit], start=1)
     ]
 
 
-def _diversify(order: list[Candidate], scores: dict[str, float], decay: float) -> tuple[list[Candidate], dict[str, float]]:
+_SIGNAL_DIGITS = {"path": 3, "name": 3, "file": 3}  # the rest to 4 digits
+
+
+def _rounded(signals: dict[str, float]) -> dict[str, float]:
+    return {k: round(v, _SIGNAL_DIGITS.get(k, 4)) for k, v in signals.items()}
+
+
+def _diversify(
+    order: list[Candidate], scores: dict[str, float], decay: float, limit: int | None = None,
+) -> tuple[list[Candidate], dict[str, float]]:
     """Greedy: each further entity of a file already shown counts `decay` times less (parts of one
     entity count as one). Lazy evaluation: effective scores only fall, so a popped candidate whose
-    score is still current is the best one. Returns the order and the factor applied to each decayed id."""
+    score is still current is the best one. Stops after `limit` rows. Returns the order and the factor
+    applied to each decayed id."""
     shown: dict[str, set[str]] = defaultdict(set)
     spread: dict[str, float] = {}
     heap = [(-scores[c.id], i, 0) for i, c in enumerate(order)]
     heapq.heapify(heap)
     out: list[Candidate] = []
-    while heap:
+    while heap and (limit is None or len(out) < limit):
         _, i, seen_when_scored = heapq.heappop(heap)
         c = order[i]
         seen = len(shown[c.file] - {c.entity})

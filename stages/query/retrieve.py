@@ -8,13 +8,14 @@ rank, rank score and signals) so the judge and the report can show why it was ch
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from stages.core.artifacts import Candidate, Entity, IndexManifest, Retrieval
 from stages.index.embed import Embedder
 from stages.index.incremental import dense_note
 from stages.index.lexical import LexicalIndex
-from stages.index.store import Catalog, VectorStore, lexical_dir, read_manifest
+from stages.index.store import Catalog, dense_search, lexical_dir, read_manifest
 from stages.query import freshness
 from stages.query.rank import RankConfig, rank
 
@@ -23,6 +24,8 @@ DEFAULT_DEPTH = 60  # candidates read from each list before ranking
 
 _lexical_cache: dict[str, tuple[float, LexicalIndex]] = {}
 _cache_lock = threading.Lock()
+# The freshness check is a `stat` per indexed file: it runs beside the query embedding (both release the GIL).
+_freshness_worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="assay-freshness")
 
 
 def load_lexical(root: Path) -> LexicalIndex:
@@ -102,13 +105,14 @@ def retrieve(
     with `ranking` the union is ordered by the code-aware rank stage, else by plain RRF.
     mode: hybrid (default), dense or bm25 (the latter two for evaluation)."""
     depth = depth or max(pool, DEFAULT_DEPTH)
+    checked = _freshness_worker.submit(freshness.check, root, manifest)
     note = ""
     dense: list[tuple[str, float]] = []
     dense_ok = mode in ("hybrid", "dense")
     if dense_ok:
         try:
             vectors, _ = embedder.embed([query])
-            dense = VectorStore(root, chroma_url, manifest.collection).query(vectors[0].tolist(), depth)
+            dense = dense_search(root, chroma_url, manifest.collection, vectors[0].tolist(), depth)
         except Exception as exc:  # noqa: BLE001 - fall back to BM25 and say so
             dense_ok = False
             note = f"dense index unavailable ({type(exc).__name__}: {str(exc)[:120]}); BM25 only. Run `assay index --rebuild`."
@@ -143,6 +147,6 @@ def retrieve(
         )
     if ranking is not None:
         candidates = rank(query, candidates, ranking, paths=manifest.files.keys(), limit=pool)
-    fresh, stale = freshness.check(root, manifest)
+    fresh, stale = checked.result()
     candidates = [c.model_copy(update={"stale": True}) if c.file in stale else c for c in candidates[:pool]]
     return Retrieval(query=query, candidates=candidates, dense_available=dense_ok, note=note, freshness=fresh)

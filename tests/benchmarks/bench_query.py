@@ -34,9 +34,10 @@ def swe_qa_questions() -> list[str]:
 
 
 def measure(run, root: str, n: int, gap: float = 0.0, questions: list[str] = QUESTIONS) -> tuple[list[float], list[float], list[int]]:
-    from stages.query.judge.local import _injection
+    from stages.query.judge.local import _injection, _terms_of
 
     _injection.cache_clear()  # every configuration meets its passages for the first time
+    _terms_of.cache_clear()
     walls, stages, calls = [], [], []
     for i in range(n):
         time.sleep(gap)  # an agent's queries arrive seconds apart; back-to-back runs contend for Prefect's SQLite

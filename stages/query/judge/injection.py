@@ -134,6 +134,12 @@ _TASK_START = re.compile(
     r"(write|compose|draft|summari[sz]e|translate|list|describe|explain|tell|give|provide|create|generate|suggest|recommend|"
     r"name|outline|share|develop|craft|produce|teach|recite|sing|calculate|solve|compare|discuss|answer|what|who|whom|when|"
     r"where|which|why|how|can\s+you|could\s+you|would\s+you|i\s+want\s+you)\b", re.I)
+_FIRST_WORD = re.compile(r"^\W*([A-Za-z]+)")
+# The words a request can open with (`_TASK_START`'s alternatives): a cheap test before its costly match.
+_TASK_OPENERS = frozenset(
+    "please kindly now first also before write compose draft summarise summarize translate list describe explain tell give "
+    "provide create generate suggest recommend name outline share develop craft produce teach recite sing calculate solve "
+    "compare discuss answer what who whom when where which why how can could would i".split())
 _STOPWORDS = frozenset(
     "the a an and or of to in on for with about into from by at as is are was were be been this that these those it its "
     "you your me my i we our they their what who whom when where which why how can could would will should please "
@@ -218,8 +224,11 @@ def off_topic_request(prose: str, context: str = "") -> bool:
     vocabulary = code_words()
     if not vocabulary:
         return False
-    local = {w.lower() for w in re.findall(r"[A-Za-z]{3,}", context)}  # words of the code around it are on topic
+    local: set[str] | None = None  # words of the code around it are on topic (read only when a sentence gets that far)
     for sentence in _SENTENCE.findall(prose):
+        opener = _FIRST_WORD.match(sentence)
+        if opener is None or opener.group(1).lower() not in _TASK_OPENERS:
+            continue
         if not _TASK_START.match(sentence) or re.search(r"[_`()\[\]{}=<>/\\]|[a-z][A-Z]|\.\w", sentence):
             continue
         first = re.search(r"[A-Za-z]", sentence)
@@ -229,7 +238,9 @@ def off_topic_request(prose: str, context: str = "") -> bool:
         if len(words) < 2:
             continue
         unknown = [w for w in words if w.lower() not in vocabulary and w.lower().rstrip("s") not in vocabulary]
-        foreign = [w for w in unknown if w.lower() not in local or prose.lower().count(w.lower()) >= context.lower().count(w.lower())]
+        if unknown and local is None:
+            local = {w.lower() for w in re.findall(r"[A-Za-z]{3,}", context)}
+        foreign = [w for w in unknown if w.lower() not in (local or ()) or prose.lower().count(w.lower()) >= context.lower().count(w.lower())]
         question = bool(re.match(r"^\W*(what|who|whom|when|where|which|why|how)\b", sentence, re.I))
         if question and not sentence.rstrip().endswith("?"):
             continue  # "When customizing the transport, use ...": a clause, not a question to the reader
@@ -256,8 +267,25 @@ _GATES: dict[str, tuple[str, ...]] = {
                      "difference"),
     "exfiltration": ("![", "send", "post", "upload", "exfiltrate", "forward", "transmit", "leak", "mail", "paste", "include",
                      "curl", "wget"),
-    "tool_bait": ("rm -rf", "cat", "type", "print", "dump", "read", "show", "run", "exec", "invoke", "use", "call", "trigger"),
+    "tool_bait": ("-rf", "~/", "id_rsa", "/etc/", "env", "tool", "shell", "terminal", "browser"),
+    "role_marker": ("<|", "inst]", "sys>>", "system", "assistant", "instruction", "response", "admin", "developer", "root"),
+    "foreign_override": ("ignor", "olvid", "oubli", "vergiss", "dimentic", "esque", "negeer", "vergeet", "zapomnij",
+                         "игнор", "забуд", "忽略", "无视", "忽视", "忘记", "忘掉", "無視", "忘れ", "무시", "pond", "antwort", "ответ",
+                         "отвеч", "odpowiedz", "prompt", "системн", "系统提示", "システムプロンプト"),
+    # every form names a reader (an AI, a model, an agent...) or asks "whoever/anyone"; a bare "ai" is a word gate below
+    "addresses_ai": ("llm", "assistant", "model", "agent", "bot", "copilot", "claude", "cursor", "gpt", "gemini",
+                     "codex", "automated", "coding", "whoever", "anyone", "a.i."),
 }  # a command in backticks is still a command
+_WORD_GATES: dict[str, re.Pattern[str]] = {"addresses_ai": re.compile(r"\bai\b", re.IGNORECASE)}
+
+
+def _may_match(name: str, low: str, raw_low: str) -> bool:
+    """False when the prose lacks every word the signal's pattern needs (its costly pattern is then skipped)."""
+    gate = _GATES.get(name)
+    if gate is None or any(g in low or g in raw_low for g in gate):
+        return True
+    word = _WORD_GATES.get(name)
+    return word is not None and bool(word.search(low) or word.search(raw_low))
 
 
 def score_text(prose: str, _decoding: bool = False, raw: str = "", context: str = "") -> tuple[float, list[str]]:
@@ -266,9 +294,8 @@ def score_text(prose: str, _decoding: bool = False, raw: str = "", context: str 
     hits: dict[str, float] = {}
     low, raw_low = prose.lower(), raw.lower()
     for sig in SIGNALS:
-        gate = _GATES.get(sig.name)
-        if gate is not None and not any(g in low or g in raw_low for g in gate):
-            continue  # none of the words this signal needs: skip its (costly) pattern
+        if not _may_match(sig.name, low, raw_low):
+            continue
         if sig.pattern.search(prose) or (raw and sig.name in _LITERAL_SIGNALS and sig.pattern.search(raw)):
             hits[sig.name] = sig.weight
     if _HIDDEN.search(prose):

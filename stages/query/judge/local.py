@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from stages.core.artifacts import Candidate, DEFINITION_KINDS, Judgment, PassageScores, PremiseFinding
+from stages.core.artifacts import Candidate, DEFINITION_KINDS, Judgment, PassageScores, PremiseFinding, short_name
 from stages.index.lexical import tokenize
 from stages.query.judge.injection import injection_score, score_text
 from stages.query.premise import check_question, entity_of, resolver_from
@@ -40,15 +40,16 @@ def question_identifiers(question: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _short(name: str) -> str:
-    return re.split(r"[.:> ]+", name)[-1]
-
-
 def _coverage(terms: set[str], text: str) -> float:
     if not terms:
         return 0.0
-    have = set(tokenize(text))
-    return len(terms & have) / len(terms)
+    return len(terms & _terms_of(text)) / len(terms)
+
+
+@lru_cache(maxsize=4096)
+def _terms_of(text: str) -> frozenset[str]:
+    """A passage's lexical terms, once per text: the same passages come back for question after question."""
+    return frozenset(tokenize(text))
 
 
 def passage_injection(c: Candidate) -> tuple[float, list[str]]:
@@ -83,7 +84,7 @@ def judge_local(question: str, candidates: list[Candidate], premises: list[Premi
     contra_by_id = premise_scores(premises)
     terms = set(tokenize(question))
     idents = question_identifiers(question)
-    ident_short = {_short(i).lower() for i in idents}
+    ident_short = {short_name(i).lower() for i in idents}
     ident_full = {i.lower() for i in idents}
     max_bm25 = max((c.bm25 or 0.0 for c in candidates), default=0.0) or 1.0
     best_fused = max((c.fused_score for c in candidates), default=0.0) or 1.0
@@ -101,7 +102,7 @@ def judge_local(question: str, candidates: list[Candidate], premises: list[Premi
             relevance = (1 - RANK_WEIGHT) * coverage + RANK_WEIGHT * max(0.0, c.rank_score) / best_rank
         else:
             relevance = 0.7 * coverage + 0.15 * bm25_norm + 0.15 * c.fused_score / best_fused
-        short = _short(c.entity).lower()
+        short = short_name(c.entity).lower()
         defines_named = short in ident_short or c.entity.lower() in ident_full
         mentions_named = bool(ident_short) and not defines_named and any(i in c.body.lower() for i in ident_short)
         if defines_named:
