@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -111,6 +112,9 @@ EXPECTED: dict[str, list[tuple[str, str, set[tuple[str, int]]]]] = {
     ],
 }
 EXPECTED["typescript"] = [(c, q.replace(".js", ".ts"), rows) for c, q, rows in EXPECTED["javascript"]]
+# TypeScript's ESM convention: `./util.js` in the import names `util.ts` on disk
+PROJECTS["typescript-esm"] = {f: text.replace("from './util'", "from './util.js'") for f, text in PROJECTS["typescript"].items()}
+EXPECTED["typescript-esm"] = EXPECTED["typescript"]
 
 
 def load(root: Path, files: dict[str, str]) -> Catalog:
@@ -238,3 +242,38 @@ def test_called_by_counts_are_remembered_until_the_index_changes(project: Path) 
     report = run_query(str(project), "How does retry_call back off between attempts?")
     assert "[retry_call] " in report.text and "called by 2 site(s)" in report.text
     catalog.close()
+
+
+@pytest.mark.parametrize("language", ["python", "typescript", "typescript-esm"])
+def test_import_centrality_counts_the_files_that_import_each_file(tmp_path: Path, language: str) -> None:
+    files = PROJECTS[language]
+    util = next(f for f in files if "/util." in f)
+    user = next(f for f in files if "import" in files[f])
+    catalog = load(tmp_path, files)
+    assert graph.file_importers(catalog) == {util: 1}
+    assert graph.import_centrality(catalog) == {util: 1.0}
+    folder, suffix = user.rsplit("/", 1)[0], user[user.rfind("."):]
+    load(tmp_path, {f"{folder}/extra{i}{suffix}": files[user] for i in range(3)})  # three more files import util
+    load(tmp_path, {f"{folder}/leaf{suffix}": files[user].replace("util", "extra0")})  # one imports extra0
+    assert graph.file_importers(catalog) == {util: 4, f"{folder}/extra0{suffix}": 1}
+    central = graph.import_centrality(catalog)
+    assert central[util] == 1.0 and central[f"{folder}/extra0{suffix}"] == pytest.approx(math.log(2) / math.log(5))
+
+
+def test_workspace_centrality_is_computed_once_per_index_generation(project: Path) -> None:
+    run_index(str(project))
+    first = graph.workspace_centrality(project)
+    assert first == {"pkg/retry.py": 1.0} and graph.workspace_centrality(project) is first
+    (project / "pkg" / "again.py").write_text("from pkg.retry import retry_call\nfrom pkg.session import Session\n")
+    run_index(str(project))
+    again = graph.workspace_centrality(project)
+    assert again is not first and again["pkg/retry.py"] == 1.0 and 0 < again["pkg/session.py"] < 1.0
+
+
+def test_importing_a_submodule_by_name_counts_for_the_submodule(tmp_path: Path) -> None:
+    """`from pkg import util` imports `pkg/util.py`, not the package's `__init__`; `from pkg import VERSION`
+    imports the package."""
+    catalog = load(tmp_path, {"pkg/__init__.py": "VERSION = '1'\n", "pkg/util.py": "def helper(x):\n    return x\n",
+                              "app/main.py": "from pkg import util\nfrom pkg import VERSION\n\n\ndef run():\n    return util.helper(1)\n",
+                              "pkg/sub/mod.py": "from .. import util\n\n\ndef go():\n    return util.helper(2)\n"})
+    assert graph.file_importers(catalog) == {"pkg/util.py": 2, "pkg/__init__.py": 1}

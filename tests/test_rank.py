@@ -22,7 +22,7 @@ def order(query: str, pool: list[Candidate], **off: bool) -> list[str]:
 
 def only(signal: str, **extra) -> dict:
     """A config with every other signal off, so a test sees its own signal alone."""
-    names = ("query_shape", "definition", "path", "file_coherence", "penalties", "entity_facts", "diversity")
+    names = ("query_shape", "definition", "path", "file_coherence", "penalties", "entity_facts", "centrality", "diversity")
     return {n: n == signal for n in names} | extra
 
 
@@ -135,3 +135,16 @@ def test_a_limit_returns_the_head_of_the_full_order() -> None:
         head = rank("retry backoff session", pool, limit=limit)
         assert [(c.id, c.rank_score, c.rank_signals) for c in head] == [(c.id, c.rank_score, c.rank_signals) for c in full[:limit]]
     assert any(c.rank_signals.get("same_file") for c in full[:30])  # the head is shaped by the diversity pass
+
+
+def test_a_file_the_code_is_built_on_lifts_for_a_sentence_not_for_a_name() -> None:
+    """Centrality (share of files importing it) breaks a near tie toward the module the rest imports."""
+    pool = [cand("pkg/helpers.py", "render_page", bm25=10.0, distance=0.40), cand("pkg/core.py", "render", bm25=9.6, distance=0.41)]
+    central = {"pkg/core.py": 1.0, "pkg/helpers.py": 0.1}
+    sentence = "how are pages rendered for the response"
+    assert [c.file for c in rank(sentence, pool, RankConfig(**only("centrality")), centrality=central)][0] == "pkg/core.py"
+    assert [c.file for c in rank(sentence, pool, RankConfig(**only("")), centrality=central)][0] == "pkg/helpers.py"
+    assert [c.file for c in rank(sentence, pool, RankConfig(**only("centrality")))][0] == "pkg/helpers.py"  # no graph: no signal
+    assert [c.file for c in rank("render_page", pool, RankConfig(**only("centrality")), centrality=central)][0] == "pkg/helpers.py"
+    top = rank(sentence, pool, RankConfig(), centrality=central)
+    assert top[0].rank_signals.get("central") == 1.0 and "central 1" in explain(top[0])

@@ -17,6 +17,7 @@ from stages.core.config import Settings
 from stages.evaluate import metrics as ev
 from stages.index.embed import embedder_for
 from stages.index.store import Catalog, load_manifest
+from stages.query.graph import workspace_centrality
 from stages.query.judge.local import passage_injection
 from stages.query.retrieve import DEFAULT_DEPTH, ranking_for, retrieve, to_candidate
 from stages.query.threshold import default_thresholds, select
@@ -172,7 +173,7 @@ def render(results: dict) -> str:
 
 # ----------------------------------------------------------------------------- semble benchmark
 
-SEMBLE_SIGNALS = ("query_shape", "definition", "path", "file_coherence", "penalties", "entity_facts", "diversity")
+SEMBLE_SIGNALS = ("query_shape", "definition", "path", "file_coherence", "penalties", "entity_facts", "centrality", "diversity")
 
 
 def plain_bm25(entities: list) -> Callable[[str, int], list]:
@@ -226,6 +227,7 @@ def evaluate_semble(root: Path, repo: str, queries: list, settings: Settings, ab
     catalog.close()
     baseline = plain_bm25(entities)
     spans = _entity_spans(entities)
+    central = workspace_centrality(root)
     configs: dict[str, RankConfig | None] = {"hybrid (RRF)": None, "assay": RankConfig()}
     if ablate:
         configs.update({f"assay - {s}": RankConfig(**{s: False}) for s in SEMBLE_SIGNALS})
@@ -234,7 +236,7 @@ def evaluate_semble(root: Path, repo: str, queries: list, settings: Settings, ab
         hits = {"BM25 (plain, in-run)": _entity_hits(baseline(q.query, 100), spans)}
         pool = retrieve(root, q.query, manifest, embedder, pool=10**6, depth=DEFAULT_DEPTH, chroma_url=settings.chroma_url).candidates
         for name, config in configs.items():
-            ordered = pool if config is None else rank(q.query, pool, config, paths=manifest.files.keys())
+            ordered = pool if config is None else rank(q.query, pool, config, paths=manifest.files.keys(), centrality=central)
             hits[name] = _entity_hits(ordered, spans)
         for name, found in hits.items():
             rows.append({"repo": repo, "query": q.query, "category": q.category, "config": name,

@@ -195,6 +195,11 @@ class Catalog:
         return [(r[0], Edge.model_construct(kind=r[1], name=r[2], line=r[3], source=r[4], source_id=r[5], receiver=r[6],
                                             module=r[7], alias=r[8])) for r in rows]
 
+    def import_modules(self) -> list[tuple[str, str, str]]:
+        """Each (importing file, module path, imported name) once: what the import graph needs, without building edges."""
+        rows = self._db.execute("SELECT DISTINCT file, module, name FROM edges WHERE kind = 'import' AND module != ''")
+        return [(f, m, n or "") for f, m, n in rows]
+
     def count_edges(self, name: str, kinds: tuple[str, ...]) -> int:
         """How many edges of these kinds use `name` (without building them)."""
         row = self._db.execute(f"SELECT COUNT(*) FROM edges WHERE name = ? AND kind IN ({','.join('?' * len(kinds))})", (name, *kinds))

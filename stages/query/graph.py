@@ -15,6 +15,7 @@ marked, never guessed into a resolved row.
 
 from __future__ import annotations
 
+import math
 import posixpath
 import re
 import threading
@@ -27,6 +28,7 @@ from stages.core.artifacts import DEFINITION_KINDS, Edge, Entity
 CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum"})
 _SELF = frozenset({"self", "this", "cls", "super()", "Self"})
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing|__tests__|spec)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$|Test\.java$|conftest\.py$")
+_JS_SUFFIX = re.compile(r"\.(?:js|jsx|mjs|cjs|ts|tsx|mts|cts)$")
 _SOURCE_SUFFIXES = (".py", ".pyi", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", "/index.ts", "/index.js", "/__init__.py",
                     ".go", ".rs", "/mod.rs", ".java")
 
@@ -108,6 +110,7 @@ class Graph:
         if module.startswith("."):
             if "/" in module or module.startswith("./") or module.startswith("../"):  # JS/TS relative path
                 base = posixpath.normpath(posixpath.join(posixpath.dirname(from_file), module))
+                base = _JS_SUFFIX.sub("", base)  # TypeScript's ESM imports name `./x.js` for `x.ts`
             else:  # Python relative import: one dot is the importer's package, each further dot one level up
                 dots = len(module) - len(module.lstrip("."))
                 folder = posixpath.dirname(from_file)
@@ -361,6 +364,49 @@ def impact(catalog, query: str, depth: int = 3, limit: int = 100) -> GraphResult
     note = (f"{len(tests)} test site(s) reach it ({sure} resolved, {len(tests) - sure} by a name defined only once)"
             if tests else "no test reaches it through resolved calls")
     return _finish("impact", query, targets, rows, limit, note, sorted(tests, key=lambda r: (r.depth, r.site_file, r.site_line)))
+
+
+def file_importers(catalog) -> dict[str, int]:
+    """How many other files import each file (import edges resolved to files; a file's own imports aside).
+    Python's `from pkg import mod` imports the file `pkg/mod.py` when there is one, not `pkg/__init__.py`."""
+    graph = Graph(catalog)
+    importers: dict[str, set[str]] = {}
+    for source, module, name in catalog.import_modules():
+        targets: list[str] = []
+        if name and source.endswith((".py", ".pyi")):
+            targets = graph.module_files(module + ("" if module.endswith(".") else ".") + name, source)
+        for target in targets or graph.module_files(module, source):
+            if target != source:
+                importers.setdefault(target, set()).add(source)
+    return {f: len(by) for f, by in importers.items()}
+
+
+def import_centrality(catalog) -> dict[str, float]:
+    """Each imported file's share of the most-imported file's importers, on a log scale (0..1]: the modules the
+    rest of the code is built on (`dependencies/utils.py`, `core/schemas.ts`) answer most "how does X work"."""
+    counts = file_importers(catalog)
+    top = math.log1p(max(counts.values(), default=0))
+    return {f: math.log1p(n) / top for f, n in counts.items()} if top else {}
+
+
+_CENTRALITY: dict[str, tuple[object, dict[str, float]]] = {}  # workspace -> (index generation, centrality)
+
+
+def workspace_centrality(root) -> dict[str, float]:
+    """`import_centrality` of a workspace's index, computed once per index generation (~20-100 ms)."""
+    from stages.index.store import Catalog, index_generation
+
+    generation = index_generation(root)
+    hit = _CENTRALITY.get(str(root))
+    if hit is not None and hit[0] == generation:
+        return hit[1]
+    catalog = Catalog(root)
+    try:
+        found = import_centrality(catalog)
+    finally:
+        catalog.close()
+    _CENTRALITY[str(root)] = (generation, found)
+    return found
 
 
 def called_by_count(catalog, entity: Entity) -> int:

@@ -10,6 +10,8 @@ of a few things the index knows more precisely:
 - penalties: tests, prose docs, type stubs, examples and translations, legacy/compat copies and
   re-export shims answer few questions, unless the query asks for them.
 - entity facts: a passage whose qualified name (parent class included) carries the query's words.
+- centrality: for a sentence, files many other files import (the code graph's import edges) are the
+  ones the rest is built on, and the likelier answer to "how does X work".
 - diversity: the tenth passage from one file tells less than the first from another.
 Each signal can be switched off (`RankConfig`) so the evaluation can ablate it.
 """
@@ -20,7 +22,7 @@ import heapq
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import PurePosixPath
@@ -42,6 +44,7 @@ class RankConfig(BaseModel):
     file_coherence: bool = True
     penalties: bool = True
     entity_facts: bool = True
+    centrality: bool = True
     diversity: bool = True
     lexical_weight_symbol: float = 0.75
     lexical_weight_text: float = 0.6
@@ -49,6 +52,7 @@ class RankConfig(BaseModel):
     path_boost: float = 0.5
     coherence_boost: float = 0.8
     facts_boost: float = 0.15
+    centrality_boost: float = 0.45
     diversity_decay: float = 0.5
 
 
@@ -251,10 +255,11 @@ def _normalise(values: dict[str, float]) -> dict[str, float]:
 
 def rank(
     query: str, candidates: list[Candidate], config: RankConfig | None = None, paths: Iterable[str] | None = None,
-    limit: int | None = None,
+    limit: int | None = None, centrality: Mapping[str, float] | None = None,
 ) -> list[Candidate]:
     """Order the pool best first (the first `limit` of it); each candidate carries its rank score and the
-    signals behind it. `paths`: every indexed file (to recognise legacy copies); the pool's files when absent."""
+    signals behind it. `paths`: every indexed file (to recognise legacy copies); the pool's files when absent.
+    `centrality`: each file's import centrality in 0..1 (`graph.import_centrality`); none when absent."""
     if not candidates:
         return []
     cfg = config or RankConfig()
@@ -271,6 +276,7 @@ def rank(
     legacy = _legacy_for(frozenset(paths) if paths is not None else frozenset(c.file for c in candidates)) if cfg.penalties else frozenset()
     scores: dict[str, float] = {}
     signals: dict[str, dict[str, float]] = {}
+    central = centrality if (cfg.centrality and centrality and not shape.symbol) else None  # a bare name wants its definition
     for c in candidates:
         base = weight * lex[c.id] + (1 - weight) * sem[c.id]
         sig = {"lexical": lex[c.id], "dense": sem[c.id]}  # rounded for the rows returned, below
@@ -288,6 +294,11 @@ def rank(
             if ef:
                 score += cfg.facts_boost * ef
                 sig["name"] = ef
+        if central:
+            cv = central.get(c.file, 0.0)
+            if cv:
+                score += cfg.centrality_boost * cv
+                sig["central"] = cv
         scores[c.id] = score
         signals[c.id] = sig
     if cfg.file_coherence:
@@ -318,7 +329,7 @@ def rank(
     ]
 
 
-_SIGNAL_DIGITS = {"path": 3, "name": 3, "file": 3}  # the rest to 4 digits
+_SIGNAL_DIGITS = {"path": 3, "name": 3, "file": 3, "central": 3}  # the rest to 4 digits
 
 
 def _rounded(signals: dict[str, float]) -> dict[str, float]:
@@ -360,7 +371,7 @@ def explain(c: Candidate) -> str:
     if not s:
         return ""
     parts = ["defines"] if s.get("defines") else []
-    parts += [f"{key} {s[key]:g}" for key in ("path", "name") if s.get(key)]
+    parts += [f"{key} {s[key]:g}" for key in ("path", "name", "central") if s.get(key)]
     parts += [key for key in _PENALTY_NAMES if s.get(key)]
     if s.get("same_file"):
         parts.append(f"same file x{s['same_file']:g}")

@@ -17,6 +17,7 @@ from stages.index.incremental import dense_note
 from stages.index.lexical import LexicalIndex
 from stages.index.store import Catalog, dense_search, lexical_dir, read_manifest
 from stages.query import freshness
+from stages.query.graph import workspace_centrality
 from stages.query.rank import RankConfig, rank
 
 RRF_K = 60
@@ -146,7 +147,8 @@ def retrieve(
             )
         )
     if ranking is not None:
-        candidates = rank(query, candidates, ranking, paths=manifest.files.keys(), limit=pool)
+        central = workspace_centrality(root) if ranking.centrality else None
+        candidates = rank(query, candidates, ranking, paths=manifest.files.keys(), limit=pool, centrality=central)
     fresh, stale = checked.result()
     candidates = [c.model_copy(update={"stale": True}) if c.file in stale else c for c in candidates[:pool]]
     return Retrieval(query=query, candidates=candidates, dense_available=dense_ok, note=note, freshness=fresh)
