@@ -112,6 +112,13 @@ EXPECTED: dict[str, list[tuple[str, str, set[tuple[str, int]]]]] = {
     ],
 }
 EXPECTED["typescript"] = [(c, q.replace(".js", ".ts"), rows) for c, q, rows in EXPECTED["javascript"]]
+# CommonJS: `require` binds a whole module or destructures its exports (`{ helper: h }` renames)
+PROJECTS["javascript-commonjs"] = {
+    "src/util.js": "function helper(x) { return x; }\nfunction twice(x) { return helper(helper(x)); }\nmodule.exports = { helper, twice };\n",
+    "src/core.js": PROJECTS["javascript"]["src/core.js"].replace(
+        "import { helper as h } from './util';\nimport * as u from './util';\n", "const { helper: h } = require('./util');\nconst u = require('./util');\n"),
+}
+EXPECTED["javascript-commonjs"] = EXPECTED["javascript"]
 # TypeScript's ESM convention: `./util.js` in the import names `util.ts` on disk
 PROJECTS["typescript-esm"] = {f: text.replace("from './util'", "from './util.js'") for f, text in PROJECTS["typescript"].items()}
 EXPECTED["typescript-esm"] = EXPECTED["typescript"]
@@ -244,11 +251,11 @@ def test_called_by_counts_are_remembered_until_the_index_changes(project: Path) 
     catalog.close()
 
 
-@pytest.mark.parametrize("language", ["python", "typescript", "typescript-esm"])
+@pytest.mark.parametrize("language", ["python", "typescript", "typescript-esm", "javascript-commonjs"])
 def test_import_centrality_counts_the_files_that_import_each_file(tmp_path: Path, language: str) -> None:
     files = PROJECTS[language]
     util = next(f for f in files if "/util." in f)
-    user = next(f for f in files if "import" in files[f])
+    user = next(f for f in files if "import" in files[f] or "require(" in files[f])
     catalog = load(tmp_path, files)
     assert graph.file_importers(catalog) == {util: 1}
     assert graph.import_centrality(catalog) == {util: 1.0}
@@ -277,3 +284,11 @@ def test_importing_a_submodule_by_name_counts_for_the_submodule(tmp_path: Path) 
                               "app/main.py": "from pkg import util\nfrom pkg import VERSION\n\n\ndef run():\n    return util.helper(1)\n",
                               "pkg/sub/mod.py": "from .. import util\n\n\ndef go():\n    return util.helper(2)\n"})
     assert graph.file_importers(catalog) == {"pkg/util.py": 2, "pkg/__init__.py": 1}
+
+
+def test_commonjs_requires_are_imports() -> None:
+    src = (b"var methods = require('./utils').methods;\nvar View = require('./view');\nconst { a, b: c } = require('./u2');\n"
+           b"var debug = require('debug')('app');\nconst x = load('./not-a-require');\n")
+    edges = parse_source(src, "lib/app.js", "javascript", "h").edges
+    assert {(e.name, e.alias, e.module) for e in edges if e.kind == "import"} == {
+        ("methods", "methods", "./utils"), ("view", "View", "./view"), ("a", "", "./u2"), ("b", "c", "./u2")}

@@ -55,6 +55,11 @@ _REFS: dict[str, tuple[str, ...]] = {
 }
 _REFS["typescript"] = _REFS["tsx"] = _REFS["javascript"]
 
+_REQUIRE = ('(variable_declarator {target} value: (call_expression function: (identifier) @req '
+            'arguments: (arguments . (string (string_fragment) @module) .)) (#eq? @req "require"))')
+_REQUIRE_MEMBER = ('(variable_declarator name: (identifier) @alias value: (member_expression object: (call_expression '
+                   'function: (identifier) @req arguments: (arguments . (string (string_fragment) @module) .)) '
+                   'property: (property_identifier) @name) (#eq? @req "require"))')
 _IMPORTS: dict[str, tuple[str, ...]] = {
     "python": ("(import_from_statement module_name: (_) @module name: (dotted_name) @name)",
                "(import_from_statement module_name: (_) @module name: (aliased_import name: (dotted_name) @name alias: (identifier) @alias))",
@@ -63,7 +68,12 @@ _IMPORTS: dict[str, tuple[str, ...]] = {
     "javascript": ("(import_statement (import_clause (named_imports (import_specifier name: (identifier) @name alias: (identifier) @alias))) source: (string (string_fragment) @module))",
                    "(import_statement (import_clause (named_imports (import_specifier !alias name: (identifier) @name))) source: (string (string_fragment) @module))",
                    "(import_statement (import_clause (identifier) @alias) source: (string (string_fragment) @module))",
-                   "(import_statement (import_clause (namespace_import (identifier) @alias)) source: (string (string_fragment) @module))"),
+                   "(import_statement (import_clause (namespace_import (identifier) @alias)) source: (string (string_fragment) @module))",
+                   # CommonJS: `const x = require('./x')`, `const { a, b: c } = require('./x')`, `var a = require('./x').a`
+                   _REQUIRE.format(target="name: (identifier) @alias"),
+                   _REQUIRE_MEMBER,
+                   _REQUIRE.format(target="name: (object_pattern (shorthand_property_identifier_pattern) @name)"),
+                   _REQUIRE.format(target="name: (object_pattern (pair_pattern key: (property_identifier) @name value: (identifier) @alias))")),
     "go": ("(import_spec name: (package_identifier) @alias path: (interpreted_string_literal) @module)",
            "(import_spec !name path: (interpreted_string_literal) @module)"),
     "rust": ("(use_declaration argument: (_) @module)",),

@@ -21,8 +21,9 @@ from stages.index.facts import facts_of
 from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec, SPECS, node_text, uses_tree_sitter
 
 # Bump when what unchanged files index to changes: entities, or the BM25 tokens made from them
-# (2: a file entity per code file, stemmed BM25 tokens; 3: code facts per definition, graph edges).
-PARSER_VERSION = 3
+# (2: a file entity per code file, stemmed BM25 tokens; 3: code facts per definition, graph edges;
+# 4: CommonJS `require` recorded as import edges).
+PARSER_VERSION = 4
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
