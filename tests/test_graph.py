@@ -292,3 +292,22 @@ def test_commonjs_requires_are_imports() -> None:
     edges = parse_source(src, "lib/app.js", "javascript", "h").edges
     assert {(e.name, e.alias, e.module) for e in edges if e.kind == "import"} == {
         ("methods", "methods", "./utils"), ("view", "View", "./view"), ("a", "", "./u2"), ("b", "c", "./u2")}
+
+
+def test_an_index_from_an_older_parser_with_edges_still_answers_graph_questions(project: Path) -> None:
+    """Parser v4 reads more imports than v3, but a v3 index already has a graph: it answers until re-indexed;
+    only an index from before edges existed is refused."""
+    import json
+
+    from stages.index.store import manifest_path
+
+    run_index(str(project))
+    path = manifest_path(project)
+    data = json.loads(path.read_text())
+    for version, works in ((graph.FIRST_GRAPH_PARSER, True), (graph.FIRST_GRAPH_PARSER - 1, False)):
+        path.write_text(json.dumps({**data, "parser": version}))
+        if works:
+            assert graph.query_workspace(project, "callers", "retry_call").rows
+        else:
+            with pytest.raises(ValueError, match="before the code graph existed"):
+                graph.query_workspace(project, "callers", "retry_call")

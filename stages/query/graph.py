@@ -438,17 +438,17 @@ def render(result: GraphResult) -> str:
 
 
 COMMANDS = ("callers", "callees", "references", "impact")
+FIRST_GRAPH_PARSER = 3  # the parser version that began recording edges (`stages.index.parse.PARSER_VERSION`)
 
 
 def query_workspace(root, command: str, query: str, depth: int = 3, limit: int = 50) -> GraphResult:
     """One graph question against a workspace's catalog (the doors: CLI and MCP)."""
-    from stages.index.parse import PARSER_VERSION
     from stages.index.store import Catalog, read_manifest
 
     if command not in COMMANDS:
         raise ValueError(f"unknown graph command {command!r}; use {', '.join(COMMANDS)}")
     manifest = read_manifest(root)
-    if manifest.parser < PARSER_VERSION:
+    if manifest.parser < FIRST_GRAPH_PARSER:  # a later parser reads more edges; an index in between still has a graph
         raise ValueError("this index was built before the code graph existed; run `assay index` once to add it")
     catalog = Catalog(root)
     try:
