@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from stages.evaluate.planted_attacks import DATA, HOSTS, evaluate, plant
+from stages.evaluate.planted_attacks import DATA, HOSTS, clean_discussion, evaluate, load_attacks, plant
 from stages.index.parse import parse_source
 from stages.query.judge.code_lexicon import code_words
 from stages.query.judge.injection import injection_score
@@ -79,12 +79,10 @@ def test_planted_evaluation_reports_families_hosts_and_false_positives(tmp_path:
 def _shipped_texts() -> list[str]:
     """Every attack and clean-discussion string Assay ships, BIPIA's train split when `../shared` is beside the
     checkout, and this file's own attacks: the phrasings the signals were written for."""
-    texts = [t for v in json.loads(DATA.read_text()).values() if isinstance(v, list) for t in v] + list(ATTACKS.values())
     bipia = Path(__file__).resolve().parents[2] / "shared" / "eval" / "bipia"
-    for name in ("text_attack_train.json", "code_attack_train.json"):
-        if (bipia / name).exists():
-            texts += [t for v in json.loads((bipia / name).read_text()).values() for t in v]
-    return texts
+    families = load_attacks(bipia if bipia.is_dir() else None)
+    unseen = json.loads(DATA.read_text()).get("_unseen", [])
+    return [t for v in families.values() for t in v] + clean_discussion() + unseen + list(ATTACKS.values())
 
 
 def test_signal_gates_never_hide_a_match() -> None:

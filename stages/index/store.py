@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 from filelock import FileLock
@@ -359,7 +360,7 @@ def require_manifest(root: Path) -> IndexManifest:
     return manifest
 
 
-_READ_MANIFESTS: dict[Path, tuple[tuple[int, int, int], IndexManifest]] = {}
+_READ_MANIFESTS: dict[Path, tuple[object, IndexManifest]] = {}
 
 
 def index_generation(root: Path) -> tuple[int, int, int] | None:
@@ -372,19 +373,24 @@ def index_generation(root: Path) -> tuple[int, int, int] | None:
     return st.st_mtime_ns, st.st_size, st.st_ino
 
 
+T = TypeVar("T")
+
+
+def per_generation(cache: dict[Any, tuple[object, T]], key: Any, generation: object, build: Callable[[], T]) -> T:
+    """`cache[key]`'s value while it was built for this index generation; built afresh (and kept) otherwise."""
+    hit = cache.get(key)
+    if hit is None or hit[0] != generation:
+        hit = cache[key] = (generation, build())
+    return hit[1]
+
+
 def read_manifest(root: Path) -> IndexManifest:
     """The manifest for readers (every query), parsed once per version of the file and shared: callers must not
     change it. Parsing a 600-file manifest costs 5-8 ms, a tenth of a query. Writers use `require_manifest`."""
-    path = manifest_path(root)
     version = index_generation(root)
     if version is None:
         return require_manifest(root)  # raises NotIndexed
-    hit = _READ_MANIFESTS.get(path)
-    if hit is not None and hit[0] == version:
-        return hit[1]
-    manifest = require_manifest(root)
-    _READ_MANIFESTS[path] = (version, manifest)
-    return manifest
+    return per_generation(_READ_MANIFESTS, manifest_path(root), version, lambda: require_manifest(root))
 
 
 def write_manifest(root: Path, manifest: IndexManifest) -> None:

@@ -30,8 +30,9 @@ def count_tokens(text: str) -> int:
 
 def count_many(texts: list[str]) -> list[int]:
     """Token counts of many texts; the ones not seen before go through the tokenizer in one batched call."""
-    known = {t: _LINE_TOKENS[t] for t in dict.fromkeys(texts) if t in _LINE_TOKENS}
-    missing = [t for t in dict.fromkeys(texts) if t not in known]
+    distinct = dict.fromkeys(texts)
+    known = {t: _LINE_TOKENS[t] for t in distinct if t in _LINE_TOKENS}
+    missing = [t for t in distinct if t not in known]
     if missing:
         known.update(zip(missing, (len(e.ids) for e in _tokenizer().encode_batch_fast(missing, add_special_tokens=False))))
         if len(_LINE_TOKENS) + len(missing) > _LINE_TOKENS_MAX:

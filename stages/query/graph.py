@@ -394,25 +394,16 @@ _CENTRALITY: dict[str, tuple[object, dict[str, float]]] = {}  # workspace -> (in
 
 def workspace_centrality(root) -> dict[str, float]:
     """`import_centrality` of a workspace's index, computed once per index generation (~20-100 ms)."""
-    from stages.index.store import Catalog, index_generation
+    from stages.index.store import Catalog, index_generation, per_generation
 
-    generation = index_generation(root)
-    hit = _CENTRALITY.get(str(root))
-    if hit is not None and hit[0] == generation:
-        return hit[1]
-    catalog = Catalog(root)
-    try:
-        found = import_centrality(catalog)
-    finally:
-        catalog.close()
-    _CENTRALITY[str(root)] = (generation, found)
-    return found
+    def build() -> dict[str, float]:
+        catalog = Catalog(root)
+        try:
+            return import_centrality(catalog)
+        finally:
+            catalog.close()
 
-
-def called_by_count(catalog, entity: Entity) -> int:
-    """Resolved call sites of one entity (the report's "called by N sites")."""
-    graph = Graph(catalog)
-    return sum(1 for _ in _sites(graph, entity, ("call",), unresolved=False))
+    return per_generation(_CENTRALITY, str(root), index_generation(root), build)
 
 
 def render(result: GraphResult) -> str:
@@ -459,7 +450,7 @@ def query_workspace(root, command: str, query: str, depth: int = 3, limit: int =
         catalog.close()
 
 
-_CALLED_BY: dict[str, tuple[object, dict[str, int], Graph]] = {}  # workspace -> (index generation, counts, resolver)
+_CALLED_BY: dict[str, tuple[object, tuple[dict[str, int], Graph]]] = {}  # workspace -> (index generation, (counts, resolver))
 _CALLED_BY_LOCK = threading.Lock()
 
 
@@ -468,16 +459,14 @@ def called_by_counts(catalog, entity_ids: list[str], cap: int = 60, memo: tuple[
     same-named sites are skipped: too common to count cheaply). `memo` = (workspace, index generation):
     counts, and the resolver's per-file lookups, are kept until the index changes, since answers keep
     citing the same definitions and their callers sit in the same files."""
+    from stages.index.store import per_generation
+
     with _CALLED_BY_LOCK:  # one resolver per workspace, lent to one query at a time
         if memo is None:
             known: dict[str, int] = {}
             graph = Graph(catalog)
         else:
-            where, generation = memo
-            hit = _CALLED_BY.get(where)
-            if hit is None or hit[0] != generation:
-                hit = _CALLED_BY[where] = (generation, {}, Graph(catalog))
-            _, known, graph = hit
+            known, graph = per_generation(_CALLED_BY, memo[0], memo[1], lambda: ({}, Graph(catalog)))
             graph.catalog = catalog  # this query's open connection; the cached lookups stay valid for the generation
         todo = [i for i in dict.fromkeys(entity_ids) if i not in known]
         found = catalog.get(todo) if todo else {}
