@@ -1,4 +1,4 @@
-"""The index flow: discover -> plan -> parse -> records + purge stale + BM25 (queryable) -> embed -> vectors -> report."""
+"""The index flow: discover -> plan -> parse -> records + purge stale + BM25 (queryable) -> open vectors -> embed -> vectors -> report."""
 
 from __future__ import annotations
 
@@ -20,9 +20,10 @@ EMBED_STORE_BATCH = 1024
 
 def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, call: Caller = prefect_call) -> IndexReport:
     """Two phases under the write lock. Lexical: parsed entities go to the catalog, stale ones are purged,
-    BM25 is rebuilt and the manifest written (listing every id still without a vector): from here the index
-    answers. Dense: pending ids are embedded and stored in slices, each slice crossed off the manifest, so
-    an interruption leaves a consistent index that the next run completes."""
+    BM25 is rebuilt and the manifest written (listing every id still without a vector, and purged ids whose
+    vectors are still stored): from here the index answers, and Chroma has not been opened yet. Dense: purged
+    vectors are deleted, then pending ids are embedded and stored in slices, each slice crossed off the manifest,
+    so an interruption leaves a consistent index that the next run completes."""
     root = resolve_workspace(workspace)
     watch = Stopwatch()
     lap = watch.lap
@@ -44,9 +45,15 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
         manifest = next_manifest(root, previous, plan, parsed, sources, embedder.name, embedder.dimension, collection,
                                  to_embed=[e.id for e in entities] + carried)
         call(t.store_records, root, entities, {pf.path: pf.edges for pf in parsed.files}, parsed.tokens_by_id())
-        call(t.purge, root, collection, manifest, settings)  # BM25 and the manifest: queryable from here on
+        call(t.purge, root, manifest)  # BM25 and the manifest: queryable from here on
         lap("lexical")
-        pending = entities + list(Catalog(root).get(carried).values())
+        manifest, lost = call(t.prepare_vectors, root, previous, plan, settings)
+        lap("store")
+        if lost:
+            plan = plan.model_copy(update={"rebuild_reason": lost})
+            pending = list(Catalog(root).get(manifest.dense_pending).values())
+        else:
+            pending = entities + list(Catalog(root).get(carried).values())
         sink = progress_for(root)
         sink.start("embed", len(pending))
         truncated = cached = 0

@@ -12,7 +12,7 @@ from stages.core.artifacts import (
 from stages.core.config import Settings
 from stages.core.progress import progress_for
 from stages.index.embed import embed_entities, embedder_for
-from stages.index.store import Catalog, VectorStore, inspect_store, rebuild_lexical, write_manifest
+from stages.index.store import Catalog, VectorStore, prepare_dense, previous_manifest, rebuild_lexical, write_manifest
 from stages.index.vector_cache import EmbedCache, embed_with_cache
 from tasks.gpu import gpu_slot
 from tasks.lazy import task
@@ -25,8 +25,8 @@ def discover(root: Path, settings: Settings) -> DiscoveryResult:
 
 @task(name="plan")
 def plan(root: Path, discovery: DiscoveryResult, settings: Settings, rebuild: bool) -> tuple[IndexManifest | None, IndexPlan]:
-    previous, count = inspect_store(root, settings.chroma_url, rebuild)
-    return previous, incremental.plan_index(discovery, previous, embedder_for(settings).name, rebuild, count)
+    previous = previous_manifest(root, settings.chroma_url, rebuild)
+    return previous, incremental.plan_index(discovery, previous, embedder_for(settings).name, rebuild)
 
 
 @task(name="parse")
@@ -76,17 +76,24 @@ def store_vectors(root: Path, collection: str, batch: EmbeddedBatch, settings: S
 
 
 @task(name="purge")
-def purge(root: Path, collection: str, manifest: IndexManifest, settings: Settings) -> int:
-    """Remove entities of deleted, ignored or rewritten files, rebuild BM25, then write the manifest (last)."""
+def purge(root: Path, manifest: IndexManifest) -> int:
+    """Remove entities of deleted, ignored or rewritten files, rebuild BM25, then write the manifest (last);
+    their vectors are listed in it for `prepare-dense` to delete."""
     catalog = Catalog(root)
     stale = incremental.stale_ids(catalog.ids(), manifest, set(manifest.notes))
     if stale:
-        VectorStore(root, settings.chroma_url, collection).delete(stale)
         catalog.replace([], stale)
+        manifest = manifest.model_copy(update={"vectors_stale": sorted(set(manifest.vectors_stale) | set(stale))})
     catalog.drop_edges_except(set(manifest.files))
     rebuild_lexical(root, catalog)
     write_manifest(root, manifest)
     return len(stale)
+
+
+@task(name="prepare-dense", retries=1, retry_delay_seconds=1)
+def prepare_vectors(root: Path, previous: IndexManifest | None, plan: IndexPlan, settings: Settings) -> tuple[IndexManifest, str]:
+    """Open the vector store once the index answers: purged vectors out, a lost store refilled."""
+    return prepare_dense(root, settings.chroma_url, previous, plan.rebuild)
 
 
 @task(name="report")

@@ -66,6 +66,31 @@ def test_deleted_and_newly_ignored_files_are_purged(project: Path) -> None:
     assert "Session" not in search_names(project, "persistent HTTP session cookies")
 
 
+def test_the_index_answers_before_chroma_opens_and_purged_vectors_go_in_the_dense_phase(project: Path) -> None:
+    """The lexical phase needs no vector store: with Chroma unreachable, a change is searchable by BM25 and the
+    purged passages' vectors are listed in the manifest; the next run that reaches Chroma deletes them."""
+    from stages.query.retrieve import search
+
+    run_index(str(project))
+    gone = set(load_manifest(project).files["pkg/session.py"].entity_ids)
+    (project / "pkg" / "session.py").unlink()
+    with (project / "pkg" / "retry.py").open("a") as fh:
+        fh.write("\n\ndef brand_new_helper():\n    return 42\n")
+    with pytest.raises(Exception):
+        run_index(str(project), Settings(chroma_url="http://127.0.0.1:9"))
+    manifest = load_manifest(project)
+    assert gone and gone <= set(manifest.vectors_stale) and "pkg/session.py" not in manifest.files
+    hits = search(project, "brand_new_helper", Settings(), k=3)
+    assert hits.candidates[0].entity == "brand_new_helper" and "Session" not in entity_names(project)
+    store = VectorStore(project, None, manifest.collection)
+    assert set(store.collection.get(ids=sorted(gone))["ids"]) == gone  # not deleted yet
+    run_index(str(project))
+    manifest = load_manifest(project)
+    assert manifest.vectors_stale == [] and manifest.dense_pending == []
+    assert store.collection.get(ids=sorted(gone))["ids"] == []
+    assert store.count() == sum(len(rec.entity_ids) for rec in manifest.files.values())
+
+
 def test_unreadable_file_keeps_its_entities(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run_index(str(project))
     locked = project / "pkg" / "session.py"
@@ -239,3 +264,29 @@ def test_queries_read_the_manifest_once_per_version(project: Path) -> None:
     write_manifest(project, changed)
     again = read_manifest(project)
     assert again is not first and again.notes == ["note-x"]
+
+
+def test_threads_opening_one_vector_store_at_once_all_get_a_working_one(tmp_path: Path) -> None:
+    """The MCP server indexes in one thread while others query: Chroma registers a folder's client before it has
+    started it, so without Assay's lock a second thread got a half-started one (failed 10 of 10 trials)."""
+    import threading
+
+    for trial in range(3):
+        root = tmp_path / f"w{trial}"
+        root.mkdir()
+        barrier = threading.Barrier(4)
+        errors: list[Exception] = []
+
+        def open_and_count() -> None:
+            barrier.wait()
+            try:
+                VectorStore(root, None, "assay_test").count()
+            except Exception as exc:  # noqa: BLE001 - collected for the assertion
+                errors.append(exc)
+
+        threads = [threading.Thread(target=open_and_count) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert errors == []

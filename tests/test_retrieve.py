@@ -65,3 +65,30 @@ def test_dense_search_keeps_one_collection_handle_and_replaces_a_failing_one(ind
     monkeypatch.setattr(handle, "query", dropped)  # another process dropped and re-created the collection
     assert store.dense_search(indexed_project, None, manifest.collection, vector, 3) == first
     assert len(opened) == 1 and store._READERS[key] is not handle
+
+
+def test_array_built_bm25_scores_as_bm25s_does(tmp_path: Path) -> None:
+    """The whole-array index build must give bm25s's own scores, for every passage and query, and survive save/load."""
+    import random
+
+    import bm25s
+    import numpy as np
+
+    from stages.index.lexical import LexicalIndex
+
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(300)]
+    docs = [[rng.choice(words[: rng.randint(5, 300)]) for _ in range(rng.randint(0, 60))] for _ in range(400)]
+    ids = [f"id{i}" for i in range(len(docs))]
+    ours = LexicalIndex.from_tokens(ids, docs)
+    reference = bm25s.BM25()
+    reference.index([d or ["_empty_"] for d in docs], show_progress=False)
+    ours.save(tmp_path / "lexical")
+    loaded = LexicalIndex.load(tmp_path / "lexical")
+    for _ in range(50):
+        query = rng.sample(words, rng.randint(1, 4))
+        want = reference.get_scores(query)
+        for index in (ours, loaded):
+            got = index._retriever.get_scores(query)
+            assert np.array_equal(got, want)
+    assert max(reference.get_scores(["w1"])) > 0  # the comparison is not between two empty score lists

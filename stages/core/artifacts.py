@@ -189,6 +189,10 @@ class IndexManifest(BaseModel):
         default_factory=list,
         description="ids in the catalog and BM25 whose vectors are not stored yet (dense fill in progress or interrupted)",
     )
+    vectors_stale: list[str] = Field(
+        default_factory=list,
+        description="ids purged from the catalog and BM25 whose vectors the dense phase has still to delete",
+    )
     updated_at: str = ""
     git_commit: str = Field("", description="HEAD when this index was written (git workspaces)")
     git_branch: str = ""

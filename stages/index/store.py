@@ -8,6 +8,7 @@ replacement is written.
 
 from __future__ import annotations
 
+import copy
 import os
 import sqlite3
 import threading
@@ -32,11 +33,17 @@ class StoreError(RuntimeError):
 
 
 @lru_cache(maxsize=1)
-def _chroma_settings():
+def _base_chroma_settings():
     """Built once: chroma's Settings reads the environment (~20 ms), which once per query is too much."""
     from chromadb.config import Settings as ChromaSettings
 
     return ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+
+
+def _chroma_settings():
+    """A copy per client: chroma's client constructors write into the settings they are given (HttpClient sets
+    the server's host and API), so a shared object sent every later PersistentClient of the process to the server."""
+    return copy.copy(_base_chroma_settings())
 
 
 def set_aside_damaged_store(root: Path) -> Path | None:
@@ -61,8 +68,18 @@ def forget_cached_client(root: Path) -> None:
     SharedSystemClient._identifier_to_refcount.pop(key, None)
 
 
+_client_lock = threading.Lock()
+
+
 def chroma_client(root: Path, url: str | None):
-    """PersistentClient in `.assay/chroma`, or HttpClient when a server URL is configured."""
+    """PersistentClient in `.assay/chroma`, or HttpClient when a server URL is configured. One at a time per
+    process: Chroma registers a folder's shared system before starting it, so a second thread opening the same
+    folder meanwhile got a half-started one ("'RustBindingsAPI' object has no attribute 'bindings'")."""
+    with _client_lock:
+        return _open_chroma_client(root, url)
+
+
+def _open_chroma_client(root: Path, url: str | None):
     import chromadb
 
     if url:
@@ -416,8 +433,9 @@ def mark_embedded(root: Path, batch: EmbeddedBatch) -> IndexManifest:
     return manifest
 
 
-def inspect_store(root: Path, url: str | None, rebuild: bool) -> tuple[IndexManifest | None, int | None]:
-    """The previous manifest and how many vectors its collection holds (-1: unreadable, None: unknown).
+def previous_manifest(root: Path, url: str | None, rebuild: bool) -> IndexManifest | None:
+    """The manifest of the last run. Chroma is not opened here (its import alone is ~1 s, and the lexical phase
+    does not need it): `prepare_dense` checks the vectors once the index already answers from BM25.
 
     With `rebuild`, a damaged manifest is ignored and a damaged local store is set aside, so a
     rebuild can always start."""
@@ -433,13 +451,31 @@ def inspect_store(root: Path, url: str | None, rebuild: bool) -> tuple[IndexMani
                 VectorStore(root, None)
             except StoreError:
                 set_aside_damaged_store(root)
-        return previous, None
-    if previous is None or not previous.collection:
-        return previous, None
-    try:
-        return previous, VectorStore(root, url, previous.collection).count()
-    except Exception:  # noqa: BLE001 - any failure to read it means: re-embed
-        return previous, -1
+    return previous
+
+
+LOST_VECTORS = "the vector store is empty although the manifest lists embedded passages: re-embedding everything"
+
+
+def prepare_dense(root: Path, url: str | None, previous: IndexManifest | None, rebuilt: bool) -> tuple[IndexManifest, str]:
+    """The dense phase's first step, after the lexical phase committed: delete the vectors of purged passages,
+    and when the collection lost every vector the last run stored (its folder deleted, a new server), list
+    every passage as pending again (their vectors mostly come back from the embedding cache). Returns the
+    manifest and, in that case, the reason to report. A damaged store raises StoreError: BM25 still answers."""
+    manifest = require_manifest(root)
+    store = VectorStore(root, url, manifest.collection)
+    reason = ""
+    had_vectors = (previous is not None and not rebuilt and previous.collection == manifest.collection
+                   and previous.entity_count - len(previous.dense_pending) > 0)
+    if had_vectors and store.count() == 0:
+        reason = LOST_VECTORS
+        manifest.dense_pending = sorted({i for rec in manifest.files.values() for i in rec.entity_ids} | set(manifest.notes))
+    elif manifest.vectors_stale:
+        store.delete(manifest.vectors_stale)
+    if reason or manifest.vectors_stale:
+        manifest.vectors_stale = []
+        write_manifest(root, manifest)
+    return manifest, reason
 
 
 def lexical_dir(root: Path) -> Path:
