@@ -1,4 +1,4 @@
-"""The index flow: discover -> plan -> parse -> records + purge stale + BM25 (queryable) -> open vectors -> embed -> vectors -> report."""
+"""The index flow: discover -> plan -> parse + records -> purge stale + BM25 (queryable) -> open vectors -> embed -> vectors -> report."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ EMBED_STORE_BATCH = 1024
 
 
 def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, call: Caller = prefect_call) -> IndexReport:
-    """Two phases under the write lock. Lexical: parsed entities go to the catalog, stale ones are purged,
+    """Two phases under the write lock. Lexical: parsed entities go to the catalog (share by share, as parse
+    workers finish), stale ones are purged,
     BM25 is rebuilt and the manifest written (listing every id still without a vector, and purged ids whose
     vectors are still stored): from here the index answers, and Chroma has not been opened yet. Dense: purged
     vectors are deleted, then pending ids are embedded and stored in slices, each slice crossed off the manifest,
@@ -44,7 +45,6 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
         sources = {f.path: f for f in discovery.files}
         manifest = next_manifest(root, previous, plan, parsed, sources, embedder.name, embedder.dimension, collection,
                                  to_embed=[e.id for e in entities] + carried)
-        call(t.store_records, root, entities, {pf.path: pf.edges for pf in parsed.files}, parsed.tokens_by_id())
         call(t.purge, root, manifest)  # BM25 and the manifest: queryable from here on
         lap("lexical")
         manifest, lost = call(t.prepare_vectors, root, previous, plan, settings)

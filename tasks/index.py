@@ -7,7 +7,7 @@ from pathlib import Path
 from stages.index import incremental
 from stages.index import discover as discover_stage
 from stages.core.artifacts import (
-    DiscoveryResult, Edge, EmbeddedBatch, Entity, IndexManifest, IndexPlan, IndexReport, ParseResult,
+    DiscoveryResult, EmbeddedBatch, Entity, IndexManifest, IndexPlan, IndexReport, ParseResult,
 )
 from stages.core.config import Settings
 from stages.core.progress import progress_for
@@ -31,11 +31,14 @@ def plan(root: Path, discovery: DiscoveryResult, settings: Settings, rebuild: bo
 
 @task(name="parse")
 def parse(root: Path, index_plan: IndexPlan, settings: Settings) -> ParseResult:
+    """Parse the planned files; each share's catalog records (entities, BM25 tokens, graph edges) are stored as soon
+    as it is parsed, so this process stores its own while worker processes still parse. Nothing is deleted here."""
     sink = progress_for(root)
     sink.start("parse", len(index_plan.to_parse))
+    catalog = Catalog(root)
     return incremental.parse_files(
         root, index_plan.to_parse, settings.chunk_lines, settings.chunk_chars, progress=lambda n: sink.advance("parse", n),
-        workers=incremental.parse_workers(settings.parse_workers, index_plan.to_parse),
+        workers=incremental.parse_workers(settings.parse_workers, index_plan.to_parse), on_share=catalog.store_parsed,
     )
 
 
@@ -56,17 +59,6 @@ def embed(root: Path, entities: list[Entity], settings: Settings) -> EmbeddedBat
         cache.close()
     advance(batch.cached)  # remembered vectors count as done
     return batch
-
-
-@task(name="store-records", retries=2, retry_delay_seconds=1)
-def store_records(root: Path, entities: list[Entity], edges: dict[str, list[Edge]] | None = None,
-                  tokens: dict[str, str] | None = None) -> None:
-    """Upsert catalog records (the text BM25 and every answer read) and the parsed files' graph edges; no entity
-    is deleted here."""
-    catalog = Catalog(root)
-    catalog.replace(entities, [], tokens)
-    if edges:
-        catalog.replace_edges(edges)
 
 
 @task(name="store-vectors", retries=2, retry_delay_seconds=1)

@@ -238,7 +238,7 @@ def test_parsing_in_worker_processes_gives_the_same_result_in_the_same_order(tmp
 
 
 def test_the_catalog_keeps_bm25_tokens_and_fills_in_missing_ones(project: Path) -> None:
-    from stages.index.lexical import tokenize
+    from stages.index.tokens import tokenize
     from stages.index.store import _TOKENS
 
     run_index(str(project), Settings())

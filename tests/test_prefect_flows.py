@@ -43,7 +43,7 @@ def test_index_and_query_flows_run_as_prefect_task_graphs(project: Path, on_pref
         names = {t.name.rsplit("-", 1)[0] for t in tasks}
         assert {"retrieve", "route", "judge", "threshold", "synthesize", "report", "audit-snapshot"} <= names
         index_tasks = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flows["assay-index"].id])))
-        assert {"discover", "plan", "parse", "store-records", "purge", "embed", "store-vectors", "report"} <= {t.name.rsplit("-", 1)[0] for t in index_tasks}
+        assert {"discover", "plan", "parse", "purge", "prepare-dense", "embed", "store-vectors", "report"} <= {t.name.rsplit("-", 1)[0] for t in index_tasks}
         keys = {a.key for a in client.read_artifacts()}
         assert {"index-report", "query-report"} <= keys
         gpu = client.read_global_concurrency_limit_by_name("gpu")

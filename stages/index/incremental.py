@@ -18,7 +18,7 @@ from stages.core.artifacts import (
     DiscoveryResult, FileRecord, IndexManifest, IndexPlan, IndexReport, ParseResult, SkippedFile, SourceFile,
 )
 from stages.index.discover import file_hash
-from stages.index.lexical import token_string
+from stages.index.tokens import token_string
 from stages.index.parse import PARSER_VERSION, parse_source
 from stages.query.freshness import git_head
 
@@ -69,24 +69,33 @@ def parse_workers(requested: int, files: list[SourceFile]) -> int:
 
 
 def parse_files(root: Path, files: list[SourceFile], max_lines: int, max_chars: int,
-                progress: Callable[[int], None] | None = None, workers: int = 1) -> ParseResult:
+                progress: Callable[[int], None] | None = None, workers: int = 1,
+                on_share: Callable[[ParseResult], None] | None = None) -> ParseResult:
     """Read and parse each planned file; a file that vanished, became unreadable or fails to parse is
     skipped, not fatal. With `workers` > 1 the files are dealt into shares: this process parses the
     first while spawned processes parse the rest, and the merge restores file order, so the result is
-    the same as in one process."""
+    the same as in one process. `on_share` gets each share's result as soon as it is in: this process's
+    own before it waits for the workers (the index stores its records in that wait)."""
     if workers <= 1:
-        return _parse_share(root, files, max_lines, max_chars, progress)
+        result = _parse_share(root, files, max_lines, max_chars, progress)
+        if on_share is not None:
+            on_share(result)
+        return result
     shares = _shares(files, workers)
     context = multiprocessing.get_context("spawn")  # fork is unsafe in a threaded host (the MCP server)
     pool = ProcessPoolExecutor(max_workers=len(shares) - 1, mp_context=context)
     try:
         futures = [pool.submit(_parse_share, root, share, max_lines, max_chars) for share in shares[1:]]
         results = [_parse_share(root, shares[0], max_lines, max_chars, progress)]
+        if on_share is not None:
+            on_share(results[0])
         for future, share in zip(futures, shares[1:]):
             try:
                 results.append(future.result())
             except Exception:  # noqa: BLE001 - a worker that cannot start or dies: parse its share here
                 results.append(_parse_share(root, share, max_lines, max_chars))
+            if on_share is not None:
+                on_share(results[-1])
             if progress is not None:
                 progress(len(share))
     finally:  # the results are in: let the workers exit on their own (joining them took 0.1-0.2 s)

@@ -21,9 +21,10 @@ from urllib.parse import urlparse
 
 from filelock import FileLock
 
-from stages.core.artifacts import Edge, EmbeddedBatch, Entity, IndexManifest
+from stages.core.artifacts import Edge, EmbeddedBatch, Entity, IndexManifest, ParseResult
 from stages.core.workspace import collection_name, state_dir
-from stages.index.lexical import LexicalIndex, TOKENIZER_VERSION, token_string
+from stages.index.lexical import LexicalIndex
+from stages.index.tokens import TOKENIZER_VERSION, token_string
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
@@ -161,6 +162,11 @@ class Catalog:
             gone = [(i,) for i in deletes]
             self._db.executemany("DELETE FROM entities WHERE id = ?", gone)
             self._db.executemany(f"DELETE FROM {_TOKENS} WHERE id = ?", gone)
+
+    def store_parsed(self, parsed: ParseResult) -> None:
+        """A parse share's entities (with the BM25 tokens computed where it was parsed) and its files' graph edges."""
+        self.replace([e for pf in parsed.files for e in pf.entities], [], parsed.tokens_by_id())
+        self.replace_edges({pf.path: pf.edges for pf in parsed.files})
 
     def lexical_tokens(self) -> tuple[list[str], list[list[str]]]:
         """Every entity's BM25 tokens in id order, tokenized when it was stored (entities stored by an

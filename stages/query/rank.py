@@ -31,7 +31,7 @@ from pydantic import BaseModel
 
 from stages.core.artifacts import Candidate, short_name
 from stages.core.artifacts import DEFINITION_KINDS as NAMING_KINDS
-from stages.index.lexical import tokenize
+from stages.index.tokens import tokenize
 from stages.query.judge.local import question_identifiers
 
 

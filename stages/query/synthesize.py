@@ -12,7 +12,7 @@ from __future__ import annotations
 from stages.core.artifacts import Answer, LLMCall, PremiseFinding, RankedPassage
 from stages.core.redact import redact
 from stages.index.languages import CONTAINER_KINDS
-from stages.index.lexical import tokenize
+from stages.index.tokens import tokenize
 
 NO_EVIDENCE = "No passage in this workspace supports an answer to that question."
 

@@ -18,7 +18,7 @@ import re
 from functools import lru_cache
 
 from stages.core.artifacts import Candidate, DEFINITION_KINDS, Judgment, PassageScores, PremiseFinding, short_name
-from stages.index.lexical import tokenize
+from stages.index.tokens import tokenize
 from stages.query.judge.injection import injection_score, score_text
 from stages.query.premise import check_question, entity_of, resolver_from
 
