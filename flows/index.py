@@ -20,11 +20,11 @@ EMBED_STORE_BATCH = 1024
 
 def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, call: Caller = prefect_call) -> IndexReport:
     """Two phases under the write lock. Lexical: parsed entities go to the catalog (share by share, as parse
-    workers finish), stale ones are purged,
-    BM25 is rebuilt and the manifest written (listing every id still without a vector, and purged ids whose
-    vectors are still stored): from here the index answers, and Chroma has not been opened yet. Dense: purged
-    vectors are deleted, then pending ids are embedded and stored in slices, each slice crossed off the manifest,
-    so an interruption leaves a consistent index that the next run completes."""
+    workers finish), stale ones are purged, BM25 is rebuilt and the manifest written (listing every id still
+    without a vector, and purged ids whose vectors are still stored): from here the index answers, and Chroma
+    has not been opened yet. Dense: purged vectors are deleted, then pending ids are embedded and stored in
+    slices, each slice crossed off the manifest, so an interruption leaves a consistent index that the next
+    run completes."""
     root = resolve_workspace(workspace)
     watch = Stopwatch()
     lap = watch.lap

@@ -22,7 +22,8 @@ def order(query: str, pool: list[Candidate], **off: bool) -> list[str]:
 
 def only(signal: str, **extra) -> dict:
     """A config with every other signal off, so a test sees its own signal alone."""
-    names = ("query_shape", "definition", "path", "file_coherence", "penalties", "entity_facts", "centrality", "diversity")
+    names = ("query_shape", "definition", "path", "file_coherence", "penalties", "entity_facts", "centrality", "callees",
+             "diversity")
     return {n: n == signal for n in names} | extra
 
 
@@ -148,3 +149,32 @@ def test_a_file_the_code_is_built_on_lifts_for_a_sentence_not_for_a_name() -> No
     assert [c.file for c in rank("render_page", pool, RankConfig(**only("centrality")), centrality=central)][0] == "pkg/helpers.py"
     top = rank(sentence, pool, RankConfig(), centrality=central)
     assert top[0].rank_signals.get("central") == 1.0 and "central 1" in explain(top[0])
+
+
+def test_what_a_named_function_delegates_to_lifts_for_a_delegation_question() -> None:
+    """The callees the graph resolves for a named function outrank a near tie that merely matches the words."""
+    pool = [cand("pkg/api.py", "submit_job", bm25=10.0, distance=0.40), cand("pkg/worker.py", "run_job", bm25=9.5, distance=0.42)]
+    called = {("pkg/worker.py", "run_job")}
+    question = "where does `submit_job` delegate the actual work to"
+    assert [c.entity for c in rank(question, pool, RankConfig(**only("callees")), callees=called)][0] == "run_job"
+    assert [c.entity for c in rank(question, pool, RankConfig(**only("")), callees=called)][0] == "submit_job"
+    assert [c.entity for c in rank(question, pool, RankConfig(**only("callees")))][0] == "submit_job"  # no graph: no signal
+    top = rank(question, pool, RankConfig(), callees=called)
+    run_job = next(c for c in top if c.entity == "run_job")
+    assert run_job.rank_signals.get("callee") == 1.0 and "called by the named function" in explain(run_job)
+    named = rank("where does `submit_job` delegate to `run_job`", pool, RankConfig(), callees=called)
+    assert all("callee" not in c.rank_signals for c in named)  # a callee the question names has the definition boost
+
+
+def test_delegation_callees_come_from_the_graph_only_for_a_delegation_question(indexed_project) -> None:
+    from stages.index.store import Catalog
+    from stages.query.graph import delegation_callees
+
+    catalog = Catalog(indexed_project)
+    try:
+        asked = delegation_callees(catalog, "what does `session.send` delegate the retrying to?", ["session.send"])
+        assert ("pkg/retry.py", "retry_call") in asked and ("pkg/session.py", "Session._transmit") in asked
+        assert delegation_callees(catalog, "how does `session.send` retry?", ["session.send"]) == frozenset()
+        assert delegation_callees(catalog, "what does `nothing_here` invoke?", ["nothing_here"]) == frozenset()
+    finally:
+        catalog.close()

@@ -217,13 +217,15 @@ def _entity_hits(rows: list, spans: dict[tuple[str, str, str], tuple[int, int]],
 def evaluate_semble(root: Path, repo: str, queries: list, settings: Settings, ablate: bool = True) -> list[dict]:
     """NDCG@10 per query for: plain BM25 (in-run baseline), RRF hybrid (Assay before code-aware ranking),
     Assay (the `search` door), and Assay with each ranking signal switched off."""
-    from stages.query.rank import RankConfig, rank
+    from stages.query.graph import delegation_callees
+    from stages.query.rank import RankConfig, query_shape, rank
     from stages.evaluate.semble import ndcg_at_10
 
     manifest = load_manifest(root)
     embedder = embedder_for(settings)
     catalog = Catalog(root)
     entities = list(catalog.all())
+    callees = {q.query: delegation_callees(catalog, q.query, query_shape(q.query).identifiers) for q in queries}
     catalog.close()
     baseline = plain_bm25(entities)
     spans = _entity_spans(entities)
@@ -236,7 +238,8 @@ def evaluate_semble(root: Path, repo: str, queries: list, settings: Settings, ab
         hits = {"BM25 (plain, in-run)": _entity_hits(baseline(q.query, 100), spans)}
         pool = retrieve(root, q.query, manifest, embedder, pool=10**6, depth=DEFAULT_DEPTH, chroma_url=settings.chroma_url).candidates
         for name, config in configs.items():
-            ordered = pool if config is None else rank(q.query, pool, config, paths=manifest.files.keys(), centrality=central)
+            ordered = pool if config is None else rank(q.query, pool, config, paths=manifest.files.keys(), centrality=central,
+                                                       callees=callees[q.query])
             hits[name] = _entity_hits(ordered, spans)
         for name, found in hits.items():
             rows.append({"repo": repo, "query": q.query, "category": q.category, "config": name,

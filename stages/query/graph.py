@@ -19,6 +19,7 @@ import math
 import posixpath
 import re
 import threading
+from collections.abc import Iterable
 from functools import lru_cache
 
 from pydantic import BaseModel, Field
@@ -317,6 +318,25 @@ def callees(catalog, query: str, limit: int = 50) -> GraphResult:
                 rows.append(GraphRow(entity=edge.name, file=file, line=0, site_file=file, site_line=edge.line, relation="call",
                                      resolved=False, via=f"{edge.receiver}.{edge.name}" if edge.receiver else edge.name))
     return _finish("callees", query, targets, rows, limit)
+
+
+DELEGATION_CUE = re.compile(r"\b(delegat\w*|calls? into|invok\w*|dispatch\w*|forward(?:s|ed|ing)? to|hands? off)\b", re.I)
+
+
+def delegation_callees(catalog, question: str, names: Iterable[str], max_targets: int = 4) -> frozenset[tuple[str, str]]:
+    """(file, qualname) of the definitions that the functions a question names call, when it asks what they
+    delegate to or invoke (the graph knows; neither list ranks a callee the question never names). A dotted name
+    led by an instance (`pytester.runpytest_subprocess`) falls back to its last part."""
+    if not DELEGATION_CUE.search(question):
+        return frozenset()
+    graph = Graph(catalog)
+    found: set[tuple[str, str]] = set()
+    for name in names:
+        targets = graph.targets(name) or (graph.targets(name.rsplit(".", 1)[-1]) if "." in name else [])
+        for target in targets[:max_targets]:
+            for file, edge in catalog.edges(source_id=target.id, kinds=("call",)):
+                found.update((h.file, h.qualname) for h in graph.resolve(file, edge)[:1])
+    return frozenset(found)
 
 
 def impact(catalog, query: str, depth: int = 3, limit: int = 100) -> GraphResult:

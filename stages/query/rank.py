@@ -22,7 +22,7 @@ import heapq
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import PurePosixPath
@@ -45,6 +45,7 @@ class RankConfig(BaseModel):
     penalties: bool = True
     entity_facts: bool = True
     centrality: bool = True
+    callees: bool = True
     diversity: bool = True
     lexical_weight_symbol: float = 0.75
     lexical_weight_text: float = 0.6
@@ -53,6 +54,7 @@ class RankConfig(BaseModel):
     coherence_boost: float = 0.8
     facts_boost: float = 0.15
     centrality_boost: float = 0.45
+    callee_boost: float = 0.6
     diversity_decay: float = 0.5
 
 
@@ -256,10 +258,13 @@ def _normalise(values: dict[str, float]) -> dict[str, float]:
 def rank(
     query: str, candidates: list[Candidate], config: RankConfig | None = None, paths: Iterable[str] | None = None,
     limit: int | None = None, centrality: Mapping[str, float] | None = None,
+    callees: Collection[tuple[str, str]] | None = None,
 ) -> list[Candidate]:
     """Order the pool best first (the first `limit` of it); each candidate carries its rank score and the
     signals behind it. `paths`: every indexed file (to recognise legacy copies); the pool's files when absent.
-    `centrality`: each file's import centrality in 0..1 (`graph.import_centrality`); none when absent."""
+    `centrality`: each file's import centrality in 0..1 (`graph.import_centrality`); none when absent.
+    `callees`: (file, qualname) of what the functions the query names call, when it asks where they delegate
+    (`graph.delegation_callees`); lifted only where the query does not name them itself."""
     if not candidates:
         return []
     cfg = config or RankConfig()
@@ -281,7 +286,8 @@ def rank(
         base = weight * lex[c.id] + (1 - weight) * sem[c.id]
         sig = {"lexical": lex[c.id], "dense": sem[c.id]}  # rounded for the rows returned, below
         score = base
-        if cfg.definition and defines_named(shape, c):
+        named = defines_named(shape, c)
+        if cfg.definition and named:
             score += cfg.definition_boost * (1.0 if shape.symbol else 0.6)
             sig["defines"] = 1.0
         if cfg.path:
@@ -294,6 +300,9 @@ def rank(
             if ef:
                 score += cfg.facts_boost * ef
                 sig["name"] = ef
+        if cfg.callees and callees and not named and (c.file, c.entity) in callees:  # a callee it names has its boost
+            score += cfg.callee_boost
+            sig["callee"] = 1.0
         if central:
             cv = central.get(c.file, 0.0)
             if cv:
@@ -371,6 +380,7 @@ def explain(c: Candidate) -> str:
     if not s:
         return ""
     parts = ["defines"] if s.get("defines") else []
+    parts += ["called by the named function"] if s.get("callee") else []
     parts += [f"{key} {s[key]:g}" for key in ("path", "name", "central") if s.get(key)]
     parts += [key for key in _PENALTY_NAMES if s.get(key)]
     if s.get("same_file"):

@@ -17,8 +17,8 @@ from stages.index.incremental import dense_note
 from stages.index.lexical import LexicalIndex
 from stages.index.store import Catalog, dense_search, lexical_dir, read_manifest
 from stages.query import freshness
-from stages.query.graph import workspace_centrality
-from stages.query.rank import RankConfig, rank
+from stages.query.graph import DELEGATION_CUE, delegation_callees, workspace_centrality
+from stages.query.rank import RankConfig, query_shape, rank
 
 RRF_K = 60
 DEFAULT_DEPTH = 60  # candidates read from each list before ranking
@@ -130,6 +130,9 @@ def retrieve(
         fused = fused[:pool]  # only the rank stage needs the whole union; RRF order is final here
     catalog = Catalog(root)
     records = catalog.get([eid for eid, _ in fused])
+    callees = None
+    if ranking is not None and ranking.callees and DELEGATION_CUE.search(query):  # "what does X delegate to"
+        callees = delegation_callees(catalog, query, query_shape(query).identifiers)
     catalog.close()
     dist = dict(dense)
     bm25 = dict(lexical)
@@ -148,7 +151,8 @@ def retrieve(
         )
     if ranking is not None:
         central = workspace_centrality(root) if ranking.centrality else None
-        candidates = rank(query, candidates, ranking, paths=manifest.files.keys(), limit=pool, centrality=central)
+        candidates = rank(query, candidates, ranking, paths=manifest.files.keys(), limit=pool, centrality=central,
+                          callees=callees)
     fresh, stale = checked.result()
     candidates = [c.model_copy(update={"stale": True}) if c.file in stale else c for c in candidates[:pool]]
     return Retrieval(query=query, candidates=candidates, dense_available=dense_ok, note=note, freshness=fresh)
