@@ -50,8 +50,8 @@ def fuse(dense: list[tuple[str, float]], lexical: list[tuple[str, float]], k: in
     """Reciprocal rank fusion: score = sum over lists of 1 / (k + rank), ranks from 1."""
     scores: dict[str, float] = {}
     for ranked in (dense, lexical):
-        for rank, (eid, _) in enumerate(ranked, start=1):
-            scores[eid] = scores.get(eid, 0.0) + 1.0 / (k + rank)
+        for position, (eid, _) in enumerate(ranked, start=1):
+            scores[eid] = scores.get(eid, 0.0) + 1.0 / (k + position)
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
