@@ -24,6 +24,9 @@ from stages.query.freshness import git_head
 
 
 def plan_index(discovery: DiscoveryResult, manifest: IndexManifest | None, embedder: str, rebuild: bool = False) -> IndexPlan:
+    """Decide which files this run re-parses and re-embeds: those whose content hash changed since the manifest,
+    or every file when there is no index yet, the parser or the embedder changed, or a rebuild was asked for
+    (the reason is reported). Deleted files are removed; files unreadable right now are kept as they were."""
     reason = ""
     if rebuild:
         reason = "rebuild requested"
