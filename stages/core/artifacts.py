@@ -202,6 +202,11 @@ class IndexManifest(BaseModel):
         """Entities of indexed files (notes not included)."""
         return sum(len(r.entity_ids) for r in self.files.values())
 
+    @property
+    def entity_ids(self) -> set[str]:
+        """Ids of the indexed files' entities (notes not included)."""
+        return {i for r in self.files.values() for i in r.entity_ids}
+
 
 class IndexPlan(BaseModel):
     """What an index run must do, from comparing discovery with the manifest."""

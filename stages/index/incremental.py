@@ -170,17 +170,18 @@ def next_manifest(
             content_hash=pf.content_hash, size=src.size, language=src.language,
             entity_ids=[e.id for e in pf.entities], partial=pf.partial, mtime_ns=src.mtime_ns,
         )
-    same_store = previous is not None and not plan.rebuild and previous.collection == collection
-    kept = {i for rec in files.values() for i in rec.entity_ids}
-    return IndexManifest(
+    manifest = IndexManifest(
         workspace=str(root), parser=PARSER_VERSION, embedder=embedder, dimension=dimension, collection=collection,
         files=dict(sorted(files.items())),
         notes=previous.notes if previous is not None else [],
         dense_pending=sorted(set(to_embed)),
-        vectors_stale=[i for i in previous.vectors_stale if i not in kept] if same_store and previous else [],
         updated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         **dict(zip(("git_commit", "git_branch"), git_head(root))),
     )
+    if previous is not None and not plan.rebuild and previous.collection == collection:  # same vector store
+        kept = manifest.entity_ids
+        manifest.vectors_stale = [i for i in previous.vectors_stale if i not in kept]
+    return manifest
 
 
 def carried_pending(previous: IndexManifest | None, plan: IndexPlan) -> list[str]:
@@ -204,8 +205,7 @@ def dense_note(manifest: IndexManifest) -> str:
 
 def stale_ids(stored: set[str], manifest: IndexManifest, note_ids: set[str]) -> list[str]:
     """Ids the catalog holds that the new index does not (notes are never stale)."""
-    after = {i for rec in manifest.files.values() for i in rec.entity_ids}
-    return sorted(stored - after - note_ids)
+    return sorted(stored - manifest.entity_ids - note_ids)
 
 
 def build_report(

@@ -475,7 +475,7 @@ def prepare_dense(root: Path, url: str | None, previous: IndexManifest | None, r
                    and previous.entity_count - len(previous.dense_pending) > 0)
     if had_vectors and store.count() == 0:
         reason = LOST_VECTORS
-        manifest.dense_pending = sorted({i for rec in manifest.files.values() for i in rec.entity_ids} | set(manifest.notes))
+        manifest.dense_pending = sorted(manifest.entity_ids | set(manifest.notes))
     elif manifest.vectors_stale:
         store.delete(manifest.vectors_stale)
     if reason or manifest.vectors_stale:

@@ -19,7 +19,7 @@ import math
 import posixpath
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 from pydantic import BaseModel, Field
@@ -185,6 +185,12 @@ class Graph:
                 return sub
         return []
 
+    def calls_from(self, holder: Entity) -> Iterator[tuple[str, Edge, Entity | None]]:
+        """Each call site inside a definition, with the definition it resolves to (None: unresolved)."""
+        for file, edge in self.catalog.edges(source_id=holder.id, kinds=("call",)):
+            hits = self.resolve(file, edge)
+            yield file, edge, hits[0] if hits else None
+
     def resolve(self, file: str, edge: Edge) -> list[Entity]:
         """What one call, reference or inheritance edge points at; [] when it cannot be told soundly."""
         if edge.kind == "import":
@@ -309,12 +315,11 @@ def callees(catalog, query: str, limit: int = 50) -> GraphResult:
         return _no_target("callees", query)
     rows: list[GraphRow] = []
     for t in targets:
-        for file, edge in catalog.edges(source_id=t.id, kinds=("call",)):
-            hits = graph.resolve(file, edge)
-            for h in hits[:1]:
+        for file, edge, h in graph.calls_from(t):
+            if h is not None:
                 rows.append(GraphRow(entity=h.qualname, kind=h.kind, file=h.file, line=h.start_line, site_file=file,
                                      site_line=edge.line, relation="call"))
-            if not hits:
+            else:
                 rows.append(GraphRow(entity=edge.name, file=file, line=0, site_file=file, site_line=edge.line, relation="call",
                                      resolved=False, via=f"{edge.receiver}.{edge.name}" if edge.receiver else edge.name))
     return _finish("callees", query, targets, rows, limit)
@@ -334,8 +339,7 @@ def delegation_callees(catalog, question: str, names: Iterable[str], max_targets
     for name in names:
         targets = graph.targets(name) or (graph.targets(name.rsplit(".", 1)[-1]) if "." in name else [])
         for target in targets[:max_targets]:
-            for file, edge in catalog.edges(source_id=target.id, kinds=("call",)):
-                found.update((h.file, h.qualname) for h in graph.resolve(file, edge)[:1])
+            found.update((h.file, h.qualname) for _, _, h in graph.calls_from(target) if h is not None)
     return frozenset(found)
 
 
