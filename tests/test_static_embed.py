@@ -1,4 +1,4 @@
-"""The static embedder: distilled rows, mean pooling, the cache, and a whole index run on it.
+"""The static embedder: distilled rows, mean pooling, the cache, and a whole index run on it; MiniLM's two sessions.
 
 Tests distil only the tokens they use (the full 30,522-token table takes ~20 s and is built once per user)."""
 
@@ -92,3 +92,23 @@ def test_index_and_search_on_the_static_embedder(project: Path, model: MiniLMEmb
         assert all("retr" in f"{c.file} {c.entity}".lower() for c in hits[:3])  # the retry module and its guide
     finally:
         get_embedder.cache_clear()
+
+
+def test_index_runs_embed_on_the_unoptimised_session_and_queries_on_the_optimised_one() -> None:
+    """An index run in a fresh process must not pay for the graph optimisation (it folds the int8 weights into
+    float32 ones: ~0.3 s and 70 MB), a query must not pay the per-run dequantize it saves; both give the
+    same vectors."""
+    from stages.core.artifacts import Entity
+    from stages.index.embed import embed_entities
+
+    fresh = MiniLMEmbedder()
+    entities = [Entity(id=f"e{i}", kind="function", name=f"f{i}", qualname=f"f{i}", body=text, start_line=1, end_line=2,
+                       language="python", file="m.py", content_hash=str(i)) for i, text in enumerate(TEXTS)]
+    passages = np.asarray(embed_entities(entities, fresh).vectors, dtype=np.float32)
+    assert set(fresh._sessions) == {False}
+    queries, _ = fresh.embed([e.embed_text() for e in entities])
+    assert set(fresh._sessions) == {False, True}
+    assert np.allclose((passages * queries).sum(axis=1), 1.0, atol=1e-5)
+    fresh._sessions.pop(False)
+    embed_entities(entities[:1], fresh)  # the optimised session, once loaded, serves index runs too
+    assert set(fresh._sessions) == {True}
