@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -12,6 +13,8 @@ import pytest
 _PREFECT_HOME = tempfile.mkdtemp(prefix="assay-prefect-")
 os.environ.setdefault("PREFECT_HOME", _PREFECT_HOME)
 os.environ["ASSAY_HOME"] = tempfile.mkdtemp(prefix="assay-home-")  # never the developer's own ~/.assay
+for _made in (_PREFECT_HOME, os.environ["ASSAY_HOME"]):  # a test run leaves no folders behind in /tmp
+    atexit.register(shutil.rmtree, _made, ignore_errors=True)
 os.environ["ASSAY_ORCHESTRATION"] = "direct"  # flow tests switch to Prefect explicitly
 os.environ.pop("ASSAY_CHROMA_URL", None)
 os.environ.pop("ASSAY_CLOUD_API_KEY", None)
