@@ -1,4 +1,5 @@
-"""The index flow: discover -> plan -> parse + records -> purge stale + BM25 (queryable) -> open vectors -> embed -> vectors -> report."""
+"""The index flow: discover -> plan -> parse + records -> purge stale + BM25 (queryable) -> open vectors -> embed -> vectors
+(injection scan beside them) -> report."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
     without a vector, and purged ids whose vectors are still stored): from here the index answers, and Chroma
     has not been opened yet. Dense: purged vectors are deleted, then pending ids are embedded and stored in
     slices, each slice crossed off the manifest, so an interruption leaves a consistent index that the next
-    run completes."""
+    run completes. Passages without a current injection scan are scanned beside the embedding (a cache for the
+    judge: a run cut short there loses nothing but time)."""
     root = resolve_workspace(workspace)
     watch = Stopwatch()
     lap = watch.lap
@@ -54,6 +56,7 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
             pending = list(Catalog(root).get(manifest.dense_pending).values())
         else:
             pending = entities + list(Catalog(root).get(carried).values())
+        scan = call(t.start_scan, root, pending)
         sink = progress_for(root)
         sink.start("embed", len(pending))
         truncated = cached = 0
@@ -68,6 +71,8 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
             lap("store")
         if previous is not None and previous.collection and previous.collection != collection:
             VectorStore(root, settings.chroma_url).drop(previous.collection)
+        call(t.finish_scan, root, scan)
+        lap("scan")
     catalog = Catalog(root)
     data = build_report(
         root, discovery, plan, parsed, manifest, len(pending), truncated, watch.timings,

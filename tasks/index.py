@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stages.index import incremental
+from stages.index import incremental, injection_scan
 from stages.index import discover as discover_stage
 from stages.core.artifacts import (
     DiscoveryResult, EmbeddedBatch, Entity, IndexManifest, IndexPlan, IndexReport, ParseResult,
@@ -65,6 +65,19 @@ def embed(root: Path, entities: list[Entity], settings: Settings) -> EmbeddedBat
 def store_vectors(root: Path, collection: str, batch: EmbeddedBatch, settings: Settings) -> None:
     """Upsert one slice of vectors; nothing is deleted here."""
     VectorStore(root, settings.chroma_url, collection).upsert(batch, settings.store_batch)
+
+
+@task(name="start-scan")
+def start_scan(root: Path, entities: list[Entity]) -> injection_scan.ScanJob:
+    """Begin scanning for prompt injection what this run embeds and what the current detector has not scanned
+    (in a spawned process beside the embedding when there is much); the query's judge then reads the scores
+    instead of parsing each passage again."""
+    return injection_scan.start(root, entities)
+
+
+@task(name="finish-scan", retries=1, retry_delay_seconds=1)
+def finish_scan(root: Path, job: injection_scan.ScanJob) -> int:
+    return injection_scan.finish(root, job, progress_for(root))
 
 
 @task(name="purge")

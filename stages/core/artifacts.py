@@ -271,6 +271,8 @@ class Candidate(BaseModel):
     rank_score: float | None = Field(None, description="code-aware rank score (stages.query.rank); None before ranking")
     rank_signals: dict[str, float] = Field(default_factory=dict, description="the ranking signals behind rank_score")
     stale: bool = Field(False, description="its file changed or vanished since it was indexed")
+    injection_scan: tuple[float, list[str]] | None = Field(
+        None, exclude=True, description="the index-time injection score and signals of this exact passage, if scanned")
 
 
 class Freshness(BaseModel):

@@ -130,6 +130,8 @@ CREATE INDEX IF NOT EXISTS edges_name ON edges(name);
 CREATE INDEX IF NOT EXISTS edges_source ON edges(source_id);
 CREATE INDEX IF NOT EXISTS edges_file ON edges(file);
 CREATE TABLE IF NOT EXISTS {tokens} (id TEXT PRIMARY KEY, tokens TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS injection_scans (id TEXT PRIMARY KEY, detector TEXT NOT NULL, digest TEXT NOT NULL,
+    score REAL NOT NULL, signals TEXT NOT NULL);
 """.format(tokens=f"lexical_tokens_v{TOKENIZER_VERSION}")
 _TOKENS = f"lexical_tokens_v{TOKENIZER_VERSION}"
 
@@ -162,6 +164,7 @@ class Catalog:
             gone = [(i,) for i in deletes]
             self._db.executemany("DELETE FROM entities WHERE id = ?", gone)
             self._db.executemany(f"DELETE FROM {_TOKENS} WHERE id = ?", gone)
+            self._db.executemany("DELETE FROM injection_scans WHERE id = ?", gone)
 
     def store_parsed(self, parsed: ParseResult) -> None:
         """A parse share's entities (with the BM25 tokens computed where it was parsed) and its files' graph edges."""
@@ -186,6 +189,30 @@ class Catalog:
             with self._db:
                 self._db.executemany(f"INSERT OR REPLACE INTO {_TOKENS} (id, tokens) VALUES (?, ?)", missing)
         return ids, tokens
+
+    _UNSCANNED = "FROM entities e LEFT JOIN injection_scans s ON s.id = e.id AND s.detector = ? WHERE s.id IS NULL"
+
+    def unscanned(self, detector: str) -> list[Entity]:
+        """Entities without an injection scan by this detector (new since the last scan, or the detector changed)."""
+        return [_entity(d) for (d,) in self._db.execute(f"SELECT e.data {self._UNSCANNED}", (detector,))]
+
+    def unscanned_count(self, detector: str) -> int:
+        return int(self._db.execute(f"SELECT COUNT(*) {self._UNSCANNED}", (detector,)).fetchone()[0])
+
+    def store_scans(self, detector: str, rows: list[tuple[str, str, float, list[str]]]) -> None:
+        """Injection scans as (id, digest of what was scored, score, signals)."""
+        with self._db:
+            self._db.executemany("INSERT OR REPLACE INTO injection_scans (id, detector, digest, score, signals) VALUES (?, ?, ?, ?, ?)",
+                                 [(i, detector, digest, score, ",".join(signals)) for i, digest, score, signals in rows])
+
+    def scans(self, ids: list[str]) -> dict[str, tuple[str, float, list[str]]]:
+        """id -> (digest of what was scored, score, signals) of the stored injection scans."""
+        out: dict[str, tuple[str, float, list[str]]] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self._db.execute(f"SELECT id, digest, score, signals FROM injection_scans WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+            out.update({i: (dig, score, [x for x in sig.split(",") if x]) for i, dig, score, sig in rows})
+        return out
 
     def replace_edges(self, by_file: dict[str, list[Edge]]) -> None:
         """The graph edges of each given file, replacing what that file had (one transaction)."""

@@ -14,6 +14,7 @@ from pathlib import Path
 from stages.core.artifacts import Candidate, Entity, IndexManifest, Retrieval
 from stages.index.embed import Embedder
 from stages.index.incremental import dense_note
+from stages.index.injection_scan import valid_scans
 from stages.index.lexical import LexicalIndex
 from stages.index.store import Catalog, dense_search, lexical_dir, read_manifest
 from stages.query import freshness
@@ -130,6 +131,7 @@ def retrieve(
         fused = fused[:pool]  # only the rank stage needs the whole union; RRF order is final here
     catalog = Catalog(root)
     records = catalog.get([eid for eid, _ in fused])
+    scans = valid_scans(records, catalog.scans(list(records)))
     callees = None
     if ranking is not None and ranking.callees and DELEGATION_CUE.search(query):  # "what does X delegate to"
         callees = delegation_callees(catalog, query, query_shape(query).identifiers)
@@ -147,6 +149,7 @@ def retrieve(
             to_candidate(
                 ent, distance=dist.get(eid), bm25=bm25.get(eid), dense_rank=dense_rank.get(eid),
                 lexical_rank=lex_rank.get(eid), fused_rank=len(candidates) + 1, fused_score=score,
+                injection_scan=scans.get(eid),
             )
         )
     if ranking is not None:

@@ -34,9 +34,9 @@ def swe_qa_questions() -> list[str]:
 
 
 def measure(run, root: str, n: int, gap: float = 0.0, questions: list[str] = QUESTIONS) -> tuple[list[float], list[float], list[int]]:
-    from stages.query.judge.local import _injection, _terms_of
+    from stages.query.judge.local import _terms_of, injection_of
 
-    _injection.cache_clear()  # every configuration meets its passages for the first time
+    injection_of.cache_clear()  # every configuration meets its passages for the first time
     _terms_of.cache_clear()
     walls, stages, calls = [], [], []
     for i in range(n):

@@ -53,13 +53,17 @@ def _terms_of(text: str) -> frozenset[str]:
 
 
 def passage_injection(c: Candidate) -> tuple[float, list[str]]:
-    """The local detector's score for a passage (cached: the judge and the threshold both ask)."""
-    score, hits = _injection(c.body, c.docstring, c.language or "text")
+    """The local detector's score for a passage: the index-time scan the candidate carries
+    (`stages.index.injection_scan`), else scored now (cached: the judge and the threshold both ask)."""
+    if c.injection_scan is not None:
+        return c.injection_scan[0], list(c.injection_scan[1])
+    score, hits = injection_of(c.body, c.docstring, c.language or "text")
     return score, list(hits)
 
 
 @lru_cache(maxsize=4096)
-def _injection(body: str, docstring: str, language: str) -> tuple[float, tuple[str, ...]]:
+def injection_of(body: str, docstring: str, language: str) -> tuple[float, tuple[str, ...]]:
+    """A passage's score: its code's prose or its docstring, whichever scores higher."""
     body_score, body_hits = injection_score(body, language)
     doc_score, doc_hits = score_text(docstring) if docstring else (0.0, [])
     if doc_score > body_score:
