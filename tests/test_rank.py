@@ -107,6 +107,14 @@ def test_diversity_lets_another_file_in_before_a_files_fourth_passage() -> None:
     assert order("retry backoff", pool, **only(""))[3] == "b.py:g"
 
 
+def test_a_files_strong_entities_stay_reachable_below_the_diversity_floor() -> None:
+    """Six entities of one file (the question is about it) and a weak one elsewhere: unbounded decay puts the file's
+    fourth to sixth (x1/8 .. x1/32) below the stranger; the floor (a quarter at least) keeps all six above it."""
+    pool = [*[cand("a.py", f"f{i}", bm25=10.0 - 0.1 * i, distance=0.4) for i in range(6)], cand("b.py", "g", bm25=2.0, distance=0.8)]
+    assert order("retry backoff", pool, **only("diversity"))[-1] == "b.py:g"
+    assert order("retry backoff", pool, **only("diversity", diversity_floor=0.0)).index("b.py:g") == 3
+
+
 def test_parts_of_one_entity_count_once_for_diversity() -> None:
     pool = [cand("a.py", "big", bm25=10.0, distance=0.4), cand("a.py", "big", bm25=9.9, distance=0.4),
             cand("b.py", "g", bm25=9.0, distance=0.42)]

@@ -56,6 +56,7 @@ class RankConfig(BaseModel):
     centrality_boost: float = 0.45
     callee_boost: float = 0.6
     diversity_decay: float = 0.5
+    diversity_floor: float = 0.25
 
 
 DEFINITION_KINDS = NAMING_KINDS | {"module"}
@@ -328,7 +329,7 @@ def rank(
                 signals[c.id].update({why: 1.0 for why in found})
     order = sorted(candidates, key=lambda c: (-scores[c.id], c.fused_rank))
     if cfg.diversity:
-        order, spread = _diversify(order, scores, cfg.diversity_decay, limit)
+        order, spread = _diversify(order, scores, cfg.diversity_decay, limit, cfg.diversity_floor)
         for cid, factor in spread.items():  # the score shown is the one that placed the row
             scores[cid] *= factor
             signals[cid]["same_file"] = factor
@@ -346,10 +347,14 @@ def _rounded(signals: dict[str, float]) -> dict[str, float]:
 
 
 def _diversify(
-    order: list[Candidate], scores: dict[str, float], decay: float, limit: int | None = None,
+    order: list[Candidate], scores: dict[str, float], decay: float, limit: int | None = None, floor: float = 0.0,
 ) -> tuple[list[Candidate], dict[str, float]]:
-    """Greedy: each further entity of a file already shown counts `decay` times less (parts of one
-    entity count as one). Lazy evaluation: effective scores only fall, so a popped candidate whose
+    """Greedy: each further entity of a file already shown counts `decay` times less, but never less than
+    `floor` times its own score (parts of one entity count as one). The decay spreads a result list over
+    files (semble's benchmark: NDCG@10 0.776 -> 0.863); the floor keeps one file's strongest entities
+    reachable when a question is about that file (unbounded, a file's sixth entity counted 1/32 and the
+    method a question named fell out of 30 rows: SWE-QA requests hit@10 0.851 -> 0.894 with the floor at
+    a quarter, semble unchanged). Lazy evaluation: effective scores only fall, so a popped candidate whose
     score is still current is the best one. Stops after `limit` rows. Returns the order and the factor
     applied to each decayed id."""
     shown: dict[str, set[str]] = defaultdict(set)
@@ -362,12 +367,12 @@ def _diversify(
         c = order[i]
         seen = len(shown[c.file] - {c.entity})
         if seen != seen_when_scored:
-            heapq.heappush(heap, (-scores[c.id] * decay**seen, i, seen))
+            heapq.heappush(heap, (-scores[c.id] * max(decay**seen, floor), i, seen))
             continue
         shown[c.file].add(c.entity)
         out.append(c)
         if seen:
-            spread[c.id] = decay**seen
+            spread[c.id] = max(decay**seen, floor)
     return out, spread
 
 
