@@ -52,7 +52,7 @@ def test_dense_search_keeps_one_collection_handle_and_replaces_a_failing_one(ind
     vector = [1.0 / manifest.dimension**0.5] * manifest.dimension
     first = store.dense_search(indexed_project, None, manifest.collection, vector, 3)
     assert len(first) == 3
-    key = (str(indexed_project), None, manifest.collection)
+    key = (str(indexed_project), None, manifest.collection, store.store_identity(indexed_project))
     handle = store._READERS[key]
     real = store.VectorStore
     opened: list[tuple] = []
@@ -65,6 +65,33 @@ def test_dense_search_keeps_one_collection_handle_and_replaces_a_failing_one(ind
     monkeypatch.setattr(handle, "query", dropped)  # another process dropped and re-created the collection
     assert store.dense_search(indexed_project, None, manifest.collection, vector, 3) == first
     assert len(opened) == 1 and store._READERS[key] is not handle
+
+
+def test_a_store_another_process_replaced_is_read_and_written_afresh(tmp_path: Path) -> None:
+    """`.assay` deleted and indexed again by another process (here with a 3-d embedder after a 4-d one): Chroma's
+    system cached in this process still held the deleted files, so this process read the old vectors and could not
+    write the new ones ("expecting embedding with dimension of 4")."""
+    import shutil
+    import subprocess
+    import sys
+
+    from stages.core.artifacts import EmbeddedBatch
+    from stages.core.workspace import state_dir
+    from stages.index import store
+
+    def batch(ids: list[str], dim: int) -> EmbeddedBatch:
+        return EmbeddedBatch(embedder="e", dimension=dim, ids=ids, vectors=[[1.0] + [0.0] * (dim - 1) for _ in ids])
+
+    store.VectorStore(tmp_path, None, "c_g1").upsert(batch(["old"], 4))
+    assert [i for i, _ in store.dense_search(tmp_path, None, "c_g1", [1.0, 0, 0, 0], 5)] == ["old"]
+    shutil.rmtree(state_dir(tmp_path) / "chroma")
+    code = ("import sys; from pathlib import Path; from stages.index.store import VectorStore; from stages.core.artifacts "
+            "import EmbeddedBatch; VectorStore(Path(sys.argv[1]), None, 'c_g1').upsert(EmbeddedBatch(embedder='e', "
+            "dimension=3, ids=['new'], vectors=[[1.0, 0.0, 0.0]]))")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True)
+    assert [i for i, _ in store.dense_search(tmp_path, None, "c_g1", [1.0, 0.0, 0.0], 5)] == ["new"]
+    store.VectorStore(tmp_path, None, "c_g1").upsert(batch(["newer"], 3))
+    assert store.VectorStore(tmp_path, None, "c_g1").count() == 2
 
 
 def test_array_built_bm25_scores_as_bm25s_does(tmp_path: Path) -> None:

@@ -70,6 +70,17 @@ def forget_cached_client(root: Path) -> None:
 
 
 _client_lock = threading.Lock()
+_opened_stores: dict[str, tuple[int, int] | None] = {}  # chroma folder -> its database file when this process opened it
+
+
+def store_identity(root: Path) -> tuple[int, int] | None:
+    """(device, inode) of the workspace's Chroma database file: it changes when another process deletes `.assay`
+    and indexes again, which a client system cached in this process would not notice."""
+    try:
+        st = (state_dir(root) / "chroma" / "chroma.sqlite3").stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def chroma_client(root: Path, url: str | None):
@@ -93,8 +104,15 @@ def _open_chroma_client(root: Path, url: str | None):
         )
     path = state_dir(root) / "chroma"
     path.mkdir(parents=True, exist_ok=True)
+    key = str(path)
+    if key in _opened_stores and _opened_stores[key] != store_identity(root):
+        # Replaced since: Chroma's cached system still reads the deleted files (stale results, or "expecting
+        # embedding with dimension of 384" after a re-index with another embedder). Start a fresh one.
+        forget_cached_client(root)
     try:
-        return chromadb.PersistentClient(path=str(path), settings=_chroma_settings())
+        client = chromadb.PersistentClient(path=key, settings=_chroma_settings())
+        _opened_stores[key] = store_identity(root)
+        return client
     except Exception as exc:  # noqa: BLE001 - chroma raises many types for a damaged folder
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise StoreError(f"the vector store in {path} cannot be opened ({first}); run `assay index --rebuild`") from exc
@@ -361,7 +379,7 @@ class VectorStore:
         return list(zip(res["ids"][0], [float(d) for d in res["distances"][0]]))
 
 
-_READERS: dict[tuple[str, str | None, str | None], VectorStore] = {}
+_READERS: dict[tuple[str, str | None, str | None, tuple[int, int] | None], VectorStore] = {}
 _readers_lock = threading.Lock()
 
 
@@ -369,7 +387,7 @@ def dense_search(root: Path, url: str | None, collection: str | None, vector: li
     """A query through a collection handle kept per (workspace, server, collection): opening the client and
     the collection costs ~3 ms, a twentieth of a query. A handle that fails (its collection was dropped by
     another process) is opened afresh once before the error reaches the caller."""
-    key = (str(root), url, collection)
+    key = (str(root), url, collection, None if url else store_identity(root))  # a replaced store gets a new handle
     with _readers_lock:
         store = _READERS.get(key)
     if store is not None:
@@ -380,6 +398,8 @@ def dense_search(root: Path, url: str | None, collection: str | None, vector: li
     store = VectorStore(root, url, collection)
     found = store.query(vector, k)
     with _readers_lock:
+        for old in [k for k in _READERS if k[:3] == key[:3]]:  # a replaced store's handle
+            del _READERS[old]
         _READERS[key] = store
     return found
 
