@@ -115,6 +115,15 @@ def test_bodies_are_indexed_and_classes_keep_a_skeleton() -> None:
     assert "hello" not in skeleton  # member bodies are not stored twice
 
 
+def test_a_class_skeleton_names_its_decorated_members() -> None:
+    """A decorated member used to shrink to its decorator (`@staticmethod ...`), so the class passage lost its name."""
+    source = (b"class Mixin:\n    @property\n    def path_url(self):\n        return 1\n\n    @staticmethod\n"
+              b"    @cached(\n        size=1,\n    )\n    def _encode_files(files, data):\n        return 2\n")
+    skeleton = {e.qualname: e for e in parse_source(source, "m.py", "python", "h").entities}["Mixin"].body
+    assert skeleton.splitlines() == ["class Mixin:", "    @property", "    def path_url(self): ...", "",
+                                     "    @staticmethod", "    @cached(", "    def _encode_files(files, data): ..."]
+
+
 def test_window_fallback_for_other_text() -> None:
     parsed = parse_fixture("config.yaml")
     assert [e.kind for e in parsed.entities] == ["window"]

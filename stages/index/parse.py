@@ -22,8 +22,8 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 
 # Bump when what unchanged files index to changes: entities, or the BM25 tokens made from them
 # (2: a file entity per code file, stemmed BM25 tokens; 3: code facts per definition, graph edges;
-# 4: CommonJS `require` recorded as import edges).
-PARSER_VERSION = 4
+# 4: CommonJS `require` recorded as import edges; 5: a class passage names its decorated members).
+PARSER_VERSION = 5
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -403,15 +403,22 @@ def _make_entities(
 
 
 def _skeleton(lines: list[str], first: int, children: list[_Draft], drop_children: bool) -> list[str]:
-    """A container's own lines, each member reduced to its first line (or dropped for Markdown)."""
+    """A container's own lines, each member reduced to its decorators' first lines and the line that names it
+    (or dropped for Markdown). Reduced to its first line alone, a decorated method showed only `@staticmethod ...`
+    and the class passage lost the names of its members."""
     keep = [True] * len(lines)
     heads: dict[int, str] = {}
     for c in children:
         cs, ce = c.span.start_point[0] + 1 - first, _end_line(c.span) - first
         for i in range(max(cs, 0), min(ce + 1, len(lines))):
             keep[i] = False
-        if not drop_children and 0 <= cs < len(lines):
-            heads[cs] = lines[cs].rstrip() + (" ..." if ce > cs else "")
+        if drop_children or not 0 <= cs < len(lines):
+            continue
+        named = min(max(c.node.start_point[0] + 1 - first, cs), len(lines) - 1)  # past decorators, into the span
+        for i in range(cs, named):
+            if lines[i].lstrip().startswith("@"):
+                heads[i] = lines[i].rstrip()
+        heads[named] = lines[named].rstrip() + (" ..." if ce > named else "")
     out: list[str] = []
     for i, line in enumerate(lines):
         if i in heads:
