@@ -6,17 +6,16 @@ files that exist but could not be read now keep their entities (a transient erro
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
 from stages.core.artifacts import (
     DiscoveryResult, FileRecord, IndexManifest, IndexPlan, IndexReport, ParseResult, SkippedFile, SourceFile,
 )
+from stages.core.workers import worker_pool
 from stages.index.discover import file_hash
 from stages.index.tokens import token_string
 from stages.index.parse import PARSER_VERSION, parse_source
@@ -85,8 +84,7 @@ def parse_files(root: Path, files: list[SourceFile], max_lines: int, max_chars: 
             on_share(result)
         return result
     shares = _shares(files, workers)
-    context = multiprocessing.get_context("spawn")  # fork is unsafe in a threaded host (the MCP server)
-    pool = ProcessPoolExecutor(max_workers=len(shares) - 1, mp_context=context)
+    pool = worker_pool(len(shares) - 1)
     try:
         futures = [pool.submit(_parse_share, root, share, max_lines, max_chars) for share in shares[1:]]
         results = [_parse_share(root, shares[0], max_lines, max_chars, progress)]

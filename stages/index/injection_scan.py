@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import multiprocessing
 import sys
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from stages.core.artifacts import Entity
 from stages.core.progress import ProgressSink
+from stages.core.workers import worker_pool
 
 InjectionScan = tuple[float, list[str]]
 
@@ -115,8 +115,7 @@ def start(root: Path, entities: list[Entity]) -> ScanJob:
         catalog.close()
     if count < FRESH_PROCESS_MIN:
         return ScanJob(entities)
-    context = multiprocessing.get_context("spawn")  # fork is unsafe in a threaded host (the MCP server)
-    pool = ProcessPoolExecutor(max_workers=1, mp_context=context)
+    pool = worker_pool(1)
     job = ScanJob(entities, pool.submit(_scan_in_worker, root, [e.id for e in entities]))
     pool.shutdown(wait=False)  # the worker exits when its one job is done
     return job
