@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -494,11 +493,18 @@ def mcp() -> None:
 
 
 def main() -> None:
+    """The `assay` command; it skips the interpreter's teardown at the end (`flows.process_exit`)."""
+    from flows.process_exit import exit_code, exit_now
+
     try:
         app()
+        code = 0
     except KeyboardInterrupt:
         console.print("interrupted")
-        sys.exit(130)
+        code = 130
+    except SystemExit as exc:
+        code = exit_code(exc)
+    exit_now(code)
 
 
 if __name__ == "__main__":
