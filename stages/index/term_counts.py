@@ -35,11 +35,13 @@ class TermCounts:
     @classmethod
     def count(cls, ids: list[str], tokens: list[list[str]], vocab: list[str] | None = None) -> "TermCounts":
         """Count passages given in id order; new terms extend `vocab` (a copy)."""
+        rows = [t or EMPTY_PASSAGE for t in tokens]
         index = {w: i for i, w in enumerate(vocab or ())}
-        rows = [[index.setdefault(w, len(index)) for w in (t or EMPTY_PASSAGE)] for t in tokens]
+        for w in dict.fromkeys(chain.from_iterable(rows)):  # new terms numbered by first occurrence (C loops:
+            index.setdefault(w, len(index))                  # a Python loop per token took twice as long)
         n_docs, n_vocab = len(rows), max(len(index), 1)
         length = np.fromiter(map(len, rows), dtype=np.int64, count=n_docs)
-        flat = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=int(length.sum()))
+        flat = np.fromiter(map(index.__getitem__, chain.from_iterable(rows)), dtype=np.int64, count=int(length.sum()))
         doc = np.repeat(np.arange(n_docs, dtype=np.int64), length)
         pairs, tf = np.unique(doc * n_vocab + flat, return_counts=True)  # by passage, then term
         pair_doc, term = np.divmod(pairs, n_vocab)
