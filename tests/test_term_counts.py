@@ -95,3 +95,20 @@ def test_a_cleared_catalog_or_missing_counts_build_from_everything(project: Path
     rebuild_lexical(project, catalog)
     assert TermCounts.load(lexical_dir(project)) is not None and catalog.lexical_changes() == set()
     assert LexicalIndex.load(lexical_dir(project)).ids == sorted(e.id for e in entities)
+
+
+def test_a_vocabulary_mostly_left_behind_by_updates_is_built_afresh(project: Path) -> None:
+    run_index(str(project), Settings())
+    catalog = Catalog(project)
+    entities = sorted(catalog.all(), key=lambda e: e.id)
+    one = entities[0]
+    churn = one.model_copy(update={"body": " ".join(f"churnterm{i}" for i in range(3000))})
+    catalog.replace([churn], [])
+    rebuild_lexical(project, catalog)
+    counts = TermCounts.load(lexical_dir(project))
+    assert counts is not None and "churnterm5" in counts.vocab and counts.unused_share() < 0.5
+
+    catalog.replace([one], [])  # its 3,000 terms are now used by no passage
+    rebuild_lexical(project, catalog)
+    counts = TermCounts.load(lexical_dir(project))
+    assert counts is not None and "churnterm5" not in counts.vocab and counts.unused_share() == 0.0

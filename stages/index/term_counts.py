@@ -65,6 +65,11 @@ class TermCounts:
         return TermCounts([pool_ids[r] for r in rows], added.vocab, out_ptr, term[at], tf[at],
                           np.concatenate([self.length, added.length])[take])
 
+    def unused_share(self) -> float:
+        """The share of the vocabulary no passage uses (updates leave such terms behind)."""
+        used = np.count_nonzero(np.bincount(self.term, minlength=len(self.vocab)))
+        return 1.0 - used / max(len(self.vocab), 1)
+
     def postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(term, passage, tf) ordered by term, then passage: the column order of BM25's score matrix."""
         doc = np.repeat(np.arange(len(self.ids), dtype=np.int64), np.diff(self.ptr))
