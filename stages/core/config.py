@@ -34,7 +34,7 @@ class Settings(BaseSettings):
     embed_tokens: int = Field(
         128, description="model window of the default embedder; 128 embeds ~2x faster than 256 and scored as well on the dev set"
     )
-    store_batch: int = Field(500, description="records per Chroma upsert")
+    store_batch: int = Field(1024, description="records per Chroma upsert")
     chroma_url: str | None = Field(None, description="use a Chroma server (HttpClient) instead of .assay/chroma")
     pool_size: int = Field(30, description="candidates retrieved per query (dense and BM25 each)")
     ranking: Literal["code", "rrf"] = Field(
