@@ -26,9 +26,11 @@ def exit_code(exc: SystemExit) -> int:
 
 
 def exit_now(code: int) -> NoReturn:
-    """Run the exit handlers, flush, and end the process. A live non-daemon thread would be joined by a normal
-    exit, so then it is a normal exit."""
-    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+    """Run the exit handlers, flush, and end the process. A normal exit instead when a live non-daemon thread
+    would be joined by one, or a profiler or tracer (cProfile, a debugger, coverage) writes its results after
+    the program returns."""
+    threads = any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread())
+    if threads or sys.getprofile() is not None or sys.gettrace() is not None:
         sys.exit(code)
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):

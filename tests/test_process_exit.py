@@ -43,3 +43,11 @@ def test_the_cli_reports_results_and_errors_with_their_exit_codes(tmp_path: Path
     assert missing.returncode == 2 and missing.stderr.startswith("error: ") and missing.stderr.count("\n") == 1
     usage = subprocess.run([ASSAY, "no-such-command"], capture_output=True, text=True, timeout=120)
     assert usage.returncode == 2 and "No such command" in usage.stderr
+
+
+def test_a_profiled_command_still_writes_its_profile(tmp_path: Path) -> None:
+    profile = tmp_path / "status.prof"
+    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "flows.cli", "status", str(tmp_path)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0 and "not indexed" in done.stdout
+    assert profile.stat().st_size > 0  # cProfile writes it after the program returns
