@@ -112,3 +112,25 @@ def test_index_runs_embed_on_the_unoptimised_session_and_queries_on_the_optimise
     fresh._sessions.pop(False)
     embed_entities(entities[:1], fresh)  # the optimised session, once loaded, serves index runs too
     assert set(fresh._sessions) == {True}
+
+
+def test_frequent_tokens_weigh_less_so_noise_moves_a_text_less(model: MiniLMEmbedder) -> None:
+    """The table's rows are scaled by Model2Vec's frequency weight (rank in the vocabulary as the estimate):
+    punctuation and stop words pull a text's mean away from its identifiers less than unweighted rows do."""
+    from stages.index.static_model import sif_weights
+
+    clean, noisy = "retry backoff", "the ( retry ) . , the backoff ; : of the and"
+    ids = {i for e in model._tokenizer.encode_batch([clean, noisy]) for i in e.ids}
+    weighted = distill_table(model._session, model._tokenizer, dims=16, ids=ids)
+    plain = distill_table(model._session, model._tokenizer, dims=16, ids=ids, sif=None)
+    weights = sif_weights(len(plain))
+    assert np.allclose(weighted, plain * weights[:, None], atol=1e-6)
+    comma, the, cookies = (model._tokenizer.token_to_id(t) for t in (",", "the", "cookies"))
+    assert weights[comma] < weights[the] < 0.7 < 0.9 < weights[cookies]
+    tok = plain_tokenizer(model)
+
+    def closeness(table: np.ndarray) -> float:
+        vectors, _ = StaticEmbedder(table, tok, "static-test").embed([clean, noisy])
+        return float(vectors[0] @ vectors[1])
+
+    assert closeness(weighted) > closeness(plain)

