@@ -3,9 +3,9 @@
 Each vocabulary token is run through all-MiniLM-L6-v2 once (`[CLS] token [SEP]`, mean pooled); the
 30,522 vectors are reduced to 256 dimensions with PCA and weighted by the token's estimated frequency. A
 text's vector is then the mean of its tokens' rows: no transformer at index or query time, so embedding runs
-~20x faster and sees up to 512 tokens instead of 128. The table is built on first use (about 30 s on 2 cores) and cached in
-ASSAY_HOME; it needs no download. Measured on the dev sets it ranks code search as well as MiniLM
-and natural-language questions worse, so it is an option (`ASSAY_EMBEDDER=static`), not the default.
+~20x faster and sees up to 512 tokens instead of 128. The table is built on first use (about 30 s on 2 cores)
+and cached in ASSAY_HOME; it needs no download. Measured on the dev sets it ranks code search almost as well as
+MiniLM and natural-language questions worse, so it is an option (`ASSAY_EMBEDDER=static`), not the default.
 """
 
 from __future__ import annotations
