@@ -204,9 +204,7 @@ class Catalog:
         if only is None:
             rows: Iterable[tuple[str, str | None, str | None]] = self._db.execute(f"{select} ORDER BY e.id")
         else:
-            wanted = sorted(set(only))
-            rows = sorted(row for start in range(0, len(wanted), 500) for row in self._db.execute(
-                f"{select} WHERE e.id IN ({','.join('?' * len(wanted[start:start + 500]))})", wanted[start:start + 500]))
+            rows = sorted(self._rows_for(f"{select} WHERE e.id IN", sorted(set(only))))
         for eid, joined, data in rows:
             if joined is None:
                 joined = token_string(Entity.model_validate_json(data).lexical_text())
@@ -235,12 +233,8 @@ class Catalog:
 
     def scans(self, ids: list[str]) -> dict[str, tuple[str, float, list[str]]]:
         """id -> (digest of what was scored, score, signals) of the stored injection scans."""
-        out: dict[str, tuple[str, float, list[str]]] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            rows = self._db.execute(f"SELECT id, digest, score, signals FROM injection_scans WHERE id IN ({','.join('?' * len(chunk))})", chunk)
-            out.update({i: (dig, score, [x for x in sig.split(",") if x]) for i, dig, score, sig in rows})
-        return out
+        rows = self._rows_for("SELECT id, digest, score, signals FROM injection_scans WHERE id IN", ids)
+        return {i: (dig, score, [x for x in sig.split(",") if x]) for i, dig, score, sig in rows}
 
     def replace_edges(self, by_file: dict[str, list[Edge]]) -> None:
         """The graph edges of each given file, replacing what that file had (one transaction)."""
@@ -296,13 +290,13 @@ class Catalog:
         return int(self._db.execute("SELECT COUNT(*) FROM edges").fetchone()[0])
 
     def get(self, ids: list[str]) -> dict[str, Entity]:
-        out: dict[str, Entity] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for eid, data in self._db.execute(f"SELECT id, data FROM entities WHERE id IN ({marks})", chunk):
-                out[eid] = _entity(data)
-        return out
+        return {eid: _entity(data) for eid, data in self._rows_for("SELECT id, data FROM entities WHERE id IN", ids)}
+
+    def _rows_for(self, query: str, ids: list[str], chunk: int = 500) -> Iterator[tuple[Any, ...]]:
+        """Rows of `query` (ending in `... IN`) for these ids, asked in chunks under SQLite's bound-variable limit."""
+        for start in range(0, len(ids), chunk):
+            part = ids[start : start + chunk]
+            yield from self._db.execute(f"{query} ({','.join('?' * len(part))})", part)
 
     def by_file(self, file: str) -> list[Entity]:
         rows = self._db.execute("SELECT data FROM entities WHERE file = ?", (file,))
@@ -329,9 +323,6 @@ class Catalog:
 
     def ids(self) -> set[str]:
         return {i for (i,) in self._db.execute("SELECT id FROM entities")}
-
-    def sorted_ids(self) -> list[str]:
-        return [i for (i,) in self._db.execute("SELECT id FROM entities ORDER BY id")]
 
     def lexical_changes(self) -> set[str] | None:
         """Ids written or deleted since BM25 was last built from this catalog; None when it must be built from
@@ -573,7 +564,7 @@ def rebuild_lexical(root: Path, catalog: Catalog) -> int:
     previous = TermCounts.load(folder) if changed is not None else None
     if previous is not None and changed is not None and len(changed) < len(previous.ids) / 2:
         counts = previous.update(changed, *catalog.lexical_tokens(changed))
-        if counts.ids != catalog.sorted_ids() or counts.unused_share() > 0.5:
+        if counts.ids != sorted(catalog.ids()) or counts.unused_share() > 0.5:  # SQLite's id order is sorted()'s
             counts = None
     if counts is None:
         counts = TermCounts.count(*catalog.lexical_tokens())
