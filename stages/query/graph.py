@@ -25,10 +25,10 @@ from functools import lru_cache
 from pydantic import BaseModel, Field
 
 from stages.core.artifacts import DEFINITION_KINDS, Edge, Entity
+from stages.core.path_roles import is_test_path
 
 CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum"})
 _SELF = frozenset({"self", "this", "cls", "super()", "Self"})
-_TEST_PATH = re.compile(r"(^|/)(tests?|testing|__tests__|spec)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$|Test\.java$|conftest\.py$")
 _JS_SUFFIX = re.compile(r"\.(?:js|jsx|mjs|cjs|ts|tsx|mts|cts)$")
 _SOURCE_SUFFIXES = (".py", ".pyi", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", "/index.ts", "/index.js", "/__init__.py",
                     ".go", ".rs", "/mod.rs", ".java")
@@ -59,10 +59,6 @@ class GraphResult(BaseModel):
     truncated: int = 0
     tests: list[GraphRow] = Field(default_factory=list, description="impact: tests that reach the target")
     note: str = ""
-
-
-def is_test_path(path: str) -> bool:
-    return bool(_TEST_PATH.search(path))
 
 
 class Graph:

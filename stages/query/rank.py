@@ -31,6 +31,7 @@ from pydantic import BaseModel
 
 from stages.core.artifacts import Candidate, short_name
 from stages.core.artifacts import DEFINITION_KINDS as NAMING_KINDS
+from stages.core.path_roles import is_test_path
 from stages.index.tokens import tokenize
 from stages.query.judge.local import question_identifiers
 
@@ -67,9 +68,7 @@ _METHOD_MENTION = re.compile(r"(?<![\w.])\.([A-Za-z_$][\w$]*)")
 _CAMEL_WORD = re.compile(r"\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b|\b[A-Z]{2,}[a-z][A-Za-z0-9]*\b")
 _NAME_WORD = re.compile(r"(?<=\w )[A-Z][a-z][A-Za-z0-9]+\b")  # a capitalised word inside a sentence names a class
 _VERSION_DIR = re.compile(r"^v(\d+)$")
-_TEST_PART = re.compile(r"^(tests?|__tests__|spec|specs|testing|test_?utils?)$")
-_TEST_FILE = re.compile(r"(^test_.*|.*_test|.*[.-](test|spec)s?)$")
-_EXAMPLE_PART = re.compile(r"^(examples?|samples?|demos?|docs_src|tutorials?|benchmarks?|locales?|i18n|l10n|translations?)$")
+_EXAMPLE_PART = re.compile(r"^(examples?|samples?|demos?|docs_src|tutorials?|benchmarks?|benches|locales?|i18n|l10n|translations?)$")
 _LEGACY_PART = re.compile(r"^(deprecated|legacy|compat|_?compat\w*|backports?|old)$")
 _REEXPORT_LINE = re.compile(
     r"^\s*(from\s+\S+\s+import\b|import\b|export\s+(\*|\{|type\s+\{|\w+\s+from\b)|export\s+\*|__all__\b|"
@@ -170,10 +169,9 @@ def path_kinds(path: str) -> frozenset[str]:
     """What a file's path says it is (test, example, legacy-named, stub, hidden, private); cached per path."""
     parts = [p.lower() for p in PurePosixPath(path).parts]
     folders = parts[:-1]
-    stem = PurePosixPath(path).stem.lower()
     name = parts[-1] if parts else ""
     kinds: set[str] = set()
-    if any(_TEST_PART.match(p) for p in folders) or _TEST_FILE.match(stem) or stem in ("conftest", "test", "tests"):
+    if is_test_path(path):
         kinds.add("test")
     if any(_EXAMPLE_PART.match(p) for p in folders):
         kinds.add("example")

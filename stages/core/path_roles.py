@@ -1,0 +1,36 @@
+"""Which files are tests, by the conventions of the languages Assay parses.
+
+One recogniser serves the rank stage (tests rarely answer a question unless it asks for them) and the code
+graph (`impact`: the tests that reach an entity), so the two never disagree about a file. It reads the path
+only: folders such as `tests/`, `__tests__/`, `src/test/`, `Foo.Tests/`, `FooTests/`, `integration-tests/`,
+`testdata/`; file names such as `test_x.py`, `x_test.go`, `x_unittest.cc`, `x_spec.rb`, `x.test.ts`,
+`FooTest.java`, `FooIT.java`, `conftest.py`.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import PurePosixPath
+
+# Folder names, lower-cased: `test`, `tests`, `unit_tests`, `integration-tests`, `Foo.Tests`, `Foo.UnitTests` ...
+_TEST_DIR = re.compile(
+    r"^(?:.+[._-])?(?:unit|integration|functional|acceptance|e2e)?[_-]?tests?$"
+    r"|^(?:__tests__|__mocks__|specs?|testing|test_?utils?|test_?helpers?|testdata|androidtest|testfixtures|e2e)$"
+)
+# File stems, lower-cased: `test_x`, `x_test`, `x_tests`, `x_unittest`, `x_spec`, `x.test`, `x-spec`, `x.specs` ...
+_TEST_STEM = re.compile(r"^(?:test_.*|.*_(?:tests?|unittest|spec)|.*[.-](?:test|spec)s?|conftest|tests?)$")
+# Names in their own case, where the convention is CamelCase: `FooTests/`, `FooTest.java`, `FooTestCase.php`,
+# `FooIT.java` (Maven's integration tests). Not `FooSpec` or `TestFoo`: source files use those names too.
+_CAMEL_TEST = re.compile(r"[a-z0-9](?:Tests?|TestCase|IT)$")
+
+
+@lru_cache(maxsize=65536)
+def is_test_path(path: str) -> bool:
+    parts = PurePosixPath(path).parts
+    if not parts:
+        return False
+    folders, stem = parts[:-1], PurePosixPath(parts[-1]).stem
+    if any(_TEST_DIR.match(p.lower()) or _CAMEL_TEST.search(p) for p in folders):
+        return True
+    return bool(_TEST_STEM.match(stem.lower()) or _CAMEL_TEST.search(stem))
