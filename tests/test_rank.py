@@ -69,6 +69,8 @@ def test_tests_docs_examples_stubs_legacy_and_shims_sink_unless_asked_for() -> N
         cand("pkg/deprecated/cache.py", "evict", bm25=10.0, distance=0.4),
         cand("pkg/__init__.py", "pkg/__init__.py (top-level 1-3)", kind="window", bm25=10.0, distance=0.4,
              body="from .cache import evict\nfrom .store import Store\n__all__ = ['evict', 'Store']"),
+        cand("src/lib.rs", "src/lib.rs (top-level 4-6)", kind="window", bm25=10.0, distance=0.4, language="rust",
+             body="pub use cache::evict;\npub(crate) use store::{Store, Entry};\n#[cfg(feature = \"lru\")]\npub mod lru;"),
     ]
     for noise in cases:
         pool = [noise, cand("pkg/cache.py", "evict_entries", bm25=8.0, distance=0.45)]
