@@ -18,7 +18,7 @@ import numpy as np
 from bm25s.scoring import _select_idf_scorer, _select_tfc_scorer
 from bm25s.tokenization import Tokenized
 
-from stages.index.term_counts import TermCounts
+from stages.index.term_counts import TermCounts, offsets
 from stages.index.tokens import tokenize
 
 logging.getLogger("bm25s").setLevel(logging.WARNING)
@@ -44,9 +44,7 @@ class _ArrayBM25(bm25s.BM25):
         lengths = counts.length
         tfc = _select_tfc_scorer(self.method)(tf_array=tf.astype(self.dtype), l_d=lengths[doc], l_avg=lengths.mean(),
                                               k1=self.k1, b=self.b, delta=self.delta)
-        indptr = np.zeros(n_vocab + 1, dtype=np.int64)
-        np.cumsum(df, out=indptr[1:])
-        return {"data": (idf[token] * tfc).astype(self.dtype), "indices": doc.astype(self.int_dtype), "indptr": indptr,
+        return {"data": (idf[token] * tfc).astype(self.dtype), "indices": doc.astype(self.int_dtype), "indptr": offsets(df),
                 "num_docs": n_docs}
 
 

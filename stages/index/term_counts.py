@@ -45,7 +45,7 @@ class TermCounts:
         doc = np.repeat(np.arange(n_docs, dtype=np.int64), length)
         pairs, tf = np.unique(doc * n_vocab + flat, return_counts=True)  # by passage, then term
         pair_doc, term = np.divmod(pairs, n_vocab)
-        return cls(list(ids), list(index), _offsets(np.bincount(pair_doc, minlength=n_docs)), term.astype(np.int32),
+        return cls(list(ids), list(index), offsets(np.bincount(pair_doc, minlength=n_docs)), term.astype(np.int32),
                    tf.astype(np.int32), length)
 
     def update(self, changed: set[str], ids: list[str], tokens: list[list[str]]) -> "TermCounts":
@@ -60,7 +60,7 @@ class TermCounts:
         term, tf = np.concatenate([self.term, added.term]), np.concatenate([self.tf, added.tf])
         take = np.asarray(rows, dtype=np.int64)
         sizes = ptr[take + 1] - ptr[take]
-        out_ptr = _offsets(sizes)
+        out_ptr = offsets(sizes)
         at = np.repeat(ptr[take] - out_ptr[:-1], sizes) + np.arange(int(out_ptr[-1]), dtype=np.int64)
         return TermCounts([pool_ids[r] for r in rows], added.vocab, out_ptr, term[at], tf[at],
                           np.concatenate([self.length, added.length])[take])
@@ -99,7 +99,8 @@ class TermCounts:
         return cls(ids, meta["vocab"], ptr, term, tf, length)
 
 
-def _offsets(sizes: np.ndarray) -> np.ndarray:
+def offsets(sizes: np.ndarray) -> np.ndarray:
+    """Start offsets of consecutive runs of these sizes, plus the end: a CSR/CSC pointer array."""
     out = np.zeros(len(sizes) + 1, dtype=np.int64)
     np.cumsum(sizes, out=out[1:])
     return out
