@@ -7,12 +7,14 @@ import json
 import random
 from pathlib import Path
 
-from stages.core.artifacts import Candidate, Judgment, PassageScores
+from stages.core.artifacts import Answer, Candidate, Judgment, PassageScores, QueryReport, RankedPassage, RouteDecision
 from stages.index.discover import file_hash
 from stages.index.parse import parse_source
 from stages.query.judge.injection import injection_score
 from stages.query.judge.local import judge_local, question_identifiers
+from stages.query.report import render_text
 from stages.query.retrieve import to_candidate
+from stages.query.synthesize import extractive
 from stages.query.threshold import default_thresholds, select
 from tests.conftest import shared_path
 
@@ -154,6 +156,38 @@ def test_missing_scores_fail_open_to_lexical_order_not_to_nothing() -> None:
     down = select(cands, Judgment(backend="ollama", scores={}, failure="Ollama is not reachable"), th)
     assert [r.candidate.id for r in down.included] == ["0", "1", "2"] and down.fail_open
     assert "Ollama is not reachable" in down.fail_open_reason
+
+
+def test_parts_of_one_entity_take_one_row_and_the_next_entities_fill_top_k() -> None:
+    """A long class is indexed as several parts; the answer must not spend every slot on one class."""
+    body = "class Big:\n    def a(self):\n        return 1\n"
+    parts = [cand(f"big{i}", "Big", body, kind="class", file="big.py", part=i, parts=3, fused_rank=i + 1) for i in range(3)]
+    others = [cand(f"o{i}", f"other{i}", "def f():\n    return 1\n", fused_rank=4 + i) for i in range(2)]
+    strong = PassageScores(relevance=0.9, evidence=0.9, contradicts=0.0, injection=0.0)
+    weaker = PassageScores(relevance=0.6, evidence=0.6, contradicts=0.0, injection=0.0)
+    scores = {**{c.id: strong for c in parts}, **{c.id: weaker for c in others}}
+    for judgment in (Judgment(backend="local", scores=scores), Judgment(backend="none", scores={})):
+        sel = select(parts + others, judgment, default_thresholds(judgment.backend, top_k=3), question="Big")
+        assert [r.candidate.entity for r in sel.included] == ["Big", "other0", "other1"]
+        assert sorted(r.drop_reason for r in sel.dropped) == ["same entity", "same entity"]
+    # in the report's evidence list, a dropped passage of another entity comes before further parts of a shown one
+    extra = cand("o2", "other2", "def g():\n    return 2\n", fused_rank=6)
+    sel = select([*parts, *others, extra], Judgment(backend="local", scores={**scores, "o2": weaker}), default_thresholds("local", top_k=3))
+    report = QueryReport(query_id="q", query="Big", workspace=".", status="supported", coverage=3, answer=Answer(text="", backend="extractive"),
+                         selection=sel, judgment=Judgment(backend="local", scores=scores), route=RouteDecision(target="local", reason="", mode="local"))
+    evidence = [line for line in render_text(report).splitlines() if "verdict=" in line]
+    assert ["[other2]" in evidence[3], "same entity" in evidence[4]] == [True, True]
+
+
+def test_an_answer_from_a_later_part_does_not_cite_it_as_the_definition() -> None:
+    """Part 3 of a class starts mid-class: 'defined as class Big (big.py:40)' would be a false receipt."""
+    strong = PassageScores(relevance=0.9, evidence=0.9, contradicts=0.0, injection=0.0)
+    head = cand("p0", "Big", "class Big:\n    x = 1\n", kind="class", file="big.py", signature="class Big", part=0, parts=3)
+    later = cand("p2", "Big", "    def c(self): ...\n", kind="class", file="big.py", signature="class Big", part=2, parts=3,
+                 start_line=40, end_line=41)
+    text = extractive("Big", [RankedPassage(candidate=c, scores=strong, verdict="include", rank_score=0.8) for c in (head, later)]).text
+    assert "- `Big` (class) is defined as `class Big` (big.py:1)" in text
+    assert "- `Big` (class, part 3 of 3) (big.py:40)" in text
 
 
 def test_judge_none_is_the_anchor_lexical_rerank() -> None:

@@ -83,7 +83,7 @@ def evaluate_retrieval(root: Path, questions: list[ev.Question], settings: Setti
             results[f"{served}+{j}"] = [(r.candidate.file, r.candidate.entity) for r in ordered]
             if j in keep and golds:
                 for r in sel.included + sel.dropped:
-                    keep[j][0].append(r.drop_reason in ("", "beyond top-k"))
+                    keep[j][0].append(r.drop_reason in ("", "beyond top-k", "same entity"))
                     keep[j][1].append((r.candidate.file, r.candidate.entity) in golds)
         results["anchor"] = anchor.search(q.text, k=5)
         for config in configs:

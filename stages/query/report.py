@@ -63,8 +63,9 @@ def render_text(report: QueryReport, max_dropped_rows: int = 10, max_tokens: int
     if report.tokens_cited_files:
         assessment.append(f"  tokens: this report ~{report.tokens_returned:,} vs {report.tokens_cited_files:,} in the cited files")
     evidence = ["Evidence:"]
-    shown = sorted(sel.dropped, key=lambda r: (not r.drop_reason.startswith("injection"), -r.rank_score))
-    rows = sel.included + shown[:max_dropped_rows]  # injection drops first: they are the security receipts
+    # injection drops first (they are the security receipts); parts of an entity already shown last
+    shown = sorted(sel.dropped, key=lambda r: (not r.drop_reason.startswith("injection"), r.drop_reason == "same entity", -r.rank_score))
+    rows = sel.included + shown[:max_dropped_rows]
     evidence.extend(_row(i, rp) for i, rp in enumerate(rows, start=1))
     if len(sel.dropped) > max_dropped_rows:
         evidence.append(f"  ... {len(sel.dropped) - max_dropped_rows} more dropped (see --json)")

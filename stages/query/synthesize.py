@@ -46,8 +46,13 @@ def extractive(question: str, passages: list[RankedPassage], max_lines: int = 3)
     sentences: list[str] = []
     for rp in passages:
         c = rp.candidate
-        what = f"`{c.entity}` ({c.kind})"
-        lead = f"{what}: {_first_sentence(c.docstring)}" if c.docstring else f"{what} is defined as `{c.signature[:160]}`" if c.signature else what
+        what = f"`{c.entity}` ({c.kind}, part {c.part + 1} of {c.parts})" if c.part else f"`{c.entity}` ({c.kind})"
+        if c.docstring:
+            lead = f"{what}: {_first_sentence(c.docstring)}"
+        elif c.signature and not c.part:  # a later part's first line is not where the entity is defined
+            lead = f"{what} is defined as `{c.signature[:160]}`"
+        else:
+            lead = what
         sentences.append(f"- {lead} ({cite(rp)})")
         if c.kind in CONTAINER_KINDS or c.kind == "file":
             continue  # a container's body is a skeleton, a file's an outline: their offsets are not file lines

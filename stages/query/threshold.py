@@ -1,4 +1,4 @@
-"""Threshold stage: keep, flag or drop each passage, rank what is kept, cut to top-k.
+"""Threshold stage: keep, flag or drop each passage, rank what is kept, cut to the top-k entities (one row each).
 
 keep = relevance >= rel_min and evidence >= evid_min and injection < inj_max
 rank = 0.50 relevance + 0.35 evidence - 0.15 injection
@@ -54,20 +54,18 @@ def select(candidates: list[Candidate], judgment: Judgment, th: Thresholds, ques
     failed: list[RankedPassage] = []
     injection_dropped = 0
     if judgment.backend == "none":
-        ordered = anchor_rerank(question, candidates)
-        for c in ordered:
+        clean: list[RankedPassage] = []
+        for c in anchor_rerank(question, candidates):
             inj, _ = passage_injection(c)
             rp = RankedPassage(candidate=c, verdict="include", rank_score=0.0)
             if inj >= th.injection_max:
                 rp.verdict, rp.drop_reason = "drop", "injection (local detector)"
                 injection_dropped += 1
                 dropped.append(rp)
-            elif len(included) < th.top_k:
-                included.append(rp)
             else:
-                rp.verdict, rp.drop_reason = "drop", "beyond top-k (not judged)"
-                dropped.append(rp)
-        return _finish(included, dropped, th, False, "judge 'none': lexical re-rank only", injection_dropped)
+                clean.append(rp)
+        kept, extra = one_row_per_entity(clean, th.top_k, beyond="beyond top-k (not judged)")
+        return _finish(kept, extra + dropped, th, False, "judge 'none': lexical re-rank only", injection_dropped)
     for c in candidates:
         s = judgment.scores.get(c.id)
         floor, _ = passage_injection(c)
@@ -101,13 +99,35 @@ def select(candidates: list[Candidate], judgment: Judgment, th: Thresholds, ques
     merged = included + failed
     if failed:  # fail open: what the judge kept plus what it could not score, in lexical (fused) order
         merged.sort(key=lambda r: r.candidate.fused_rank)
-    kept, extra = merged[: th.top_k], merged[th.top_k :]
-    for rp in extra:
-        rp.verdict, rp.drop_reason = "drop", "beyond top-k"
+    kept, extra = one_row_per_entity(merged, th.top_k)
     reason = ""
     if failed:
         reason = (judgment.failure or "judge failed") + f"; {len(failed)} unscored passage(s) kept in lexical order"
     return _finish(kept, extra + dropped, th, bool(failed), reason, injection_dropped)
+
+
+def one_row_per_entity(
+    ordered: list[RankedPassage], top_k: int, beyond: str = "beyond top-k"
+) -> tuple[list[RankedPassage], list[RankedPassage]]:
+    """The first top_k entities, one row each: a long entity is indexed as several parts, and five parts of
+    one class would fill the answer with one thing said five times. Later parts drop as 'same entity'."""
+    kept: list[RankedPassage] = []
+    extra: list[RankedPassage] = []
+    seen: set[tuple[str, str, str]] = set()
+    for rp in ordered:
+        c = rp.candidate
+        key = (c.file, c.entity, c.kind)
+        if key in seen:
+            rp.verdict, rp.drop_reason = "drop", "same entity"
+            extra.append(rp)
+            continue
+        seen.add(key)
+        if len(kept) < top_k:
+            kept.append(rp)
+        else:
+            rp.verdict, rp.drop_reason = "drop", beyond
+            extra.append(rp)
+    return kept, extra
 
 
 def _finish(
