@@ -112,6 +112,20 @@ EXPECTED: dict[str, list[tuple[str, str, set[tuple[str, int]]]]] = {
     ],
 }
 EXPECTED["typescript"] = [(c, q.replace(".js", ".ts"), rows) for c, q, rows in EXPECTED["javascript"]]
+# Languages with call edges only: `twice` calls `helper` twice on one line (Elixir's `def` heads are not calls)
+for language, rel, text, caller, line in (
+    ("kotlin", "src/Util.kt", "fun helper(x: Int): Int = x\n\nfun twice(x: Int): Int {\n    return helper(helper(x))\n}\n", "twice", 4),
+    ("swift", "Sources/Util.swift", "func helper(_ x: Int) -> Int { x }\n\nfunc twice(_ x: Int) -> Int {\n    return helper(helper(x))\n}\n", "twice", 4),
+    ("scala", "src/Util.scala", "object Util {\n  def helper(x: Int): Int = x\n  def twice(x: Int): Int = helper(helper(x))\n}\n", "Util.twice", 3),
+    ("lua", "util.lua", "local function helper(x)\n  return x\nend\n\nfunction twice(x)\n  return helper(helper(x))\nend\n", "twice", 6),
+    ("elixir", "lib/util.ex", "defmodule Util do\n  def helper(x), do: x\n\n  def twice(x) do\n    helper(helper(x))\n  end\nend\n", "Util.twice", 5),
+    ("haskell", "src/Util.hs", "module Util where\n\nhelper :: Int -> Int\nhelper x = x\n\ntwice :: Int -> Int\ntwice x = helper (helper x)\n", "twice", 7),
+    ("zig", "src/util.zig", "fn helper(x: i32) i32 {\n    return x;\n}\n\nfn twice(x: i32) i32 {\n    return helper(helper(x));\n}\n", "twice", 6),
+    ("bash", "bin/util.sh", 'helper() {\n  echo "$1"\n}\n\ntwice() {\n  helper "$(helper "$1")"\n}\n', "twice", 6),
+):
+    PROJECTS[language] = {rel: text}
+    callee = caller.replace("twice", "helper")
+    EXPECTED[language] = [("callers", "helper", {(caller, line)}), ("callees", caller, {(callee, line)})]
 # CommonJS: `require` binds a whole module or destructures its exports (`{ helper: h }` renames)
 PROJECTS["javascript-commonjs"] = {
     "src/util.js": "function helper(x) { return x; }\nfunction twice(x) { return helper(helper(x)); }\nmodule.exports = { helper, twice };\n",

@@ -60,6 +60,30 @@ EXPECTED = {
         ("interface", "Shape"): (2, 2), ("trait", "Loggable"): (4, 4), ("class", "Square"): (7, 9),
         ("method", "Square.area"): (8, 8), ("function", "make_square"): (11, 11),
     },
+    "sample.kt": {
+        ("class", "User"): (4, 11), ("method", "User.compareTo"): (6, 6), ("method", "User.empty"): (9, 9),
+        ("interface", "Repo"): (13, 15), ("method", "Repo.load"): (14, 14), ("enum", "Color"): (17, 17), ("function", "greet"): (20, 22),
+    },
+    "sample.swift": {
+        ("struct", "User"): (4, 9), ("method", "User.greet"): (7, 7), ("method", "User.init"): (8, 8),
+        ("interface", "Store"): (11, 13), ("method", "Store.load"): (12, 12), ("class", "User"): (15, 17),
+        ("method", "User.shout"): (16, 16), ("function", "topLevel"): (19, 19),
+    },
+    "sample.scala": {
+        ("class", "User"): (4, 6), ("method", "User.compare"): (5, 5), ("trait", "Repo"): (8, 10),
+        ("method", "Repo.load"): (9, 9), ("class", "Registry"): (12, 14), ("method", "Registry.register"): (13, 13),
+    },
+    "sample.lua": {("function", "M.greet"): (4, 6), ("function", "M.reset"): (8, 10), ("function", "helper"): (12, 14)},
+    "sample.ex": {
+        ("module", "MyApp.Accounts"): (1, 11), ("function", "MyApp.Accounts.get_user"): (6, 8),
+        ("function", "MyApp.Accounts.normalize"): (10, 10),
+    },
+    "sample.hs": {("type", "User"): (3, 3), ("interface", "Store"): (5, 6), ("function", "greet"): (10, 10)},
+    "sample.zig": {
+        ("struct", "Point"): (4, 11), ("method", "Point.shift"): (8, 10), ("struct", "List"): (13, 20),
+        ("method", "List.len"): (16, 18), ("function", "test shift moves"): (22, 24),
+    },
+    "sample.sh": {("function", "build"): (5, 7)},
     "sample.md": {
         ("section", "Title"): (1, 15), ("section", "Title > Install"): (5, 12),
         ("section", "Title > Install > Details"): (9, 12), ("section", "Title > Usage"): (13, 15),
@@ -105,6 +129,38 @@ def test_leading_comments_become_docstrings_in_other_languages() -> None:
     assert {e.qualname: e for e in parse_fixture("sample.rs").entities}["Point"].docstring == "A point in space."
     assert {e.qualname: e for e in parse_fixture("Sample.java").entities}["Calculator.add"].docstring == "Adds."
     assert {e.qualname: e for e in parse_fixture("sample.c").entities}["add"].docstring == "Add two ints."
+
+
+def test_newer_languages_keep_docs_signatures_params_and_bases() -> None:
+    """Each grammar names things its own way (no `name` field in Kotlin, `def` is a call in Elixir, a Zig generic
+    type is a function returning `type`); the entities must still carry what ranking reads."""
+    def ents(name: str) -> dict:
+        return {(e.kind, e.qualname): e for e in parse_fixture(name).entities}
+
+    kt = ents("sample.kt")
+    assert kt[("class", "User")].docstring == "Holds a user." and kt[("class", "User")].bases == ["Person", "Comparable"]
+    assert kt[("method", "User.compareTo")].docstring == "Compares by age."
+    assert kt[("function", "greet")].signature == "fun greet(user: User, loud: Boolean = false): String"
+    assert kt[("function", "greet")].params == ["user", "loud"]
+    sw = ents("sample.swift")
+    assert sw[("struct", "User")].bases == ["Codable", "Equatable"] and sw[("struct", "User")].docstring == "A user record."
+    assert sw[("method", "User.greet")].params == ["loud", "n"] and sw[("method", "User.init")].params == ["name"]
+    sc = ents("sample.scala")
+    assert sc[("class", "User")].bases == ["Person", "Ordered"] and sc[("class", "User")].docstring == "A user."
+    assert sc[("method", "Registry.register")].signature == "def register(u: User, force: Boolean): Unit"
+    assert ents("sample.lua")[("function", "M.greet")].docstring == "Greets a user."
+    ex = ents("sample.ex")
+    assert ex[("module", "MyApp.Accounts")].docstring == "The accounts context."
+    assert ex[("function", "MyApp.Accounts.get_user")].docstring == "Gets a user."
+    assert ex[("function", "MyApp.Accounts.get_user")].params == ["id", "opts"]
+    assert ex[("function", "MyApp.Accounts.normalize")].signature == "defp normalize(x)"
+    hs = ents("sample.hs")[("function", "greet")]
+    assert (hs.signature, hs.docstring, hs.params) == ("greet :: User -> Bool -> String", "Greets a user.", ["u", "loud"])
+    zig = ents("sample.zig")
+    assert zig[("method", "Point.shift")].docstring == "Moves the point." and zig[("method", "Point.shift")].params == ["self", "dx"]
+    generic = zig[("struct", "List")].body  # a container: its methods' bodies are not stored twice
+    assert "pub fn len(self: @This()) usize { ..." in generic and "self.items.len" not in generic
+    assert ents("sample.sh")[("function", "build")].docstring == "Builds the release."  # not the shebang
 
 
 def test_bodies_are_indexed_and_classes_keep_a_skeleton() -> None:

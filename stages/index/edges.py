@@ -7,7 +7,7 @@ definition it sits in. Names are resolved to entities only when asked (`stages.q
 of the moment, so an edit in one file never leaves stale resolutions in another.
 
 Supported: Python, JavaScript, TypeScript/TSX, Go, Rust, Java (calls, imports, inheritance, references);
-C, C++, C#, Ruby, PHP (calls and inheritance only). Markdown, HTML, CSS and text have no edges.
+C, C++, C#, Ruby, PHP, Kotlin, Swift, Scala, Lua, Elixir, Haskell, Zig, shell (calls and inheritance only). Markdown, HTML, CSS and text have no edges.
 """
 
 from __future__ import annotations
@@ -18,8 +18,11 @@ from functools import lru_cache
 from tree_sitter import Node, Query, QueryCursor
 
 from stages.core.artifacts import DEFINITION_KINDS, Edge, Entity
+from stages.index.idioms import ELIXIR_DEFS, ELIXIR_DIRECTIVES, elixir_form
 from stages.index.languages import node_text
 
+# Elixir's definitions and directives are calls too; they are not call edges
+_ELIXIR_FORMS = "^(" + "|".join([*ELIXIR_DEFS, *ELIXIR_DIRECTIVES]) + ")$"
 _CALLS: dict[str, tuple[str, ...]] = {
     "python": ("(call function: (identifier) @name) @site",
                "(call function: (attribute object: (_) @recv attribute: (identifier) @name)) @site"),
@@ -42,6 +45,21 @@ _CALLS: dict[str, tuple[str, ...]] = {
     "ruby": ("(call receiver: (_) @recv method: (identifier) @name) @site", "(call !receiver method: (identifier) @name) @site"),
     "php": ("(function_call_expression function: (name) @name) @site",
             "(member_call_expression object: (_) @recv name: (name) @name) @site"),
+    "kotlin": ("(call_expression (simple_identifier) @name) @site",
+               "(call_expression (navigation_expression (_) @recv (navigation_suffix (simple_identifier) @name))) @site"),
+    "swift": ("(call_expression (simple_identifier) @name) @site",
+              "(call_expression (navigation_expression target: (_) @recv suffix: (navigation_suffix suffix: (simple_identifier) @name))) @site"),
+    "scala": ("(call_expression function: (identifier) @name) @site",
+              "(call_expression function: (field_expression value: (_) @recv field: (identifier) @name)) @site"),
+    "lua": ("(function_call name: (identifier) @name) @site",
+            "(function_call name: (dot_index_expression table: (_) @recv field: (identifier) @name)) @site",
+            "(function_call name: (method_index_expression table: (_) @recv method: (identifier) @name)) @site"),
+    "elixir": (f'(call target: (identifier) @name (#not-match? @name "{_ELIXIR_FORMS}")) @site',
+               "(call target: (dot left: (_) @recv right: (identifier) @name)) @site"),
+    "haskell": ("(apply function: (variable) @name) @site",),
+    "zig": ("(SuffixExpr variable_type_function: (IDENTIFIER) @name . (FnCallArguments)) @site",
+            "(SuffixExpr variable_type_function: (IDENTIFIER) @recv (FieldOrFnCall function_call: (IDENTIFIER) @name)) @site"),
+    "bash": ("(command name: (command_name (word) @name)) @site",),
 }
 _CALLS["typescript"] = _CALLS["tsx"] = _CALLS["javascript"]
 
@@ -173,6 +191,8 @@ def extract_edges(root: Node, language: str, entities: list[Entity]) -> list[Edg
         group = groups[index]
         if group == "call":
             site = caps["site"][0]
+            if language == "elixir" and elixir_form(site):
+                continue
             recv = caps.get("recv")
             add("call", node_text(caps["name"][0]), site.start_point[0] + 1, receiver=node_text(recv[0]) if recv else "")
         elif group == "ref":

@@ -27,12 +27,20 @@ TREE_SITTER_EXTENSIONS: dict[str, str] = {
     ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown",
     ".html": "html", ".htm": "html",
     ".css": "css",
+    ".kt": "kotlin", ".kts": "kotlin",
+    ".swift": "swift",
+    ".scala": "scala", ".sc": "scala",
+    ".lua": "lua",
+    ".ex": "elixir", ".exs": "elixir",
+    ".hs": "haskell",
+    ".zig": "zig",
+    ".sh": "bash", ".bash": "bash",
 }
 
 # other text indexed as line windows
 WINDOW_EXTENSIONS: dict[str, str] = {
     ".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".json": "json", ".sql": "sql",
-    ".sh": "shell", ".bash": "shell", ".zsh": "shell", ".ini": "ini", ".cfg": "ini",
+    ".zsh": "shell", ".ini": "ini", ".cfg": "ini",
     ".txt": "text", ".rst": "rst", ".xml": "xml", ".gradle": "gradle", ".tf": "terraform",
     ".proto": "proto", ".graphql": "graphql", ".env": "dotenv",
 }
@@ -67,6 +75,15 @@ class LanguageSpec:
     scopes: dict[str, str] = field(default_factory=dict)  # node type -> field holding the scope name
     comment_types: frozenset[str] = frozenset({"comment"})
     function_kinds_in_container: str = "method"
+    # For grammars without a `name` / `body` / `parameters` field (Kotlin, Zig): the first direct child of one of
+    # these types names the definition, starts its body (the signature ends there) or holds its parameters.
+    name_types: frozenset[str] = frozenset()
+    body_types: frozenset[str] = frozenset()
+    param_types: frozenset[str] = frozenset()
+    param_items: frozenset[str] = frozenset()  # parameters that are direct children of the definition (Swift)
+    fixed_names: dict[str, str] = field(default_factory=dict)  # definitions that have no name node (Swift `init`)
+    keyword_kinds: dict[str, str] = field(default_factory=dict)  # a keyword token refines the kind (`struct`)
+    doc_skip: frozenset[str] = frozenset()  # nodes between a doc comment and its definition (a Haskell signature)
     # node types a definition can sit inside; None means any. Python defines only in statements, so the
     # parse walk skips every expression subtree (most of a file's nodes: half the parse time on pytest)
     descend: frozenset[str] | None = None
@@ -185,6 +202,72 @@ SPECS: dict[str, LanguageSpec] = {
             "method_declaration": "method",
         },
     ),
+    "kotlin": LanguageSpec(
+        defs={
+            "class_declaration": "class",
+            "object_declaration": "class",
+            "function_declaration": "function",
+            "type_alias": "type",
+        },
+        comment_types=frozenset({"line_comment", "multiline_comment"}),
+        name_types=frozenset({"type_identifier", "simple_identifier"}),
+        body_types=frozenset({"class_body", "enum_class_body", "function_body"}),
+        param_types=frozenset({"function_value_parameters", "primary_constructor"}),
+        keyword_kinds={"interface": "interface", "enum": "enum"},
+    ),
+    "swift": LanguageSpec(
+        defs={
+            "class_declaration": "class",
+            "protocol_declaration": "interface",
+            "function_declaration": "function",
+            "protocol_function_declaration": "method",
+            "init_declaration": "method",
+            "typealias_declaration": "type",
+        },
+        comment_types=frozenset({"comment", "multiline_comment"}),
+        param_items=frozenset({"parameter"}),
+        fixed_names={"init_declaration": "init"},
+        keyword_kinds={"struct": "struct", "enum": "enum", "actor": "class", "extension": "class"},
+    ),
+    "scala": LanguageSpec(
+        defs={
+            "class_definition": "class",
+            "object_definition": "class",
+            "trait_definition": "trait",
+            "enum_definition": "enum",
+            "function_definition": "function",
+            "function_declaration": "function",
+            "type_definition": "type",
+        },
+        comment_types=frozenset({"comment", "block_comment"}),
+    ),
+    "lua": LanguageSpec(defs={"function_declaration": "function"}),
+    "elixir": LanguageSpec(
+        defs={"call": "function"},  # `defmodule` / `def` / ... are calls: parse reads the called name
+        function_kinds_in_container="function",
+        body_types=frozenset({"do_block"}),
+    ),
+    "haskell": LanguageSpec(
+        defs={
+            "function": "function",
+            "bind": "function",
+            "data_type": "type",
+            "newtype": "type",
+            "type_synomym": "type",  # sic: the grammar's spelling
+            "class": "interface",
+            "instance": "class",
+        },
+        comment_types=frozenset({"comment", "haddock"}),
+        body_types=frozenset({"match"}),
+        param_types=frozenset({"patterns"}),
+        doc_skip=frozenset({"signature"}),
+    ),
+    "zig": LanguageSpec(
+        defs={"Decl": "function", "TestDecl": "function"},  # a Decl is a function or a struct/enum/union constant
+        comment_types=frozenset({"doc_comment", "line_comment"}),
+        body_types=frozenset({"Block"}),
+    ),
+    "bash": LanguageSpec(defs={"function_definition": "function"}),
     "markdown": LanguageSpec(defs={"section": "section"}, comment_types=frozenset()),
     "html": LanguageSpec(
         defs={"element": "element", "script_element": "element", "style_element": "element"},

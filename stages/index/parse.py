@@ -18,12 +18,14 @@ from tree_sitter import Node, Parser
 from stages.core.artifacts import Entity, ParsedFile
 from stages.index.edges import extract_edges
 from stages.index.facts import facts_of
+from stages.index.idioms import ELIXIR_DEFS, child_of, elixir_doc, elixir_head, elixir_name, zig_kind, zig_name
 from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec, SPECS, node_text, uses_tree_sitter
 
 # Bump when what unchanged files index to changes: entities, or the BM25 tokens made from them
 # (2: a file entity per code file, stemmed BM25 tokens; 3: code facts per definition, graph edges;
-# 4: CommonJS `require` recorded as import edges; 5: a class passage names its decorated members).
-PARSER_VERSION = 5
+# 4: CommonJS `require` recorded as import edges; 5: a class passage names its decorated members;
+# 6: Kotlin, Swift, Scala, Lua, Elixir, Haskell, Zig and shell parsed into definitions).
+PARSER_VERSION = 6
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -32,7 +34,8 @@ _IDENT_TYPES = frozenset(
 )
 _BASE_TYPES = frozenset(
     {"class_heritage", "superclass", "super_interfaces", "base_list", "base_class_clause", "base_clause",
-     "class_interface_clause", "extends_interfaces", "extends_clause", "implements_clause"}
+     "class_interface_clause", "extends_interfaces", "extends_clause", "implements_clause",
+     "delegation_specifier", "inheritance_specifier"}
 )
 _CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum"})
 _UPPER_CONST = re.compile(r"^_*[A-Z][A-Z0-9_]*$")
@@ -96,6 +99,10 @@ class _Extractor:
             return text.strip().splitlines()[0] if text.strip() else None
         if lang == "html":
             return self._html_name(node)
+        if lang == "elixir":
+            return elixir_name(node)
+        if lang == "zig":
+            return zig_name(node)
         if lang == "css":
             if t == "rule_set":
                 sel = next((c for c in node.named_children if c.type == "selectors"), None)
@@ -107,7 +114,7 @@ class _Extractor:
             if value is not None and value.type in _FUNCTION_VALUES:
                 return name or None
             return None
-        if t == "type_definition":
+        if t == "type_definition" and lang in ("c", "cpp"):
             decl = node.child_by_field_name("declarator")
             return node_text(decl) if decl is not None else None
         if t in ("function_definition", "preproc_function_def") and lang in ("c", "cpp"):
@@ -121,10 +128,15 @@ class _Extractor:
             return node_text(name)
         if t == "impl_item":
             return node_text(node.child_by_field_name("type")) or None
+        if t == "instance" and lang == "haskell":  # `instance Show User`: the class and the type it is for
+            return " ".join(f"{node_text(node.child_by_field_name('name'))} {node_text(node.child_by_field_name('patterns'))}".split()) or None
         name = node.child_by_field_name("name")
         if name is not None:
-            return node_text(name)
-        return None
+            return node_text(name).replace(":", ".") if lang == "lua" else node_text(name)  # Lua `M:method`
+        if t in self.spec.fixed_names:
+            return self.spec.fixed_names[t]
+        ident = child_of(node, self.spec.name_types)
+        return node_text(ident) if ident is not None else None
 
     def _declarator_name(self, node: Node) -> str | None:
         decl = node.child_by_field_name("declarator")
@@ -156,14 +168,22 @@ class _Extractor:
 
     # -- facts -------------------------------------------------------------------
     def _signature(self, node: Node) -> str:
-        body = node.child_by_field_name("body")
+        body = node.child_by_field_name("body") or child_of(node, self.spec.body_types)
         if self.language in ("markdown",):
             return node_text(node).splitlines()[0].strip() if node_text(node) else ""
+        if self.language == "haskell" and node.type in ("function", "bind"):
+            typed = node.prev_named_sibling  # `greet :: User -> String` above the equations says more than they do
+            if typed is not None and typed.type == "signature" and node_text(typed.child_by_field_name("name")) == self._name(node):
+                return " ".join(node_text(typed).split())[:400]
         if body is not None and body.start_byte > node.start_byte:
             head = self.source[node.start_byte : body.start_byte].decode("utf-8", "replace")
         else:
             head = node_text(node).split("\n", 1)[0]
         sig = " ".join(head.split())
+        if self.language == "elixir":
+            sig = sig.split(", do:", 1)[0]  # `def f(x), do: x + 1`: the head only
+        elif self.language in ("kotlin", "scala", "haskell"):
+            sig = sig.rstrip("=").strip()  # `def f(x: Int): Int =`
         return sig.rstrip("{:").strip()[:400]
 
     def _docstring(self, node: Node, span: Node) -> str:
@@ -175,13 +195,24 @@ class _Extractor:
                     first = first.named_children[0]
                 if first.type == "string":
                     return _clean_doc(node_text(first))
+        if self.language == "elixir":
+            doc = elixir_doc(node)
+            return "" if doc in ("", "false") else _clean_doc(doc)  # `@doc false` hides a function
         comments: list[str] = []
         prev = span.prev_sibling
         line = span.start_point[0]
+        while prev is not None and (prev.type in self.spec.doc_skip or (self.language == "zig" and not prev.is_named)):
+            line, prev = prev.start_point[0], prev.prev_sibling  # a Haskell type signature; Zig's `pub` token
+        while self.language == "kotlin" and prev is not None and prev.type not in self.spec.comment_types and prev.named_children:
+            prev = prev.named_children[-1]  # Kotlin's grammar files a KDoc under the imports above the class
         while prev is not None and prev.type in self.spec.comment_types and prev.end_point[0] >= line - 1:
             comments.append(node_text(prev))
             line = prev.start_point[0]
             prev = prev.prev_sibling
+        if self.language in ("lua", "haskell"):  # `--- text`, `-- | text`
+            comments = [re.sub(r"(?m)^\s*--+\s?[|^]?\s?", "", c) for c in comments]
+        elif self.language == "bash":
+            comments = [c for c in comments if not c.startswith("#!")]  # the shebang is not documentation
         return _clean_doc("\n".join(reversed(comments)))
 
     def _bases(self, node: Node) -> list[str]:
@@ -193,12 +224,26 @@ class _Extractor:
             return found
         for child in node.children:
             if child.type in _BASE_TYPES:
-                words = _WORD.findall(node_text(child))
-                found.extend(w for w in words if w not in ("extends", "implements", "public", "private", "protected", "virtual"))
+                text = node_text(child)
+                if self.language in ("kotlin", "swift", "scala"):  # `Comparable<User>`: User is an argument, not a base
+                    text = re.sub(r"<[^<>]*>|\[[^\[\]]*\]|\([^()]*\)", "", text)
+                words = _WORD.findall(text)
+                found.extend(w for w in words if w not in ("extends", "implements", "with", "public", "private", "protected", "virtual"))
         return found
 
     def _params(self, node: Node) -> list[str]:
-        params = node.child_by_field_name("parameters")
+        if self.language == "elixir":
+            head = elixir_head(node)
+            args = child_of(head, frozenset({"arguments"})) if head is not None and head.type == "call" else None
+            return [w for w in (_first_identifier(a) for a in (args.named_children if args is not None else [])) if w]
+        if self.language == "zig":
+            plist = child_of(child_of(node, frozenset({"FnProto"})) or node, frozenset({"ParamDeclList"}))
+            names = [_WORD.findall(node_text(p).split(":", 1)[0]) for p in (plist.named_children if plist is not None else [])]
+            return [w[-1] for w in names if w]
+        if self.spec.param_items:
+            items = [c for c in node.named_children if c.type in self.spec.param_items]
+            return [node_text(c.child_by_field_name("name")) or _first_identifier(c) for c in items]
+        params = node.child_by_field_name("parameters") or child_of(node, self.spec.param_types)
         if params is None and node.type == "variable_declarator":
             value = node.child_by_field_name("value")
             params = value.child_by_field_name("parameters") if value is not None else None
@@ -225,6 +270,17 @@ class _Extractor:
         kind = self.spec.defs.get(node.type)
         if kind is None:
             return None
+        if self.language == "elixir":
+            target = node.child_by_field_name("target")
+            return ELIXIR_DEFS.get(node_text(target)) if target is not None and target.type == "identifier" else None
+        if self.language == "zig" and node.type == "Decl":
+            kind = zig_kind(node)
+            if kind is None:
+                return None
+        if kind == "class" and self.spec.keyword_kinds:  # Swift `struct X`, Kotlin `interface X` / `enum class X`
+            mods = child_of(node, frozenset({"modifiers"}))
+            words = [c.type for c in node.children if not c.is_named] + (node_text(mods).split() if mods is not None else [])
+            kind = next((self.spec.keyword_kinds[w] for w in words if w in self.spec.keyword_kinds), kind)
         if node.type == "type_spec":
             tnode = node.child_by_field_name("type")
             ttype = tnode.type if tnode is not None else ""
@@ -313,7 +369,7 @@ def _go_receiver(node: Node) -> str:
 
 
 def _first_identifier(node: Node) -> str:
-    if node.type in ("identifier", "variable_name", "shorthand_property_identifier_pattern"):
+    if node.type in ("identifier", "variable_name", "shorthand_property_identifier_pattern", "simple_identifier", "variable"):
         return node_text(node)
     for child in node.named_children:
         if child.type in ("type_identifier", "primitive_type", "type", "type_annotation", "integral_type"):

@@ -23,7 +23,9 @@ from stages.query.judge.code_lexicon import code_words
 _PROSE_NODE_TYPES = frozenset(
     {"comment", "line_comment", "block_comment", "string", "string_literal", "template_string",
      "raw_string_literal", "interpreted_string_literal", "heredoc_body", "encapsed_string",
-     "verbatim_string_literal", "string_content", "string_fragment", "text", "raw_text", "doc_comment"}
+     "verbatim_string_literal", "string_content", "string_fragment", "text", "raw_text", "doc_comment",
+     "multiline_comment", "line_string_literal", "multi_line_string_literal", "quoted_content", "haddock",
+     "STRINGLITERALSINGLE", "LINESTRING", "raw_string"}  # Kotlin/Swift, Elixir, Haskell, Zig, shell
 )
 
 _F = re.IGNORECASE | re.MULTILINE
