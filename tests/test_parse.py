@@ -186,6 +186,15 @@ def test_window_fallback_for_other_text() -> None:
     assert (parsed.entities[0].start_line, parsed.entities[0].end_line) == (1, 5)
 
 
+def test_code_without_a_definition_reader_is_still_indexed_as_windows() -> None:
+    """A Dart or Objective-C file used to be skipped whole: no search could reach it."""
+    for name in ("main.dart", "AppDelegate.m", "model.jl", "analysis.R", "App.vue"):
+        language = language_for(name)
+        assert language is not None, name
+        parsed = parse_source(b"line one\nline two\n", name, language, "h")
+        assert [e.kind for e in parsed.entities] == ["window"] and "line two" in parsed.entities[0].body
+
+
 def test_long_bodies_split_on_line_boundaries_with_signature_repeated() -> None:
     body = "\n".join(f"    x{i} = {i}" for i in range(100))
     src = f"def big(a):\n{body}\n    return a\n".encode()

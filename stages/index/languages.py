@@ -43,6 +43,11 @@ WINDOW_EXTENSIONS: dict[str, str] = {
     ".zsh": "shell", ".ini": "ini", ".cfg": "ini",
     ".txt": "text", ".rst": "rst", ".xml": "xml", ".gradle": "gradle", ".tf": "terraform",
     ".proto": "proto", ".graphql": "graphql", ".env": "dotenv",
+    # code in languages without a definition reader yet: windows still make it searchable
+    ".dart": "dart", ".m": "objc", ".mm": "objc", ".jl": "julia", ".r": "r", ".ml": "ocaml", ".mli": "ocaml",
+    ".erl": "erlang", ".hrl": "erlang", ".clj": "clojure", ".cljs": "clojure", ".cljc": "clojure", ".groovy": "groovy",
+    ".pl": "perl", ".pm": "perl", ".vue": "vue", ".svelte": "svelte", ".fs": "fsharp", ".fsx": "fsharp", ".nim": "nim",
+    ".elm": "elm", ".ps1": "powershell", ".scss": "scss", ".less": "less", ".cmake": "cmake", ".hcl": "hcl",
 }
 WINDOW_FILENAMES: dict[str, str] = {
     "Dockerfile": "dockerfile", "Makefile": "make", "makefile": "make", ".env": "dotenv",
