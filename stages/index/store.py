@@ -351,6 +351,12 @@ class Catalog:
         self._db.close()
 
 
+# Chroma's HNSW defaults (ef 100 / 100) return 96-98% of the exact 60 nearest passages, and which ones it misses
+# changes with every rebuild; at 200 / 200 it returns 99.5% (pytest sdist: 0.963 -> 0.995) for about a second
+# more of build time on 9k vectors. A collection keeps the settings it was created with (a rebuild applies them).
+HNSW = {"space": "cosine", "ef_construction": 200, "ef_search": 200}
+
+
 class VectorStore:
     """One Chroma collection per workspace, cosine space, vectors supplied by Assay."""
 
@@ -368,7 +374,7 @@ class VectorStore:
     def collection(self):
         if self._collection is None:
             self._collection = self._client.get_or_create_collection(
-                self._name, metadata={"hnsw:space": "cosine"}, embedding_function=None
+                self._name, configuration={"hnsw": HNSW}, embedding_function=None
             )
         return self._collection
 
