@@ -86,7 +86,7 @@ _HOSTS = [
     ("swift", 'func f() -> String {{ return """\n{}\n""" }}\n'),
     ("scala", "/* {} */\ndef f = 1\n"), ("lua", "local s = [[{}]]\n"), ("elixir", '@doc """\n{}\n"""\n'),
     ("haskell", "-- | {}\nf = 1\n"), ("zig", 'const s = "{}";\n'), ("zig", "const s =\n    \\\\{}\n;\n"),
-    ("bash", "echo '{}'\n"),
+    ("bash", "echo '{}'\n"), ("dart", "/// {}\nvoid f() {{}}\n"),
 ]
 
 

@@ -84,6 +84,10 @@ EXPECTED = {
         ("method", "List.len"): (16, 18), ("function", "test shift moves"): (22, 24),
     },
     "sample.sh": {("function", "build"): (5, 7)},
+    "sample.dart": {  # a Dart body sits beside its signature: the span must reach the body's end
+        ("class", "User"): (4, 14), ("method", "User.compareTo"): (9, 11), ("method", "User.guest"): (13, 13),
+        ("class", "Loud"): (16, 18), ("method", "Loud.shout"): (17, 17), ("enum", "Color"): (20, 20), ("function", "greet"): (23, 25),
+    },
     "sample.md": {
         ("section", "Title"): (1, 15), ("section", "Title > Install"): (5, 12),
         ("section", "Title > Install > Details"): (9, 12), ("section", "Title > Usage"): (13, 15),
@@ -161,6 +165,12 @@ def test_newer_languages_keep_docs_signatures_params_and_bases() -> None:
     generic = zig[("struct", "List")].body  # a container: its methods' bodies are not stored twice
     assert "pub fn len(self: @This()) usize { ..." in generic and "self.items.len" not in generic
     assert ents("sample.sh")[("function", "build")].docstring == "Builds the release."  # not the shebang
+    dart = ents("sample.dart")
+    assert dart[("class", "User")].bases == ["Person", "Comparable"] and dart[("class", "User")].docstring == "A user."
+    assert (dart[("method", "User.compareTo")].signature, dart[("method", "User.compareTo")].params) == ("int compareTo(User other)", ["other"])
+    assert "return name.compareTo(other.name);" in dart[("method", "User.compareTo")].body
+    assert "return name.compareTo" not in dart[("class", "User")].body  # the class skeleton does not repeat it
+    assert dart[("function", "greet")].params == ["u", "loud"] and dart[("function", "greet")].docstring == "Greets a user."
 
 
 def test_bodies_are_indexed_and_classes_keep_a_skeleton() -> None:
@@ -187,8 +197,8 @@ def test_window_fallback_for_other_text() -> None:
 
 
 def test_code_without_a_definition_reader_is_still_indexed_as_windows() -> None:
-    """A Dart or Objective-C file used to be skipped whole: no search could reach it."""
-    for name in ("main.dart", "AppDelegate.m", "model.jl", "analysis.R", "App.vue"):
+    """An Objective-C or Julia file used to be skipped whole: no search could reach it."""
+    for name in ("AppDelegate.m", "model.jl", "analysis.R", "App.vue", "Build.groovy"):
         language = language_for(name)
         assert language is not None, name
         parsed = parse_source(b"line one\nline two\n", name, language, "h")

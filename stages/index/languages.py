@@ -35,6 +35,7 @@ TREE_SITTER_EXTENSIONS: dict[str, str] = {
     ".hs": "haskell",
     ".zig": "zig",
     ".sh": "bash", ".bash": "bash",
+    ".dart": "dart",
 }
 
 # other text indexed as line windows
@@ -44,7 +45,7 @@ WINDOW_EXTENSIONS: dict[str, str] = {
     ".txt": "text", ".rst": "rst", ".xml": "xml", ".gradle": "gradle", ".tf": "terraform",
     ".proto": "proto", ".graphql": "graphql", ".env": "dotenv",
     # code in languages without a definition reader yet: windows still make it searchable
-    ".dart": "dart", ".m": "objc", ".mm": "objc", ".jl": "julia", ".r": "r", ".ml": "ocaml", ".mli": "ocaml",
+    ".m": "objc", ".mm": "objc", ".jl": "julia", ".r": "r", ".ml": "ocaml", ".mli": "ocaml",
     ".erl": "erlang", ".hrl": "erlang", ".clj": "clojure", ".cljs": "clojure", ".cljc": "clojure", ".groovy": "groovy",
     ".pl": "perl", ".pm": "perl", ".vue": "vue", ".svelte": "svelte", ".fs": "fsharp", ".fsx": "fsharp", ".nim": "nim",
     ".elm": "elm", ".ps1": "powershell", ".scss": "scss", ".less": "less", ".cmake": "cmake", ".hcl": "hcl",
@@ -89,6 +90,7 @@ class LanguageSpec:
     fixed_names: dict[str, str] = field(default_factory=dict)  # definitions that have no name node (Swift `init`)
     keyword_kinds: dict[str, str] = field(default_factory=dict)  # a keyword token refines the kind (`struct`)
     doc_skip: frozenset[str] = frozenset()  # nodes between a doc comment and its definition (a Haskell signature)
+    body_sibling: frozenset[str] = frozenset()  # a body that follows its definition node instead of sitting in it (Dart)
     # node types a definition can sit inside; None means any. Python defines only in statements, so the
     # parse walk skips every expression subtree (most of a file's nodes: half the parse time on pytest)
     descend: frozenset[str] | None = None
@@ -271,6 +273,21 @@ SPECS: dict[str, LanguageSpec] = {
         defs={"Decl": "function", "TestDecl": "function"},  # a Decl is a function or a struct/enum/union constant
         comment_types=frozenset({"doc_comment", "line_comment"}),
         body_types=frozenset({"Block"}),
+    ),
+    "dart": LanguageSpec(
+        defs={
+            "class_definition": "class",
+            "mixin_declaration": "class",
+            "extension_declaration": "class",
+            "enum_declaration": "enum",
+            "function_signature": "function",
+            "method_signature": "method",
+        },
+        comment_types=frozenset({"comment", "documentation_comment"}),
+        name_types=frozenset({"identifier"}),
+        body_types=frozenset({"class_body", "extension_body"}),
+        param_types=frozenset({"formal_parameter_list"}),
+        body_sibling=frozenset({"function_body"}),
     ),
     "bash": LanguageSpec(defs={"function_definition": "function"}),
     "markdown": LanguageSpec(defs={"section": "section"}, comment_types=frozenset()),

@@ -24,7 +24,7 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 # Bump when what unchanged files index to changes: entities, or the BM25 tokens made from them
 # (2: a file entity per code file, stemmed BM25 tokens; 3: code facts per definition, graph edges;
 # 4: CommonJS `require` recorded as import edges; 5: a class passage names its decorated members;
-# 6: Kotlin, Swift, Scala, Lua, Elixir, Haskell, Zig and shell parsed into definitions).
+# 6: Kotlin, Swift, Scala, Lua, Elixir, Haskell, Zig, Dart and shell parsed into definitions).
 PARSER_VERSION = 6
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
@@ -35,7 +35,7 @@ _IDENT_TYPES = frozenset(
 _BASE_TYPES = frozenset(
     {"class_heritage", "superclass", "super_interfaces", "base_list", "base_class_clause", "base_clause",
      "class_interface_clause", "extends_interfaces", "extends_clause", "implements_clause",
-     "delegation_specifier", "inheritance_specifier"}
+     "delegation_specifier", "inheritance_specifier", "interfaces", "mixins"}
 )
 _CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum"})
 _UPPER_CONST = re.compile(r"^_*[A-Z][A-Z0-9_]*$")
@@ -75,6 +75,11 @@ class _Draft:
     bases: list[str]
     params: list[str]
     children: list["_Draft"]
+    tail: Node | None = None  # a body that follows the definition node as its sibling (Dart)
+
+    @property
+    def end_line(self) -> int:
+        return _end_line(self.tail if self.tail is not None else self.span)
 
 
 class _Extractor:
@@ -128,6 +133,13 @@ class _Extractor:
             return node_text(name)
         if t == "impl_item":
             return node_text(node.child_by_field_name("type")) or None
+        if t == "method_signature":  # Dart: the signature inside names the method
+            inner = node.named_children[0] if node.named_children else None
+            if inner is not None and inner.type in ("factory_constructor_signature", "constructor_signature"):
+                idents = [c for c in inner.named_children if c.type == "identifier"]  # `factory A.named()`: named
+                return node_text(idents[-1]) if idents else None
+            name = inner.child_by_field_name("name") or child_of(inner, self.spec.name_types) if inner is not None else None
+            return node_text(name) or None
         if t == "instance" and lang == "haskell":  # `instance Show User`: the class and the type it is for
             return " ".join(f"{node_text(node.child_by_field_name('name'))} {node_text(node.child_by_field_name('patterns'))}".split()) or None
         name = node.child_by_field_name("name")
@@ -175,7 +187,9 @@ class _Extractor:
             typed = node.prev_named_sibling  # `greet :: User -> String` above the equations says more than they do
             if typed is not None and typed.type == "signature" and node_text(typed.child_by_field_name("name")) == self._name(node):
                 return " ".join(node_text(typed).split())[:400]
-        if body is not None and body.start_byte > node.start_byte:
+        if self.spec.body_sibling and body is None:
+            head = node_text(node)  # the node is the whole signature; its body is beside it
+        elif body is not None and body.start_byte > node.start_byte:
             head = self.source[node.start_byte : body.start_byte].decode("utf-8", "replace")
         else:
             head = node_text(node).split("\n", 1)[0]
@@ -225,7 +239,7 @@ class _Extractor:
         for child in node.children:
             if child.type in _BASE_TYPES:
                 text = node_text(child)
-                if self.language in ("kotlin", "swift", "scala"):  # `Comparable<User>`: User is an argument, not a base
+                if self.language in ("kotlin", "swift", "scala", "dart"):  # `Comparable<User>`: User is an argument, not a base
                     text = re.sub(r"<[^<>]*>|\[[^\[\]]*\]|\([^()]*\)", "", text)
                 words = _WORD.findall(text)
                 found.extend(w for w in words if w not in ("extends", "implements", "with", "public", "private", "protected", "virtual"))
@@ -243,6 +257,8 @@ class _Extractor:
         if self.spec.param_items:
             items = [c for c in node.named_children if c.type in self.spec.param_items]
             return [node_text(c.child_by_field_name("name")) or _first_identifier(c) for c in items]
+        if node.type == "method_signature" and node.named_children:
+            node = node.named_children[0]  # Dart: the parameters sit in the signature inside
         params = node.child_by_field_name("parameters") or child_of(node, self.spec.param_types)
         if params is None and node.type == "variable_declarator":
             value = node.child_by_field_name("value")
@@ -273,6 +289,8 @@ class _Extractor:
         if self.language == "elixir":
             target = node.child_by_field_name("target")
             return ELIXIR_DEFS.get(node_text(target)) if target is not None and target.type == "identifier" else None
+        if self.language == "dart" and node.type == "function_signature" and node.parent is not None and node.parent.type == "method_signature":
+            return None  # read through its method_signature
         if self.language == "zig" and node.type == "Decl":
             kind = zig_kind(node)
             if kind is None:
@@ -325,6 +343,9 @@ class _Extractor:
                     params=self._params(child) if kind in ("function", "method") else [],
                     children=[],
                 )
+                tail = child.next_named_sibling
+                if tail is not None and tail.type in self.spec.body_sibling:
+                    draft.tail = tail  # Dart: `int f(x)` then its `{ ... }` beside it, not inside it
                 sink.append(draft)
                 push(child, [*own_scope, name], qual, kind in _CLASS_KINDS, draft.children)
                 continue
@@ -431,7 +452,7 @@ def _make_entities(
     entities: list[Entity] = []
     for d in drafts:
         start = d.span.start_point[0] + 1
-        end = _end_line(d.span)
+        end = d.end_line
         lines = ex.lines[start - 1 : end]
         if d.kind in CONTAINER_KINDS and d.children:
             lines = _skeleton(lines, start, d.children, ex.language == "markdown")
@@ -465,7 +486,7 @@ def _skeleton(lines: list[str], first: int, children: list[_Draft], drop_childre
     keep = [True] * len(lines)
     heads: dict[int, str] = {}
     for c in children:
-        cs, ce = c.span.start_point[0] + 1 - first, _end_line(c.span) - first
+        cs, ce = c.span.start_point[0] + 1 - first, c.end_line - first
         for i in range(max(cs, 0), min(ce + 1, len(lines))):
             keep[i] = False
         if drop_children or not 0 <= cs < len(lines):
@@ -488,8 +509,8 @@ def _uncovered_windows(ex: _Extractor, path: str, top: list[_Draft], max_lines: 
     """Top-level code outside every definition (scripts, wiring) is indexed as windows, so nothing is cut."""
     covered = [False] * len(ex.lines)
     for d in [*top, *ex.scope_spans]:
-        span = d if isinstance(d, Node) else d.span
-        for i in range(span.start_point[0], _end_line(span)):
+        start, end = (d.start_point[0], _end_line(d)) if isinstance(d, Node) else (d.span.start_point[0], d.end_line)
+        for i in range(start, end):
             if i < len(covered):
                 covered[i] = True
     runs: list[tuple[int, list[str]]] = []

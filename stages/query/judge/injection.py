@@ -25,7 +25,7 @@ _PROSE_NODE_TYPES = frozenset(
      "raw_string_literal", "interpreted_string_literal", "heredoc_body", "encapsed_string",
      "verbatim_string_literal", "string_content", "string_fragment", "text", "raw_text", "doc_comment",
      "multiline_comment", "line_string_literal", "multi_line_string_literal", "quoted_content", "haddock",
-     "STRINGLITERALSINGLE", "LINESTRING", "raw_string"}  # Kotlin/Swift, Elixir, Haskell, Zig, shell
+     "STRINGLITERALSINGLE", "LINESTRING", "raw_string", "documentation_comment"}  # Kotlin/Swift, Elixir, Haskell, Zig, shell, Dart
 )
 
 _F = re.IGNORECASE | re.MULTILINE

@@ -1,0 +1,87 @@
+"""Search on languages the dev sets lack: a registry package's Kotlin and Swift, queried two ways.
+
+    python -m tests.benchmarks.bench_languages [--package expo-modules-core@1.12.26] [--languages kotlin,swift]
+
+The dev sets are Python, JavaScript and TypeScript. This indexes an npm package that ships other languages
+(with the defaults) and samples definitions of those languages (seed 7, 60 per row): a *symbol* query is the
+definition's own name (names defined once only); a *doc sentence* query is the first sentence of its doc
+comment. Each prints hit@1, hit@10 and MRR of that definition for `assay search` beside the semble suite's
+in-run baseline (bm25s, stock tokenizer, over the same passages). It prints figures; it is not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import statistics
+import tarfile
+from pathlib import Path
+
+from tests.benchmarks.common import CACHE
+
+
+def unpack(spec: str) -> Path:
+    """`npm pack` the package once, then a fresh copy of its tree per run."""
+    from stages.evaluate.semble import Source, _download
+
+    package, version = spec.rsplit("@", 1)
+    archive = _download(Source("npm", package, version), CACHE / "downloads")
+    target = CACHE / "work" / f"{package}-{version}"
+    if target.exists():
+        import shutil
+
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(target, filter="data")
+    return target
+
+
+def first_sentence(text: str) -> str:
+    flat = " ".join(text.split())
+    return re.split(r"(?<=[.!?])\s", flat, maxsplit=1)[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--package", default="expo-modules-core@1.12.26")
+    parser.add_argument("--languages", default="kotlin,swift")
+    parser.add_argument("--per-row", type=int, default=60)
+    args = parser.parse_args()
+
+    from flows.index import run_index
+    from stages.core.config import Settings
+    from stages.evaluate.runs import plain_bm25
+    from stages.index.store import Catalog
+    from stages.query.retrieve import search
+
+    root = unpack(args.package)
+    settings = Settings(orchestration="direct")
+    run_index(str(root), settings)
+    languages = set(args.languages.split(","))
+    defs = [e for e in Catalog(root).all() if e.language in languages and e.part == 0 and e.kind not in ("window", "file")]
+    by_name: dict[str, int] = {}
+    for e in defs:
+        by_name[e.name] = by_name.get(e.name, 0) + 1
+    rng = random.Random(7)
+    symbols = [e for e in defs if by_name[e.name] == 1 and len(e.name) > 3]
+    documented = [e for e in defs if len(e.docstring.split()) >= 5]
+    rows = (("symbol", rng.sample(symbols, min(args.per_row, len(symbols))), lambda e: e.name),
+            ("doc sentence", rng.sample(documented, min(args.per_row, len(documented))), lambda e: first_sentence(e.docstring)))
+    print(f"{args.package}: {len(defs)} definitions in {', '.join(sorted(languages))}")
+    print(f"{'query':13s} {'configuration':20s} {'n':>3s} {'hit@1':>6s} {'hit@10':>6s} {'MRR':>6s}")
+    baseline = plain_bm25(list(Catalog(root).all()))
+    searches = (("Assay search", lambda q: [(c.file, c.entity) for c in search(root, q, settings, k=10).candidates]),
+                ("plain BM25 (in-run)", lambda q: list(dict.fromkeys((e.file, e.qualname) for e in baseline(q, 100)))[:10]))
+    for label, sample, query in rows:
+        for name, run in searches:
+            ranks = [next((i for i, key in enumerate(run(query(e)), 1) if key == (e.file, e.qualname)), None) for e in sample]
+            hit1 = statistics.mean(r == 1 for r in ranks)
+            hit10 = statistics.mean(r is not None for r in ranks)
+            mrr = statistics.mean(1 / r if r else 0.0 for r in ranks)
+            print(f"{label:13s} {name:20s} {len(ranks):3d} {hit1:6.3f} {hit10:6.3f} {mrr:6.3f}")
+
+
+if __name__ == "__main__":
+    main()
