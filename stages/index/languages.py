@@ -81,7 +81,7 @@ class LanguageSpec:
     scopes: dict[str, str] = field(default_factory=dict)  # node type -> field holding the scope name
     comment_types: frozenset[str] = frozenset({"comment"})
     function_kinds_in_container: str = "method"
-    # For grammars without a `name` / `body` / `parameters` field (Kotlin, Zig): the first direct child of one of
+    # For grammars without a `name` / `body` / `parameters` field (Kotlin, Dart): the first direct child of one of
     # these types names the definition, starts its body (the signature ends there) or holds its parameters.
     name_types: frozenset[str] = frozenset()
     body_types: frozenset[str] = frozenset()
