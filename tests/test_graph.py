@@ -122,6 +122,7 @@ for language, rel, text, caller, line in (
     ("haskell", "src/Util.hs", "module Util where\n\nhelper :: Int -> Int\nhelper x = x\n\ntwice :: Int -> Int\ntwice x = helper (helper x)\n", "twice", 7),
     ("zig", "src/util.zig", "fn helper(x: i32) i32 {\n    return x;\n}\n\nfn twice(x: i32) i32 {\n    return helper(helper(x));\n}\n", "twice", 6),
     ("dart", "lib/util.dart", "int helper(int x) {\n  return x;\n}\n\nint twice(int x) {\n  return helper(helper(x));\n}\n", "twice", 6),
+    ("objc", "Util.m", "@implementation Util\n- (int)helper:(int)x {\n    return x;\n}\n- (int)twice:(int)x {\n    return [self helper:[self helper:x]];\n}\n@end\n", "Util.twice", 6),
     ("bash", "bin/util.sh", 'helper() {\n  echo "$1"\n}\n\ntwice() {\n  helper "$(helper "$1")"\n}\n', "twice", 6),
 ):
     PROJECTS[language] = {rel: text}

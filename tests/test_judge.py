@@ -87,6 +87,7 @@ _HOSTS = [
     ("scala", "/* {} */\ndef f = 1\n"), ("lua", "local s = [[{}]]\n"), ("elixir", '@doc """\n{}\n"""\n'),
     ("haskell", "-- | {}\nf = 1\n"), ("zig", 'const s = "{}";\n'), ("zig", "const s =\n    \\\\{}\n;\n"),
     ("bash", "echo '{}'\n"), ("dart", "/// {}\nvoid f() {{}}\n"),
+    ("objc", 'NSString *s = @"{}";\n'),
 ]
 
 

@@ -84,6 +84,10 @@ EXPECTED = {
         ("method", "List.len"): (16, 18), ("function", "test shift moves"): (22, 24),
     },
     "sample.sh": {("function", "build"): (5, 7)},
+    "sample.m": {  # a method's doc comment sits before the node that wraps the method
+        ("class", "UserStore"): (11, 25), ("method", "UserStore.initWithName"): (14, 18), ("method", "UserStore.shared"): (20, 23),
+        ("function", "helper"): (27, 29), ("interface", "Greeter"): (31, 33), ("method", "Greeter.greet"): (32, 32),
+    },
     "sample.dart": {  # a Dart body sits beside its signature: the span must reach the body's end
         ("class", "User"): (4, 14), ("method", "User.compareTo"): (9, 11), ("method", "User.guest"): (13, 13),
         ("class", "Loud"): (16, 18), ("method", "Loud.shout"): (17, 17), ("enum", "Color"): (20, 20), ("function", "greet"): (23, 25),
@@ -165,6 +169,10 @@ def test_newer_languages_keep_docs_signatures_params_and_bases() -> None:
     generic = zig[("struct", "List")].body  # a container: its methods' bodies are not stored twice
     assert "pub fn len(self: @This()) usize { ..." in generic and "self.items.len" not in generic
     assert ents("sample.sh")[("function", "build")].docstring == "Builds the release."  # not the shebang
+    objc = {(e.kind, e.qualname, e.start_line): e for e in parse_fixture("sample.m").entities}
+    assert objc[("class", "UserStore", 5)].bases == ["NSObject", "NSCopying"] and objc[("class", "UserStore", 5)].docstring == "A user store."
+    assert objc[("method", "UserStore.initWithName", 14)].docstring == "Creates a store."
+    assert objc[("method", "Greeter.greet", 32)].params == ["who", "loud"] and objc[("function", "helper", 27)].params == ["x"]
     dart = ents("sample.dart")
     assert dart[("class", "User")].bases == ["Person", "Comparable"] and dart[("class", "User")].docstring == "A user."
     assert (dart[("method", "User.compareTo")].signature, dart[("method", "User.compareTo")].params) == ("int compareTo(User other)", ["other"])
@@ -197,8 +205,8 @@ def test_window_fallback_for_other_text() -> None:
 
 
 def test_code_without_a_definition_reader_is_still_indexed_as_windows() -> None:
-    """An Objective-C or Julia file used to be skipped whole: no search could reach it."""
-    for name in ("AppDelegate.m", "model.jl", "analysis.R", "App.vue", "Build.groovy"):
+    """A Julia or R file used to be skipped whole: no search could reach it."""
+    for name in ("model.jl", "analysis.R", "App.vue", "Build.groovy", "main.ml"):
         language = language_for(name)
         assert language is not None, name
         parsed = parse_source(b"line one\nline two\n", name, language, "h")

@@ -7,7 +7,7 @@ definition it sits in. Names are resolved to entities only when asked (`stages.q
 of the moment, so an edit in one file never leaves stale resolutions in another.
 
 Supported: Python, JavaScript, TypeScript/TSX, Go, Rust, Java (calls, imports, inheritance, references);
-C, C++, C#, Ruby, PHP, Kotlin, Swift, Scala, Dart, Lua, Elixir, Haskell, Zig, shell (calls and inheritance only). Markdown, HTML, CSS and text have no edges.
+C, C++, C#, Ruby, PHP, Kotlin, Swift, Scala, Dart, Objective-C, Lua, Elixir, Haskell, Zig, shell (calls and inheritance only). Markdown, HTML, CSS and text have no edges.
 """
 
 from __future__ import annotations
@@ -60,6 +60,8 @@ _CALLS: dict[str, tuple[str, ...]] = {
     "zig": ("(SuffixExpr variable_type_function: (IDENTIFIER) @name . (FnCallArguments)) @site",
             "(SuffixExpr variable_type_function: (IDENTIFIER) @recv (FieldOrFnCall function_call: (IDENTIFIER) @name)) @site"),
     "bash": ("(command name: (command_name (word) @name)) @site",),
+    "objc": ("(call_expression function: (identifier) @name) @site",
+             "(message_expression receiver: (_) @recv . method: (identifier) @name) @site"),
     # Dart has no call node: a name, then a selector holding the arguments
     "dart": ("(_ (identifier) @name . (selector (argument_part)) @site)",
              "(_ [(identifier) (this)] @recv . (selector (unconditional_assignable_selector (identifier) @name)) . (selector (argument_part)) @site)",

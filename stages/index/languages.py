@@ -36,6 +36,7 @@ TREE_SITTER_EXTENSIONS: dict[str, str] = {
     ".zig": "zig",
     ".sh": "bash", ".bash": "bash",
     ".dart": "dart",
+    ".m": "objc", ".mm": "objc",
 }
 
 # other text indexed as line windows
@@ -45,7 +46,7 @@ WINDOW_EXTENSIONS: dict[str, str] = {
     ".txt": "text", ".rst": "rst", ".xml": "xml", ".gradle": "gradle", ".tf": "terraform",
     ".proto": "proto", ".graphql": "graphql", ".env": "dotenv",
     # code in languages without a definition reader yet: windows still make it searchable
-    ".m": "objc", ".mm": "objc", ".jl": "julia", ".r": "r", ".ml": "ocaml", ".mli": "ocaml",
+    ".jl": "julia", ".r": "r", ".ml": "ocaml", ".mli": "ocaml",
     ".erl": "erlang", ".hrl": "erlang", ".clj": "clojure", ".cljs": "clojure", ".cljc": "clojure", ".groovy": "groovy",
     ".pl": "perl", ".pm": "perl", ".vue": "vue", ".svelte": "svelte", ".fs": "fsharp", ".fsx": "fsharp", ".nim": "nim",
     ".elm": "elm", ".ps1": "powershell", ".scss": "scss", ".less": "less", ".cmake": "cmake", ".hcl": "hcl",
@@ -91,6 +92,7 @@ class LanguageSpec:
     keyword_kinds: dict[str, str] = field(default_factory=dict)  # a keyword token refines the kind (`struct`)
     doc_skip: frozenset[str] = frozenset()  # nodes between a doc comment and its definition (a Haskell signature)
     body_sibling: frozenset[str] = frozenset()  # a body that follows its definition node instead of sitting in it (Dart)
+    wrappers: frozenset[str] = frozenset()  # a node around a definition that its doc comment precedes (Objective-C)
     # node types a definition can sit inside; None means any. Python defines only in statements, so the
     # parse walk skips every expression subtree (most of a file's nodes: half the parse time on pytest)
     descend: frozenset[str] | None = None
@@ -288,6 +290,26 @@ SPECS: dict[str, LanguageSpec] = {
         body_types=frozenset({"class_body", "extension_body"}),
         param_types=frozenset({"formal_parameter_list"}),
         body_sibling=frozenset({"function_body"}),
+    ),
+    "objc": LanguageSpec(
+        defs={
+            "class_interface": "class",
+            "class_implementation": "class",
+            "category_interface": "class",
+            "category_implementation": "class",
+            "protocol_declaration": "interface",
+            "method_declaration": "method",
+            "method_definition": "method",
+            "function_definition": "function",
+            "struct_specifier": "struct",
+            "enum_specifier": "enum",
+            "type_definition": "type",
+            "preproc_def": "constant",
+        },
+        name_types=frozenset({"identifier"}),
+        body_types=frozenset({"compound_statement"}),
+        param_items=frozenset({"method_parameter"}),
+        wrappers=frozenset({"implementation_definition"}),
     ),
     "bash": LanguageSpec(defs={"function_definition": "function"}),
     "markdown": LanguageSpec(defs={"section": "section"}, comment_types=frozenset()),

@@ -24,7 +24,7 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 # Bump when what unchanged files index to changes: entities, or the BM25 tokens made from them
 # (2: a file entity per code file, stemmed BM25 tokens; 3: code facts per definition, graph edges;
 # 4: CommonJS `require` recorded as import edges; 5: a class passage names its decorated members;
-# 6: Kotlin, Swift, Scala, Lua, Elixir, Haskell, Zig, Dart and shell parsed into definitions).
+# 6: Kotlin, Swift, Scala, Lua, Elixir, Haskell, Zig, Dart, Objective-C and shell parsed into definitions).
 PARSER_VERSION = 6
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
@@ -119,10 +119,10 @@ class _Extractor:
             if value is not None and value.type in _FUNCTION_VALUES:
                 return name or None
             return None
-        if t == "type_definition" and lang in ("c", "cpp"):
+        if t == "type_definition" and lang in ("c", "cpp", "objc"):
             decl = node.child_by_field_name("declarator")
             return node_text(decl) if decl is not None else None
-        if t in ("function_definition", "preproc_function_def") and lang in ("c", "cpp"):
+        if t in ("function_definition", "preproc_function_def") and lang in ("c", "cpp", "objc"):
             return self._declarator_name(node)
         if t in ("struct_specifier", "union_specifier", "enum_specifier", "class_specifier"):
             if node.child_by_field_name("body") is None:
@@ -236,6 +236,9 @@ class _Extractor:
             if sup is not None:
                 found = [w for w in _WORD.findall(node_text(sup)) if w not in ("metaclass",)]
             return found
+        if self.language == "objc":  # `@interface Store : NSObject <NSCopying>`: the superclass, then the protocols
+            protocols = child_of(node, frozenset({"parameterized_arguments", "protocol_qualifiers"}))
+            return [w for w in (node_text(node.child_by_field_name("superclass")), *_WORD.findall(node_text(protocols))) if w]
         for child in node.children:
             if child.type in _BASE_TYPES:
                 text = node_text(child)
@@ -254,8 +257,8 @@ class _Extractor:
             plist = child_of(child_of(node, frozenset({"FnProto"})) or node, frozenset({"ParamDeclList"}))
             names = [_WORD.findall(node_text(p).split(":", 1)[0]) for p in (plist.named_children if plist is not None else [])]
             return [w[-1] for w in names if w]
-        if self.spec.param_items:
-            items = [c for c in node.named_children if c.type in self.spec.param_items]
+        items = [c for c in node.named_children if c.type in self.spec.param_items]
+        if items:  # Swift `parameter`, Objective-C `method_parameter`: direct children, no list around them
             return [node_text(c.child_by_field_name("name")) or _first_identifier(c) for c in items]
         if node.type == "method_signature" and node.named_children:
             node = node.named_children[0]  # Dart: the parameters sit in the signature inside
@@ -265,7 +268,7 @@ class _Extractor:
             params = value.child_by_field_name("parameters") if value is not None else None
             if params is None and value is not None and value.child_by_field_name("parameter") is not None:
                 return [node_text(value.child_by_field_name("parameter"))]
-        if params is None and self.language in ("c", "cpp"):
+        if params is None and self.language in ("c", "cpp", "objc"):
             decl = node.child_by_field_name("declarator")
             while decl is not None and params is None:
                 params = decl.child_by_field_name("parameters")
@@ -324,7 +327,8 @@ class _Extractor:
             kind = self._def_kind(child, in_container)
             name = self._name(child) if kind else None
             if kind and name:
-                span = child.parent if child.parent is not None and child.parent.type == "decorated_definition" else child
+                wrapped = child.parent is not None and (child.parent.type == "decorated_definition" or child.parent.type in self.spec.wrappers)
+                span = child.parent if wrapped else child
                 if child.type == "variable_declarator" and child.parent is not None:
                     span = child.parent
                     if span.parent is not None and span.parent.type == "export_statement":
