@@ -204,6 +204,16 @@ def test_window_fallback_for_other_text() -> None:
     assert (parsed.entities[0].start_line, parsed.entities[0].end_line) == (1, 5)
 
 
+def test_a_header_that_reads_as_objective_c_is_parsed_as_objective_c() -> None:
+    """`.h` is C by name; as C, an `@interface` header parsed to nothing but syntax errors."""
+    header = b'#import <Foundation/Foundation.h>\n\n/// A store.\n@interface Store : NSObject\n- (void)load:(int)n;\n@end\n'
+    parsed = parse_source(header, "Store.h", language_for("Store.h"), "h")
+    assert not parsed.partial and {(e.kind, e.qualname, e.language) for e in parsed.entities if e.kind != "file"} >= {
+        ("class", "Store", "objc"), ("method", "Store.load", "objc")}
+    plain = parse_source(b"#include <stdio.h>\nint add(int a, int b);\nstruct point { int x; };\n", "util.h", "c", "h")
+    assert {e.language for e in plain.entities} == {"c"} and ("struct", "point") in {(e.kind, e.qualname) for e in plain.entities}
+
+
 def test_code_without_a_definition_reader_is_still_indexed_as_windows() -> None:
     """A Julia or R file used to be skipped whole: no search could reach it."""
     for name in ("model.jl", "analysis.R", "App.vue", "Build.groovy", "main.ml"):

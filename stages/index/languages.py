@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +69,17 @@ def language_for(name: str) -> str | None:
         return None
     ext = name[dot:].lower()
     return TREE_SITTER_EXTENSIONS.get(ext) or WINDOW_EXTENSIONS.get(ext)
+
+
+_OBJC_MARKS = re.compile(rb"^[ \t]*(?:@interface|@protocol|@implementation|#import)\b", re.MULTILINE)
+
+
+def refine_language(language: str, source: bytes) -> str:
+    """A `.h` header is C by its name, but iOS and macOS code declares its Objective-C classes in headers:
+    one that reads as Objective-C (`@interface`, `@protocol`, `#import`) is parsed as such, or nothing in it parses."""
+    if language == "c" and _OBJC_MARKS.search(source):
+        return "objc"
+    return language
 
 
 def uses_tree_sitter(language: str) -> bool:

@@ -19,7 +19,7 @@ from stages.core.artifacts import Entity, ParsedFile
 from stages.index.edges import extract_edges
 from stages.index.facts import facts_of
 from stages.index.idioms import ELIXIR_DEFS, child_of, elixir_doc, elixir_head, elixir_name, zig_kind, zig_name
-from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec, SPECS, node_text, uses_tree_sitter
+from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec, SPECS, node_text, refine_language, uses_tree_sitter
 
 # Bump when what unchanged files index to changes: entities, or the BM25 tokens made from them
 # (2: a file entity per code file, stemmed BM25 tokens; 3: code facts per definition, graph edges;
@@ -566,6 +566,7 @@ def parse_source(
     source: bytes, path: str, language: str, content_hash: str, max_lines: int = 60, max_chars: int = 2400
 ) -> ParsedFile:
     """Turn one file's bytes into entities. Never raises on bad input: it reports partial parses instead."""
+    language = refine_language(language, source)
     text_ok = True
     try:
         source.decode("utf-8")
