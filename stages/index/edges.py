@@ -18,11 +18,9 @@ from functools import lru_cache
 from tree_sitter import Node, Query, QueryCursor
 
 from stages.core.artifacts import DEFINITION_KINDS, Edge, Entity
-from stages.index.idioms import ELIXIR_DEFS, ELIXIR_DIRECTIVES, elixir_form
+from stages.index.idioms import elixir_form
 from stages.index.languages import node_text
 
-# Elixir's definitions and directives are calls too; they are not call edges
-_ELIXIR_FORMS = "^(" + "|".join([*ELIXIR_DEFS, *ELIXIR_DIRECTIVES]) + ")$"
 _CALLS: dict[str, tuple[str, ...]] = {
     "python": ("(call function: (identifier) @name) @site",
                "(call function: (attribute object: (_) @recv attribute: (identifier) @name)) @site"),
@@ -54,7 +52,7 @@ _CALLS: dict[str, tuple[str, ...]] = {
     "lua": ("(function_call name: (identifier) @name) @site",
             "(function_call name: (dot_index_expression table: (_) @recv field: (identifier) @name)) @site",
             "(function_call name: (method_index_expression table: (_) @recv method: (identifier) @name)) @site"),
-    "elixir": (f'(call target: (identifier) @name (#not-match? @name "{_ELIXIR_FORMS}")) @site',
+    "elixir": ("(call target: (identifier) @name) @site",  # less the calls that define (idioms.elixir_form)
                "(call target: (dot left: (_) @recv right: (identifier) @name)) @site"),
     "haskell": ("(apply function: (variable) @name) @site",),
     "zig": ("(SuffixExpr variable_type_function: (IDENTIFIER) @name . (FnCallArguments)) @site",

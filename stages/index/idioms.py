@@ -2,7 +2,7 @@
 
 Elixir defines with macros (`defmodule`, `def`), which its grammar parses as calls; Zig's grammar wraps every
 definition in a `Decl`, and a Zig generic type is a function that returns `type`. The parse stage asks here
-what such a node defines and what it is called; the graph stage asks which Elixir calls are definitions.
+what such a node defines and what it is called; the graph stage asks which Elixir calls are no calls.
 """
 
 from __future__ import annotations
@@ -62,14 +62,17 @@ def elixir_doc(node: Node) -> str:
 
 
 def elixir_form(call: Node) -> bool:
-    """A call that is no call: the head of a definition (`def get(id)` is a call inside the `def` call) or a
-    module attribute (`@doc "..."`)."""
+    """A call that is no call: a definition or directive itself (`def`, `alias`), the head of a definition
+    (`def get(id)` is a call inside the `def` call) or a module attribute (`@doc "..."`)."""
+    target = call.child_by_field_name("target")
+    if target is not None and target.type == "identifier" and node_text(target) in (*ELIXIR_DEFS, *ELIXIR_DIRECTIVES):
+        return True
     parent = call.parent
     if parent is not None and parent.type == "unary_operator":
         return True
     holder = parent.parent if parent is not None and parent.type == "arguments" else None
-    target = holder.child_by_field_name("target") if holder is not None and holder.type == "call" else None
-    return target is not None and node_text(target) in ELIXIR_DEFS
+    outer = holder.child_by_field_name("target") if holder is not None and holder.type == "call" else None
+    return outer is not None and node_text(outer) in ELIXIR_DEFS
 
 
 def _zig_container(var: Node) -> Node | None:
