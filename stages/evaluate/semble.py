@@ -137,7 +137,7 @@ def summarise(rows: list[dict]) -> dict:
 # ----------------------------------------------------------------------------- source trees
 
 
-def _download(source: Source, downloads: Path) -> Path:
+def download(source: Source, downloads: Path) -> Path:
     downloads.mkdir(parents=True, exist_ok=True)
     if source.registry == "pypi":
         pattern = f"{source.package}-{source.version}.tar.gz"
@@ -166,7 +166,7 @@ def prepare_repo(repo: dict, home: Path, source: Source | None = None) -> Path:
     root = home / "semble" / f"{repo['name']}-{source.version}"
     if (root / ".assay-semble").exists():
         return root
-    archive = _download(source, home / "downloads")
+    archive = download(source, home / "downloads")
     bench_root = repo["benchmark_root"].strip("/") + "/"
     if root.exists():
         shutil.rmtree(root)

@@ -31,7 +31,7 @@ def cite(rp: RankedPassage) -> str:
     return f"{rp.candidate.file}:{rp.candidate.start_line}"
 
 
-def _first_sentence(text: str) -> str:
+def first_sentence(text: str) -> str:
     flat = " ".join(text.split())
     for end in (". ", "? ", "! "):
         if end in flat:
@@ -48,7 +48,7 @@ def extractive(question: str, passages: list[RankedPassage], max_lines: int = 3)
         c = rp.candidate
         what = f"`{c.entity}` ({c.kind}, part {c.part + 1} of {c.parts})" if c.part else f"`{c.entity}` ({c.kind})"
         if c.docstring:
-            lead = f"{what}: {_first_sentence(c.docstring)}"
+            lead = f"{what}: {first_sentence(c.docstring)}"
         elif c.signature and not c.part:  # a later part's first line is not where the entity is defined
             lead = f"{what} is defined as `{c.signature[:160]}`"
         else:

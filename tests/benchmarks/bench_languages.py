@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import re
 import statistics
 import tarfile
 from pathlib import Path
@@ -23,10 +22,10 @@ from tests.benchmarks.common import CACHE
 
 def unpack(spec: str) -> Path:
     """`npm pack` the package once, then a fresh copy of its tree per run."""
-    from stages.evaluate.semble import Source, _download
+    from stages.evaluate.semble import Source, download
 
     package, version = spec.rsplit("@", 1)
-    archive = _download(Source("npm", package, version), CACHE / "downloads")
+    archive = download(Source("npm", package, version), CACHE / "downloads")
     target = CACHE / "work" / f"{package}-{version}"
     if target.exists():
         import shutil
@@ -36,11 +35,6 @@ def unpack(spec: str) -> Path:
     with tarfile.open(archive) as tar:
         tar.extractall(target, filter="data")
     return target
-
-
-def first_sentence(text: str) -> str:
-    flat = " ".join(text.split())
-    return re.split(r"(?<=[.!?])\s", flat, maxsplit=1)[0]
 
 
 def main() -> None:
@@ -55,12 +49,14 @@ def main() -> None:
     from stages.evaluate.runs import plain_bm25
     from stages.index.store import Catalog
     from stages.query.retrieve import search
+    from stages.query.synthesize import first_sentence
 
     root = unpack(args.package)
     settings = Settings(orchestration="direct")
     run_index(str(root), settings)
     languages = set(args.languages.split(","))
-    defs = [e for e in Catalog(root).all() if e.language in languages and e.part == 0 and e.kind not in ("window", "file")]
+    entities = list(Catalog(root).all())
+    defs = [e for e in entities if e.language in languages and e.part == 0 and e.kind not in ("window", "file")]
     by_name: dict[str, int] = {}
     for e in defs:
         by_name[e.name] = by_name.get(e.name, 0) + 1
@@ -71,7 +67,7 @@ def main() -> None:
             ("doc sentence", rng.sample(documented, min(args.per_row, len(documented))), lambda e: first_sentence(e.docstring)))
     print(f"{args.package}: {len(defs)} definitions in {', '.join(sorted(languages))}")
     print(f"{'query':13s} {'configuration':20s} {'n':>3s} {'hit@1':>6s} {'hit@10':>6s} {'MRR':>6s}")
-    baseline = plain_bm25(list(Catalog(root).all()))
+    baseline = plain_bm25(entities)
     searches = (("Assay search", lambda q: [(c.file, c.entity) for c in search(root, q, settings, k=10).candidates]),
                 ("plain BM25 (in-run)", lambda q: list(dict.fromkeys((e.file, e.qualname) for e in baseline(q, 100)))[:10]))
     for label, sample, query in rows:
