@@ -43,12 +43,12 @@ EXPECTED = {
         ("constant", "BUF_SIZE"): (3, 3), ("struct", "point"): (5, 8), ("type", "color_t"): (10, 10),
         ("function", "add"): (13, 15), ("function", "make_buffer"): (17, 19),
     },
-    "sample.cpp": {
-        ("module", "geo"): (3, 14), ("class", "geo.Shape"): (5, 8), ("method", "geo.Shape.area"): (7, 7),
+    "sample.cpp": {  # a namespace names its members but is no entity of its own
+        ("class", "geo.Shape"): (5, 8), ("method", "geo.Shape.area"): (7, 7),
         ("struct", "geo.Vec"): (10, 10), ("function", "geo.Shape2"): (12, 12), ("function", "square"): (17, 19),
     },
     "Sample.cs": {
-        ("module", "Demo"): (1, 13), ("class", "Demo.Service"): (3, 6), ("method", "Demo.Service.Run"): (5, 5),
+        ("class", "Demo.Service"): (3, 6), ("method", "Demo.Service.Run"): (5, 5),
         ("interface", "Demo.IRunner"): (8, 8), ("enum", "Demo.Level"): (10, 10), ("struct", "Demo.Pair"): (12, 12),
     },
     "sample.rb": {
@@ -179,6 +179,62 @@ def test_newer_languages_keep_docs_signatures_params_and_bases() -> None:
     assert "return name.compareTo(other.name);" in dart[("method", "User.compareTo")].body
     assert "return name.compareTo" not in dart[("class", "User")].body  # the class skeleton does not repeat it
     assert dart[("function", "greet")].params == ["u", "loud"] and dart[("function", "greet")].docstring == "Greets a user."
+
+
+def test_doc_comment_markup_is_reduced_to_its_words() -> None:
+    """C#'s XML tags and Javadoc's `{@link}` were the first words of every such docstring that the report quoted
+    and BM25 and the embedder read; angle brackets that are not doc markup stay."""
+    def doc(source: bytes, path: str, language: str, qualname: str) -> str:
+        return {e.qualname: e for e in parse_source(source, path, language, "h").entities}[qualname].docstring
+
+    assert {e.qualname: e for e in parse_fixture("Sample.cs").entities}["Demo.Service"].docstring == "A service."
+    cs = (b"class Pool {\n    /// <summary>\n    /// Takes a <see cref=\"T:System.Net.Socket\"/> from the pool.\n"
+          b"    /// </summary>\n    /// <param name=\"wait\">how long to wait</param>\n    /// <returns>the socket</returns>\n"
+          b"    Socket Take(int wait) { return null; }\n}\n")
+    assert doc(cs, "Pool.cs", "csharp", "Pool.Take") == "Takes a System.Net.Socket from the pool.\n\nwait: how long to wait\nReturns the socket"
+    java = b"/**\n * Finds {@link Repo#load} in {@code List<User>}.\n * <p>Then stops.\n */\nclass Finder {}\n"
+    assert doc(java, "Finder.java", "java", "Finder") == "Finds Repo#load in List<User>.\nThen stops."
+    python = b'def get():\n    """Returns <Response [200]> for a List<str>."""\n'
+    assert doc(python, "api.py", "python", "get") == "Returns <Response [200]> for a List<str>."
+
+
+def test_a_namespace_names_its_members_but_is_no_passage_of_its_own() -> None:
+    """As an entity, a C# or C++ namespace was the file's outline again plus its first class's doc comment, and it
+    outranked that class for the class's own doc. Code in it outside a definition is still indexed."""
+    assert not [e for name in ("Sample.cs", "sample.cpp") for e in parse_fixture(name).entities if e.kind == "module"]
+    source = (b"namespace App.Jobs\n{\n    using System;\n    /// <summary>Runs jobs.</summary>\n    class Runner {}\n"
+              b"    delegate void Done(int code);\n}\n")
+    ents = parse_source(source, "Runner.cs", "csharp", "h").entities
+    assert {(e.kind, e.qualname, e.parent) for e in ents if e.kind == "class"} == {("class", "App.Jobs.Runner", "App.Jobs")}
+    assert [e.body.strip() for e in ents if e.kind == "window"] == ["using System;", "delegate void Done(int code);"]
+
+
+def test_a_doc_comment_belongs_to_its_definition_not_to_a_window_or_its_class() -> None:
+    """A top-level definition's doc comment was also a window of its own (beside the imports), and a class passage
+    repeated each member's doc comment, so both outranked the definition for its own doc."""
+    java = (b"import x.Y;\n\n/**\n * Loads users.\n */\npublic class Loader {\n    int size;\n    /** Loads one user. */\n"
+            b"    User load(int id) { return null; }\n}\n")
+    ents = {e.qualname: e for e in parse_source(java, "Loader.java", "java", "h").entities}
+    assert [e.body for e in ents.values() if e.kind == "window"] == ["import x.Y;"]
+    assert ents["Loader"].docstring == "Loads users." and ents["Loader.load"].docstring == "Loads one user."
+    assert "Loads one user" not in ents["Loader"].body
+    assert "int size;" in ents["Loader"].body and "User load(int id)" in ents["Loader"].body
+    js = b'import x from "y";\n/** Max size. */\nexport const MAX_SIZE = 3;\n'  # above `export`: it was lost
+    ents_js = parse_source(js, "m.js", "javascript", "h").entities
+    assert {e.qualname: e.docstring for e in ents_js if e.kind == "constant"} == {"MAX_SIZE": "Max size."}
+    assert [e.body for e in ents_js if e.kind == "window"] == ['import x from "y";']
+    # a comment that is not the docstring (the function has one) stays indexed, as top-level code
+    python = b'import os\n# kept: not the docstring\ndef f():\n    """Doc."""\n'
+    assert [e.body for e in parse_source(python, "m.py", "python", "h").entities if e.kind == "window"] == ["import os\n# kept: not the docstring"]
+
+
+def test_a_python_module_docstring_is_the_file_rows() -> None:
+    """The grammar leaves a module docstring bare (no expression statement), so no Python file row had one: the
+    text was only in a window beside the imports."""
+    source = b'"""\nSession objects that persist settings.\n"""\nimport os\n\nclass Session:\n    pass\n'
+    ents = parse_source(source, "sessions.py", "python", "h").entities
+    assert [e.docstring for e in ents if e.kind == "file"] == ["Session objects that persist settings."]
+    assert [e.body for e in ents if e.kind == "window"] == ["import os"]
 
 
 def test_bodies_are_indexed_and_classes_keep_a_skeleton() -> None:

@@ -111,3 +111,13 @@ def test_summary_matches_plain_means_on_random_rows() -> None:
     assert s["overall"] == mean([r["ndcg"] for r in rows])
     assert s["repos"] == {r: mean([x["ndcg"] for x in rows if x["repo"] == r]) for r in dict.fromkeys(x["repo"] for x in rows)}
     assert s["categories"] == {c: mean([x["ndcg"] for x in rows if x["category"] == c]) for c in sb.CATEGORIES}
+
+
+def test_a_cached_sdist_under_its_normalised_name_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pip saves `JPype1` 1.7.1 as `jpype1-1.7.1.tar.gz` (PEP 625); looking only for the project's spelling, the
+    download was judged failed and repeated on every run."""
+    monkeypatch.setenv("PIP_NO_INDEX", "1")  # no second download: pip would fail
+    _tarball(tmp_path / "jpype1-1.7.1.tar.gz", "jpype1-1.7.1", {"src/Demo.java": "class Demo {}\n"})
+    assert sb.download(sb.Source("pypi", "JPype1", "1.7.1"), tmp_path) == tmp_path / "jpype1-1.7.1.tar.gz"
+    with pytest.raises(RuntimeError, match="could not download Missing 2.0"):
+        sb.download(sb.Source("pypi", "Missing", "2.0"), tmp_path)

@@ -105,6 +105,9 @@ class LanguageSpec:
     doc_skip: frozenset[str] = frozenset()  # nodes between a doc comment and its definition (a Haskell signature)
     body_sibling: frozenset[str] = frozenset()  # a body that follows its definition node instead of sitting in it (Dart)
     wrappers: frozenset[str] = frozenset()  # a node around a definition that its doc comment precedes (Objective-C)
+    # a namespace names what it holds but is no definition: as one, its passage was the file's outline again
+    # with the first class's doc comment, and it outranked that class for its own doc (C#, C++)
+    namespaces: frozenset[str] = frozenset()
     # node types a definition can sit inside; None means any. Python defines only in statements, so the
     # parse walk skips every expression subtree (most of a file's nodes: half the parse time on pytest)
     descend: frozenset[str] | None = None
@@ -193,10 +196,10 @@ SPECS: dict[str, LanguageSpec] = {
             "enum_specifier": "enum",
             "type_definition": "type",
             "alias_declaration": "type",
-            "namespace_definition": "module",
             "preproc_def": "constant",
             "preproc_function_def": "function",
         },
+        namespaces=frozenset({"namespace_definition"}),
     ),
     "csharp": LanguageSpec(
         defs={
@@ -207,8 +210,8 @@ SPECS: dict[str, LanguageSpec] = {
             "record_declaration": "class",
             "method_declaration": "method",
             "constructor_declaration": "method",
-            "namespace_declaration": "module",
         },
+        namespaces=frozenset({"namespace_declaration"}),
     ),
     "ruby": LanguageSpec(
         defs={"method": "function", "singleton_method": "function", "class": "class", "module": "module"},

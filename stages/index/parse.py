@@ -16,6 +16,7 @@ from pathlib import PurePosixPath
 from tree_sitter import Node, Parser
 
 from stages.core.artifacts import Entity, ParsedFile
+from stages.index.doc_markup import strip_doc_markup
 from stages.index.edges import extract_edges
 from stages.index.facts import facts_of
 from stages.index.idioms import ELIXIR_DEFS, child_of, elixir_doc, elixir_head, elixir_name, zig_kind, zig_name
@@ -24,8 +25,10 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 # Bump when what unchanged files index to changes: entities, or the BM25 tokens made from them
 # (2: a file entity per code file, stemmed BM25 tokens; 3: code facts per definition, graph edges;
 # 4: CommonJS `require` recorded as import edges; 5: a class passage names its decorated members;
-# 6: Kotlin, Swift, Scala, Lua, Elixir, Haskell, Zig, Dart, Objective-C and shell parsed into definitions).
-PARSER_VERSION = 6
+# 6: Kotlin, Swift, Scala, Lua, Elixir, Haskell, Zig, Dart, Objective-C and shell parsed into definitions;
+# 7: doc comments only in their definitions, Python module docstrings in the file row, doc markup stripped,
+# C# and C++ namespaces no entities).
+PARSER_VERSION = 7
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -76,6 +79,7 @@ class _Draft:
     params: list[str]
     children: list["_Draft"]
     tail: Node | None = None  # a body that follows the definition node as its sibling (Dart)
+    doc_row: int | None = None  # where the doc comment above it starts (0-based), when its docstring came from one
 
     @property
     def end_line(self) -> int:
@@ -89,6 +93,9 @@ class _Extractor:
         self.spec = spec
         self.lines = source.decode("utf-8", "replace").splitlines()
         self.scope_spans: list[Node] = []
+        # rows (0-based) that are no top-level code of their own: a namespace's head and closing lines, and the
+        # module docstring that the file row carries
+        self.not_code: set[int] = set()
         self.joiner = {"markdown": " > ", "css": " "}.get(language, ".")
 
     # -- naming ----------------------------------------------------------------
@@ -200,7 +207,8 @@ class _Extractor:
             sig = sig.rstrip("=").strip()  # `def f(x: Int): Int =`
         return sig.rstrip("{:").strip()[:400]
 
-    def _docstring(self, node: Node, span: Node) -> str:
+    def _docstring(self, node: Node, span: Node) -> tuple[str, int | None]:
+        """The doc text, and the row its doc comment starts on when it came from comments above the definition."""
         if self.language == "python":
             body = node.child_by_field_name("body")
             if body is not None and body.named_children:
@@ -208,26 +216,31 @@ class _Extractor:
                 if first.type == "expression_statement" and first.named_children:
                     first = first.named_children[0]
                 if first.type == "string":
-                    return _clean_doc(node_text(first))
+                    return _clean_doc(node_text(first)), None
         if self.language == "elixir":
             doc = elixir_doc(node)
-            return "" if doc in ("", "false") else _clean_doc(doc)  # `@doc false` hides a function
+            return ("" if doc in ("", "false") else _clean_doc(doc)), None  # `@doc false` hides a function
+        comments, row = self.leading_comments(span)
+        if self.language in ("lua", "haskell"):  # `--- text`, `-- | text`
+            comments = [re.sub(r"(?m)^\s*--+\s?[|^]?\s?", "", c) for c in comments]
+        elif self.language == "bash":
+            comments = [c for c in comments if not c.startswith("#!")]  # the shebang is not documentation
+        return strip_doc_markup(_clean_doc("\n".join(reversed(comments)))), (row if comments else None)
+
+    def leading_comments(self, span: Node) -> tuple[list[str], int]:
+        """The comments right above a definition (nearest first) and the row the first of them starts on."""
         comments: list[str] = []
         prev = span.prev_sibling
-        line = span.start_point[0]
+        line = first = span.start_point[0]
         while prev is not None and (prev.type in self.spec.doc_skip or (self.language == "zig" and not prev.is_named)):
             line, prev = prev.start_point[0], prev.prev_sibling  # a Haskell type signature; Zig's `pub` token
         while self.language == "kotlin" and prev is not None and prev.type not in self.spec.comment_types and prev.named_children:
             prev = prev.named_children[-1]  # Kotlin's grammar files a KDoc under the imports above the class
         while prev is not None and prev.type in self.spec.comment_types and prev.end_point[0] >= line - 1:
             comments.append(node_text(prev))
-            line = prev.start_point[0]
+            line = first = prev.start_point[0]
             prev = prev.prev_sibling
-        if self.language in ("lua", "haskell"):  # `--- text`, `-- | text`
-            comments = [re.sub(r"(?m)^\s*--+\s?[|^]?\s?", "", c) for c in comments]
-        elif self.language == "bash":
-            comments = [c for c in comments if not c.startswith("#!")]  # the shebang is not documentation
-        return _clean_doc("\n".join(reversed(comments)))
+        return comments, first
 
     def _bases(self, node: Node) -> list[str]:
         found: list[str] = []
@@ -324,6 +337,13 @@ class _Extractor:
         descend = self.spec.descend
         while stack:
             child, scope, parent, in_container, sink = stack.pop()
+            if child.type in self.spec.namespaces:
+                name, body = self._name(child), child.child_by_field_name("body")
+                if name and body is not None:
+                    self.not_code.update([*range(child.start_point[0], body.start_point[0] + 1), body.end_point[0]])
+                    inner = [*scope, name]
+                    push(body, inner, self.joiner.join(inner), False, sink)
+                    continue
             kind = self._def_kind(child, in_container)
             name = self._name(child) if kind else None
             if kind and name:
@@ -340,9 +360,10 @@ class _Extractor:
                 if receiver and not scope:
                     own_scope, own_parent = [receiver], receiver
                 qual = self.joiner.join([*own_scope, name])
+                docstring, doc_row = self._docstring(child, span)
                 draft = _Draft(
                     node=child, span=span, kind=kind, name=name, scope=list(own_scope), parent=own_parent,
-                    signature=self._signature(child), docstring=self._docstring(child, span),
+                    signature=self._signature(child), docstring=docstring, doc_row=doc_row,
                     bases=self._bases(child) if kind in CONTAINER_KINDS else [],
                     params=self._params(child) if kind in ("function", "method") else [],
                     children=[],
@@ -374,8 +395,10 @@ class _Extractor:
         left = assign.child_by_field_name("left")
         if left is None or left.type != "identifier" or not _UPPER_CONST.match(node_text(left)):
             return
-        doc = _trailing_comment(stmt)
-        out.append(_Draft(stmt, stmt, "constant", node_text(left), [], None, _first_line(node_text(stmt)), doc or self._docstring(stmt, stmt), [], [], []))
+        doc, row = _trailing_comment(stmt), None
+        if not doc:
+            doc, row = self._docstring(stmt, stmt)
+        out.append(_Draft(stmt, stmt, "constant", node_text(left), [], None, _first_line(node_text(stmt)), doc, [], [], [], doc_row=row))
 
     def _js_constant(self, decl: Node, out: list[_Draft]) -> None:
         for d in decl.named_children:
@@ -384,7 +407,9 @@ class _Extractor:
             name = node_text(d.child_by_field_name("name"))
             value = d.child_by_field_name("value")
             if _UPPER_CONST.match(name) and (value is None or value.type not in _FUNCTION_VALUES):
-                out.append(_Draft(decl, decl, "constant", name, [], None, _first_line(node_text(decl)), self._docstring(decl, decl), [], [], []))
+                exported = decl.parent is not None and decl.parent.type == "export_statement"
+                doc, row = self._docstring(decl, decl.parent if exported else decl)  # the doc sits above `export`
+                out.append(_Draft(decl, decl, "constant", name, [], None, _first_line(node_text(decl)), doc, [], [], [], doc_row=row))
 
 
 def _go_receiver(node: Node) -> str:
@@ -491,7 +516,8 @@ def _skeleton(lines: list[str], first: int, children: list[_Draft], drop_childre
     heads: dict[int, str] = {}
     for c in children:
         cs, ce = c.span.start_point[0] + 1 - first, c.end_line - first
-        for i in range(max(cs, 0), min(ce + 1, len(lines))):
+        ds = cs if c.doc_row is None else c.doc_row + 1 - first  # a member's doc comment is the member's
+        for i in range(max(ds, 0), min(ce + 1, len(lines))):
             keep[i] = False
         if drop_children or not 0 <= cs < len(lines):
             continue
@@ -511,9 +537,10 @@ def _skeleton(lines: list[str], first: int, children: list[_Draft], drop_childre
 
 def _uncovered_windows(ex: _Extractor, path: str, top: list[_Draft], max_lines: int, max_chars: int) -> list[Entity]:
     """Top-level code outside every definition (scripts, wiring) is indexed as windows, so nothing is cut."""
-    covered = [False] * len(ex.lines)
+    covered = [i in ex.not_code for i in range(len(ex.lines))]
     for d in [*top, *ex.scope_spans]:
-        start, end = (d.start_point[0], _end_line(d)) if isinstance(d, Node) else (d.span.start_point[0], d.end_line)
+        # a definition's doc comment is its docstring, not top-level code of its own
+        start, end = (d.start_point[0], _end_line(d)) if isinstance(d, Node) else (d.span.start_point[0] if d.doc_row is None else d.doc_row, d.end_line)
         for i in range(start, end):
             if i < len(covered):
                 covered[i] = True
@@ -583,8 +610,8 @@ def parse_source(
     drafts: list[_Draft] = []
     ex.walk(tree.root_node, drafts)
     entities = _make_entities(drafts, ex, path, max_lines, max_chars, {})
+    whole = _file_entity(ex, tree.root_node, path, drafts, max_chars)  # first: it claims the module docstring's rows
     entities.extend(_uncovered_windows(ex, path, drafts, max_lines, max_chars))
-    whole = _file_entity(ex, tree.root_node, path, drafts, max_chars)
     if whole is not None:
         entities.insert(0, whole)
     edges = extract_edges(tree.root_node, language, entities)
@@ -605,7 +632,7 @@ def _file_entity(ex: _Extractor, root: Node, path: str, drafts: list[_Draft], ma
     about a file or module ("how are routes registered") can reach the file, not only its parts."""
     if ex.language in FILE_ENTITY_LANGUAGES_EXCLUDED or not ex.lines:
         return None
-    doc = _module_doc(ex, root)
+    doc, doc_rows = _module_doc(ex, root)
     outline: list[str] = []
 
     def add(items: list[_Draft], depth: int) -> None:
@@ -618,6 +645,8 @@ def _file_entity(ex: _Extractor, root: Node, path: str, drafts: list[_Draft], ma
     if not outline and not doc:
         return None
     body = "\n".join(outline)[:max_chars]
+    if doc:
+        ex.not_code.update(doc_rows)  # the file row carries it; as a window it was the same text again
     return Entity(
         id=entity_id(path, "file", path, 0), kind="file", name=PurePosixPath(path).name, qualname=path,
         signature=f"file {path}", docstring=doc, body=body, start_line=1, end_line=len(ex.lines),
@@ -625,22 +654,27 @@ def _file_entity(ex: _Extractor, root: Node, path: str, drafts: list[_Draft], ma
     )
 
 
-def _module_doc(ex: _Extractor, root: Node) -> str:
-    """A Python module docstring, or the comment block that opens the file."""
+def _module_doc(ex: _Extractor, root: Node) -> tuple[str, range]:
+    """A Python module docstring, or the comment block that opens the file, and the rows it spans."""
     children = root.named_children
     if not children:
-        return ""
+        return "", range(0)
     first = children[0]
-    if ex.language == "python" and first.type == "expression_statement" and first.named_children:
-        if first.named_children[0].type == "string":
-            return _clean_doc(node_text(first.named_children[0]))
-    comments: list[str] = []
+    if ex.language == "python":  # the grammar leaves a module docstring bare, not in an expression statement
+        string = first.named_children[0] if first.type == "expression_statement" and first.named_children else first
+        if string.type == "string":
+            return _clean_doc(node_text(string)), range(first.start_point[0], _end_line(first))
+    comments: list[Node] = []
     for node in children:
         if node.type not in ex.spec.comment_types:
             break
-        comments.append(node_text(node))
-    text = _clean_doc("\n".join(comments))
-    return "" if text.lower().startswith(("copyright", "license", "!", "eslint", "@ts-")) else text
+        comments.append(node)
+    if not comments:
+        return "", range(0)
+    text = strip_doc_markup(_clean_doc("\n".join(node_text(c) for c in comments)))
+    if text.lower().startswith(("copyright", "license", "!", "eslint", "@ts-")):
+        return "", range(0)
+    return text, range(comments[0].start_point[0], _end_line(comments[-1]))
 
 
 def _first_error_line(node: Node) -> int:

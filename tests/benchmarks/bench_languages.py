@@ -1,8 +1,9 @@
-"""Search on languages the dev sets lack: a registry package's Kotlin and Swift, queried two ways.
+"""Search on languages the dev sets lack: a registry package's Kotlin, Swift, C#, Java..., queried two ways.
 
     python -m tests.benchmarks.bench_languages [--package expo-modules-core@1.12.26] [--languages kotlin,swift]
+    python -m tests.benchmarks.bench_languages --registry pypi --package pythonnet@3.2.1 --languages csharp
 
-The dev sets are Python, JavaScript and TypeScript. This indexes an npm package that ships other languages
+The dev sets are Python, JavaScript and TypeScript. This indexes a registry package that ships other languages
 (with the defaults) and samples definitions of those languages (seed 7, 60 per row): a *symbol* query is the
 definition's own name (names defined once only); a *doc sentence* query is the first sentence of its doc
 comment. Each prints hit@1, hit@10 and MRR of that definition for `assay search` beside the semble suite's
@@ -20,13 +21,16 @@ from pathlib import Path
 from tests.benchmarks.common import CACHE
 
 
-def unpack(spec: str) -> Path:
-    """`npm pack` the package once, then a fresh copy of its tree per run."""
+def unpack(spec: str, registry: str = "npm", reuse: bool = False) -> Path:
+    """Fetch the package once (`npm pack` or a PyPI sdist), then a fresh copy of its tree per run (or the last
+    run's copy and index, with `reuse`)."""
     from stages.evaluate.semble import Source, download
 
     package, version = spec.rsplit("@", 1)
-    archive = download(Source("npm", package, version), CACHE / "downloads")
     target = CACHE / "work" / f"{package}-{version}"
+    if reuse and (target / ".assay" / "manifest.json").exists():
+        return target
+    archive = download(Source(registry, package, version), CACHE / "downloads")
     if target.exists():
         import shutil
 
@@ -39,9 +43,11 @@ def unpack(spec: str) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--package", default="expo-modules-core@1.12.26")
+    parser.add_argument("--registry", choices=("npm", "pypi"), default="npm")
+    parser.add_argument("--package", default="expo-modules-core@1.12.26", help="name@version")
     parser.add_argument("--languages", default="kotlin,swift")
     parser.add_argument("--per-row", type=int, default=60)
+    parser.add_argument("--reuse", action="store_true", help="query the last run's copy of this package (an incremental index run, so a parser change re-parses it)")
     args = parser.parse_args()
 
     from flows.index import run_index
@@ -51,9 +57,9 @@ def main() -> None:
     from stages.query.retrieve import search
     from stages.query.synthesize import first_sentence
 
-    root = unpack(args.package)
+    root = unpack(args.package, args.registry, args.reuse)
     settings = Settings(orchestration="direct")
-    run_index(str(root), settings)
+    run_index(str(root), settings)  # with `reuse`, an incremental run that finds nothing changed
     languages = set(args.languages.split(","))
     entities = list(Catalog(root).all())
     defs = [e for e in entities if e.language in languages and e.part == 0 and e.kind not in ("window", "file")]

@@ -1,0 +1,39 @@
+"""Doc-comment markup reduced to the words it marks up.
+
+C#'s `///` comments are XML (`<summary>`, `<see cref="X"/>`, `<param name="x">`), Javadoc and KDoc write
+`{@link X}` and `{@code x}`, and both carry HTML (`<p>`, `<code>`). The tags are not what a reader or a query
+says: kept, `<summary>` was the first word of every C# docstring that the report quoted and that BM25 and the
+embedder read. Only doc-comment tags are touched, so a docstring that says `Returns <Response [200]>` or a
+type such as `Array<string>` keeps its angle brackets.
+"""
+
+from __future__ import annotations
+
+import re
+
+_TAGS = (
+    "summary|remarks|para|returns|value|example|exception|param|typeparam|see|seealso|paramref|typeparamref|"
+    "inheritdoc|list|item|term|description|listheader|include|permission|c|code|p|br|b|i|em|strong|tt|pre|"
+    "ul|ol|li|a|blockquote|h[1-6]|dl|dt|dd|sup|sub|u"
+)
+# `<see cref="T:System.String"/>` and friends: the reference is the word.
+_REFERENCE = re.compile(r'<(?:see|seealso|paramref|typeparamref)\s+(?:cref|name|langword|href)="(?:[A-Z]:)?([^"]*)"\s*/>')
+_NAMED = re.compile(r'<(param|typeparam)\s+name="([^"]*)"\s*>')  # `<param name="x">the x</param>` -> `x: the x`
+_RETURNS = re.compile(r"<returns>\s*", re.IGNORECASE)
+_EXCEPTION = re.compile(r'<exception\s+cref="(?:[A-Z]:)?([^"]*)"\s*>')
+_TAG = re.compile(rf"</?(?:{_TAGS})(?:\s[^<>]*)?/?>", re.IGNORECASE)
+_INLINE = re.compile(r"\{@(?:link|linkplain|code|literal|value|see)\s+([^{}]*)\}")  # Javadoc / KDoc / JSDoc
+
+
+def strip_doc_markup(text: str) -> str:
+    """`<summary>Finds <see cref="Foo"/>.</summary>` -> `Finds Foo.`; `{@link Bar#baz}` -> `Bar#baz`."""
+    if "<" not in text and "{@" not in text:
+        return text
+    text = _REFERENCE.sub(r"\1", text)
+    text = _NAMED.sub(r"\2: ", text)
+    text = _RETURNS.sub("Returns ", text)
+    text = _EXCEPTION.sub(r"Throws \1: ", text)
+    text = _INLINE.sub(lambda m: m.group(1).strip(), text)
+    text = _TAG.sub("", text)
+    lines = [" ".join(line.split()) for line in text.splitlines()]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
