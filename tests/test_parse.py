@@ -270,6 +270,17 @@ def test_a_header_that_reads_as_objective_c_is_parsed_as_objective_c() -> None:
     assert {e.language for e in plain.entities} == {"c"} and ("struct", "point") in {(e.kind, e.qualname) for e in plain.entities}
 
 
+def test_a_header_that_reads_as_cpp_is_parsed_as_cpp() -> None:
+    """As C, a C++ header's class was read as a function named after it, and its methods were lost."""
+    header = (b"#pragma once\n#include <string>\n\nnamespace geo {\n/// A shape.\nclass Shape : public Base {\npublic:\n"
+              b"  double area() const { return 0; }\n};\n}\n")
+    parsed = parse_source(header, "shape.h", language_for("shape.h"), "h")
+    got = {(e.kind, e.qualname, e.language) for e in parsed.entities if e.kind != "file"}
+    assert {("class", "geo.Shape", "cpp"), ("method", "geo.Shape.area", "cpp")} <= got
+    guarded = b'#ifdef __cplusplus\nextern "C" {\n#endif\nint add(int a, int b);\n#ifdef __cplusplus\n}\n#endif\n'
+    assert {e.language for e in parse_source(guarded, "add.h", "c", "h").entities} == {"c"}  # a C header for C++ callers
+
+
 def test_code_without_a_definition_reader_is_still_indexed_as_windows() -> None:
     """A Julia or R file used to be skipped whole: no search could reach it."""
     for name in ("model.jl", "analysis.R", "App.vue", "Build.groovy", "main.ml"):

@@ -72,13 +72,21 @@ def language_for(name: str) -> str | None:
 
 
 _OBJC_MARKS = re.compile(rb"^[ \t]*(?:@interface|@protocol|@implementation|#import)\b", re.MULTILINE)
+# words that start a line of C++ and never one of C
+_CPP_MARKS = re.compile(
+    rb"^[ \t]*(?:namespace(?:[ \t]+[\w:]+)?[ \t]*\{|using[ \t]+namespace\b|template[ \t]*<|class[ \t]+\w+|(?:public|private|protected)[ \t]*:)",
+    re.MULTILINE,
+)
 
 
 def refine_language(language: str, source: bytes) -> str:
-    """A `.h` header is C by its name, but iOS and macOS code declares its Objective-C classes in headers:
-    one that reads as Objective-C (`@interface`, `@protocol`, `#import`) is parsed as such, or nothing in it parses."""
+    """A `.h` header is C by its name, but most headers declare Objective-C or C++ classes: one that reads as
+    Objective-C (`@interface`, `@protocol`, `#import`) or as C++ (`namespace x {`, `class X`, `template <`,
+    `public:`) is parsed as such. As C, nothing in an Objective-C header parsed, and a C++ class was a function."""
     if language == "c" and _OBJC_MARKS.search(source):
         return "objc"
+    if language == "c" and _CPP_MARKS.search(source):
+        return "cpp"
     return language
 
 

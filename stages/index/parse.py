@@ -27,8 +27,8 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 # 4: CommonJS `require` recorded as import edges; 5: a class passage names its decorated members;
 # 6: Kotlin, Swift, Scala, Lua, Elixir, Haskell, Zig, Dart, Objective-C and shell parsed into definitions;
 # 7: doc comments only in their definitions, Python module docstrings in the file row, doc markup stripped,
-# C# and C++ namespaces no entities).
-PARSER_VERSION = 7
+# C# and C++ namespaces no entities; 8: a `.h` header that reads as C++ parsed as C++).
+PARSER_VERSION = 8
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
