@@ -207,6 +207,10 @@ def test_a_namespace_names_its_members_but_is_no_passage_of_its_own() -> None:
     ents = parse_source(source, "Runner.cs", "csharp", "h").entities
     assert {(e.kind, e.qualname, e.parent) for e in ents if e.kind == "class"} == {("class", "App.Jobs.Runner", "App.Jobs")}
     assert [e.body.strip() for e in ents if e.kind == "window"] == ["using System;", "delegate void Done(int code);"]
+    file_scoped = b"using System;\n\nnamespace App.Jobs;\n\n/// <summary>Runs.</summary>\nclass Runner {\n    void Go() {}\n}\n"
+    ents = parse_source(file_scoped, "Runner.cs", "csharp", "h").entities  # C# 10: `namespace X;` names the rest
+    assert {(e.kind, e.qualname) for e in ents if e.kind in ("class", "method")} == {("class", "App.Jobs.Runner"), ("method", "App.Jobs.Runner.Go")}
+    assert [e.body for e in ents if e.kind == "window"] == ["using System;"]
 
 
 def test_a_doc_comment_belongs_to_its_definition_not_to_a_window_or_its_class() -> None:

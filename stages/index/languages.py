@@ -219,7 +219,7 @@ SPECS: dict[str, LanguageSpec] = {
             "method_declaration": "method",
             "constructor_declaration": "method",
         },
-        namespaces=frozenset({"namespace_declaration"}),
+        namespaces=frozenset({"namespace_declaration", "file_scoped_namespace_declaration"}),
     ),
     "ruby": LanguageSpec(
         defs={"method": "function", "singleton_method": "function", "class": "class", "module": "module"},

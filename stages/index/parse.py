@@ -27,8 +27,9 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 # 4: CommonJS `require` recorded as import edges; 5: a class passage names its decorated members;
 # 6: Kotlin, Swift, Scala, Lua, Elixir, Haskell, Zig, Dart, Objective-C and shell parsed into definitions;
 # 7: doc comments only in their definitions, Python module docstrings in the file row, doc markup stripped,
-# C# and C++ namespaces no entities; 8: a `.h` header that reads as C++ parsed as C++).
-PARSER_VERSION = 8
+# C# and C++ namespaces no entities; 8: a `.h` header that reads as C++ parsed as C++; 9: C#'s file-scoped
+# namespaces name what follows them).
+PARSER_VERSION = 9
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -327,9 +328,16 @@ class _Extractor:
 
     def walk(self, root: Node, out: list[_Draft]) -> None:
         """Pre-order walk with an explicit stack: minified code nests far deeper than Python recurses."""
-        stack: list[tuple[Node, list[str], str | None, bool, list[_Draft]]] = [
-            (c, [], None, False, out) for c in reversed(root.named_children)
-        ]
+        stack: list[tuple[Node, list[str], str | None, bool, list[_Draft]]] = []
+        scope: list[str] = []
+        for c in root.named_children:
+            name = self._name(c) if c.type in self.spec.namespaces and c.child_by_field_name("body") is None else None
+            if name:  # C#'s file-scoped `namespace App.Jobs;` names everything after it
+                scope = [name]
+                self.not_code.update(range(c.start_point[0], _end_line(c)))
+                continue
+            stack.append((c, scope, self.joiner.join(scope) or None, False, out))
+        stack.reverse()
 
         def push(node: Node, scope: list[str], parent: str | None, in_container: bool, sink: list[_Draft]) -> None:
             stack.extend((c, scope, parent, in_container, sink) for c in reversed(node.named_children))
