@@ -196,6 +196,8 @@ def test_doc_comment_markup_is_reduced_to_its_words() -> None:
     assert doc(java, "Finder.java", "java", "Finder") == "Finds Repo#load in List<User>.\nThen stops."
     python = b'def get():\n    """Returns <Response [200]> for a List<str>."""\n'
     assert doc(python, "api.py", "python", "get") == "Returns <Response [200]> for a List<str>."
+    generic = b"/** Maps a {@code Pair<A>} to <b>one</b> Optional<B>. */\nclass Mapper {}\n"
+    assert doc(generic, "Mapper.java", "java", "Mapper") == "Maps a Pair<A> to one Optional<B>."
 
 
 def test_a_namespace_names_its_members_but_is_no_passage_of_its_own() -> None:

@@ -19,9 +19,9 @@ _TAGS = (
 # `<see cref="T:System.String"/>` and friends: the reference is the word.
 _REFERENCE = re.compile(r'<(?:see|seealso|paramref|typeparamref)\s+(?:cref|name|langword|href)="(?:[A-Z]:)?([^"]*)"\s*/>')
 _NAMED = re.compile(r'<(param|typeparam)\s+name="([^"]*)"\s*>')  # `<param name="x">the x</param>` -> `x: the x`
-_RETURNS = re.compile(r"<returns>\s*", re.IGNORECASE)
+_RETURNS = re.compile(r"<returns>\s*")
 _EXCEPTION = re.compile(r'<exception\s+cref="(?:[A-Z]:)?([^"]*)"\s*>')
-_TAG = re.compile(rf"</?(?:{_TAGS})(?:\s[^<>]*)?/?>", re.IGNORECASE)
+_TAG = re.compile(rf"</?(?:{_TAGS})(?:\s[^<>]*)?/?>")  # lower case only: `Foo<A>` is a generic type
 _INLINE = re.compile(r"\{@(?:link|linkplain|code|literal|value|see)\s+([^{}]*)\}")  # Javadoc / KDoc / JSDoc
 
 

@@ -28,8 +28,8 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 # 6: Kotlin, Swift, Scala, Lua, Elixir, Haskell, Zig, Dart, Objective-C and shell parsed into definitions;
 # 7: doc comments only in their definitions, Python module docstrings in the file row, doc markup stripped,
 # C# and C++ namespaces no entities; 8: a `.h` header that reads as C++ parsed as C++; 9: C#'s file-scoped
-# namespaces name what follows them).
-PARSER_VERSION = 9
+# namespaces name what follows them; 10: doc-comment tags matched in lower case only, `Foo<A>` is a type).
+PARSER_VERSION = 10
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
