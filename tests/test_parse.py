@@ -234,6 +234,37 @@ def test_a_doc_comment_belongs_to_its_definition_not_to_a_window_or_its_class() 
     assert [e.body for e in parse_source(python, "m.py", "python", "h").entities if e.kind == "window"] == ["import os\n# kept: not the docstring"]
 
 
+def test_doc_comments_reach_definitions_however_the_grammar_nests_them() -> None:
+    """Found on real Go, Rust and Ruby packages (gin, regex, rack): each grammar puts a doc comment somewhere the
+    definition's own node does not reach, and the doc was lost to a window."""
+    def parsed(source: bytes, path: str, language: str) -> tuple[dict, list[str]]:
+        ents = parse_source(source, path, language, "h").entities
+        return {e.qualname: e for e in ents if e.kind != "window"}, [e.body for e in ents if e.kind == "window"]
+
+    go = (b"// Copyright 2014 The Authors.\n// Use of this source code is governed by a MIT licence.\n\n"
+          b"// Package gin serves HTTP.\npackage gin\n\n// Accounts maps users to passwords.\ntype Accounts map[string]string\n\n"
+          b"const (\n\t// AuthUserKey is the cookie name.\n\tAuthUserKey = \"user\"\n\tOther = 1\n)\n")
+    ents, windows = parsed(go, "auth.go", "go")  # the comment sits above `type`, outside the type's spec
+    assert ents["Accounts"].docstring == "Accounts maps users to passwords." and ents["Accounts"].start_line == 8
+    assert ents["AuthUserKey"].docstring == "AuthUserKey is the cookie name." and ents["Other"].docstring == ""
+    assert ents["auth.go"].docstring == "Package gin serves HTTP."  # the licence header above it is no doc
+    assert not [w for w in windows if "Copyright" in w or "Accounts" in w]
+    rust = (b"//! Regex engines.\n\n/// Compiles a program.\n/// In one pass.\n#[derive(Debug)]\npub struct Compiler;\n\n"
+            b"mod parser;\n")
+    ents, windows = parsed(rust, "lib.rs", "rust")  # an attribute stands between the doc and the item
+    assert ents["Compiler"].docstring == "Compiles a program.\nIn one pass." and ents["lib.rs"].docstring == "Regex engines."
+    assert "parser" not in ents  # `mod parser;` points at another file, as an import does
+    generic = b"struct Fsm<'a> { x: &'a str }\nimpl<'a> Fsm<'a> {\n    fn next(&mut self) {}\n}\n"
+    assert "Fsm.next" in parsed(generic, "dfa.rs", "rust")[0]  # not `Fsm<'a>.next`: a query names the type only
+    assert not [w for w in windows if "Compiles" in w or "Regex engines" in w]
+    ruby = (b"# frozen_string_literal: true\n\nmodule Rack\n  # Proxy for response bodies.\n  class BodyProxy\n"
+            b"    # Wraps the body.\n    def initialize(body)\n    end\n  end\nend\n")
+    ents, windows = parsed(ruby, "body_proxy.rb", "ruby")  # the comments sit before the body node, not in it
+    assert ents["Rack.BodyProxy"].docstring == "Proxy for response bodies."
+    assert ents["Rack.BodyProxy.initialize"].docstring == "Wraps the body."
+    assert windows == [] and ents["body_proxy.rb"].docstring == ""
+
+
 def test_a_python_module_docstring_is_the_file_rows() -> None:
     """The grammar leaves a module docstring bare (no expression statement), so no Python file row had one: the
     text was only in a window beside the imports."""

@@ -154,6 +154,7 @@ SPECS: dict[str, LanguageSpec] = {
             "type_spec": "type",
             "const_spec": "constant",
         },
+        wrappers=frozenset({"type_declaration", "const_declaration"}),
     ),
     "rust": LanguageSpec(
         defs={
@@ -171,6 +172,7 @@ SPECS: dict[str, LanguageSpec] = {
         },
         scopes={"impl_item": "type"},
         comment_types=frozenset({"line_comment", "block_comment"}),
+        doc_skip=frozenset({"attribute_item"}),  # `/// Doc` then `#[derive(Debug)]` then the item
     ),
     "java": LanguageSpec(
         defs={

@@ -28,8 +28,10 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 # 6: Kotlin, Swift, Scala, Lua, Elixir, Haskell, Zig, Dart, Objective-C and shell parsed into definitions;
 # 7: doc comments only in their definitions, Python module docstrings in the file row, doc markup stripped,
 # C# and C++ namespaces no entities; 8: a `.h` header that reads as C++ parsed as C++; 9: C#'s file-scoped
-# namespaces name what follows them; 10: doc-comment tags matched in lower case only, `Foo<A>` is a type).
-PARSER_VERSION = 10
+# namespaces name what follows them; 10: doc-comment tags matched in lower case only, `Foo<A>` is a type;
+# 11: doc comments above Go `type`/`const`, Rust attributes and Ruby bodies reach their definitions, Rust `//!`
+# module docs, licence headers neither doc nor window, `mod x;` no entity, `impl<'a> Fsm<'a>` scopes `Fsm`).
+PARSER_VERSION = 11
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -144,6 +146,8 @@ class _Extractor:
             if name is None:
                 return None  # anonymous; a typedef names it
             return node_text(name)
+        if t == "mod_item" and node.child_by_field_name("body") is None:
+            return None  # `mod parser;` points at another file, as an import does: no definition here
         if t == "impl_item":
             return node_text(node.child_by_field_name("type")) or None
         if t == "method_signature":  # Dart: the signature inside names the method
@@ -236,14 +240,16 @@ class _Extractor:
     def _leading_comments(self, span: Node) -> tuple[list[str], int]:
         """The comments right above a definition (nearest first) and the row the first of them starts on."""
         comments: list[str] = []
+        while span.prev_sibling is None and span.parent is not None and span.parent.start_byte == span.start_byte:
+            span = span.parent  # Ruby files the comments above a body's first definition before the body node
         prev = span.prev_sibling
         line = first = span.start_point[0]
         while prev is not None and (prev.type in self.spec.doc_skip or (self.language == "zig" and not prev.is_named)):
             line, prev = prev.start_point[0], prev.prev_sibling  # a Haskell type signature; Zig's `pub` token
         while self.language == "kotlin" and prev is not None and prev.type not in self.spec.comment_types and prev.named_children:
             prev = prev.named_children[-1]  # Kotlin's grammar files a KDoc under the imports above the class
-        while prev is not None and prev.type in self.spec.comment_types and prev.end_point[0] >= line - 1:
-            comments.append(node_text(prev))
+        while prev is not None and prev.type in self.spec.comment_types and _end_line(prev) >= line:
+            comments.append(node_text(prev).rstrip())  # a Rust line comment holds its newline
             line = first = prev.start_point[0]
             prev = prev.prev_sibling
         return comments, first
@@ -360,7 +366,7 @@ class _Extractor:
             kind = self._def_kind(child, in_container)
             name = self._name(child) if kind else None
             if kind and name:
-                wrapped = child.parent is not None and (child.parent.type == "decorated_definition" or child.parent.type in self.spec.wrappers)
+                wrapped = child.parent is not None and (child.parent.type == "decorated_definition" or self._sole_wrapped(child))
                 span = child.parent if wrapped else child
                 if child.type == "variable_declarator" and child.parent is not None:
                     span = child.parent
@@ -388,7 +394,7 @@ class _Extractor:
                 push(child, [*own_scope, name], qual, kind in _CLASS_KINDS, draft.children)
                 continue
             if child.type in self.spec.scopes:
-                scope_name = node_text(child.child_by_field_name(self.spec.scopes[child.type]))
+                scope_name = _without_type_arguments(node_text(child.child_by_field_name(self.spec.scopes[child.type])))
                 self.scope_spans.append(child)
                 inner = [*scope, scope_name] if scope_name else scope
                 push(child, inner, ".".join(inner) or parent, True, sink)
@@ -400,6 +406,15 @@ class _Extractor:
                 self._js_constant(child, sink)
             if descend is None or child.type in descend:
                 push(child, scope, parent, in_container, sink)
+
+    def _sole_wrapped(self, node: Node) -> bool:
+        """Its parent is a wrapper that its doc comment precedes (`type X struct` in Go: the comment sits above
+        `type`), and the wrapper holds this definition only: in a group, `type ( A ...; B ... )`, each spec has
+        its own comment inside the parentheses."""
+        wrapper = node.parent
+        if wrapper is None or wrapper.type not in self.spec.wrappers:
+            return False
+        return [c for c in wrapper.named_children if c.type not in self.spec.comment_types] == [node]
 
     def _python_constant(self, stmt: Node, out: list[_Draft]) -> None:
         assign = stmt if stmt.type == "assignment" else (stmt.named_children[0] if stmt.named_children else None)
@@ -423,6 +438,11 @@ class _Extractor:
                 exported = decl.parent is not None and decl.parent.type == "export_statement"
                 doc, row = self._docstring(decl, decl.parent if exported else decl)  # the doc sits above `export`
                 out.append(_Draft(decl, decl, "constant", name, [], None, _first_line(node_text(decl)), doc, [], [], [], doc_row=row))
+
+
+def _without_type_arguments(name: str) -> str:
+    """`impl<'a> Fsm<'a>` scopes `Fsm.next`, not `Fsm<'a>.next`: a query names the type, never its arguments."""
+    return name.split("<", 1)[0].strip() if "<" in name and not name.startswith("<") else name
 
 
 def _go_receiver(node: Node) -> str:
@@ -463,7 +483,7 @@ def _clean_doc(raw: str) -> str:
     cleaned: list[str] = []
     for line in text.splitlines():
         s = line.strip()
-        s = re.sub(r"^(///?|//!|/\*\*?|\*/|\*|#+|<!--|-->)\s?", "", s)
+        s = re.sub(r"^(//!|///?|/\*!|/\*\*?|\*/|\*|#+|<!--|-->)\s?", "", s)  # `//!`, `/*!`: Rust's and Doxygen's docs
         s = s.removesuffix("*/").removesuffix("-->").strip()
         cleaned.append(s)
     return "\n".join(cleaned).strip()[:2000]
@@ -643,7 +663,8 @@ def _file_entity(ex: _Extractor, root: Node, path: str, drafts: list[_Draft], ma
     about a file or module ("how are routes registered") can reach the file, not only its parts."""
     if ex.language in FILE_ENTITY_LANGUAGES_EXCLUDED or not ex.lines:
         return None
-    doc, doc_rows = _module_doc(ex, root)
+    doc, doc_rows, banner_rows = _module_doc(ex, root, drafts)
+    ex.not_code.update(banner_rows)  # a licence header as a window matched "license" and said nothing else
     outline: list[str] = []
 
     def add(items: list[_Draft], depth: int) -> None:
@@ -665,27 +686,45 @@ def _file_entity(ex: _Extractor, root: Node, path: str, drafts: list[_Draft], ma
     )
 
 
-def _module_doc(ex: _Extractor, root: Node) -> tuple[str, range]:
-    """A Python module docstring, or the comment block that opens the file, and the rows it spans."""
+def _module_doc(ex: _Extractor, root: Node, drafts: list[_Draft]) -> tuple[str, range, list[int]]:
+    """A Python module docstring, or the comment blocks that open the file (but not the first definition's doc
+    comment), the rows they span, and the rows of the banners among them (licence headers, linter and encoding
+    directives), which are neither doc nor code."""
     children = root.named_children
     if not children:
-        return "", range(0)
+        return "", range(0), []
     first = children[0]
     if ex.language == "python":  # the grammar leaves a module docstring bare, not in an expression statement
         string = first.named_children[0] if first.type == "expression_statement" and first.named_children else first
         if string.type == "string":
-            return _clean_doc(node_text(string)), range(first.start_point[0], _end_line(first))
-    comments: list[Node] = []
+            return _clean_doc(node_text(string)), range(first.start_point[0], _end_line(first)), []
+    blocks: list[list[Node]] = []  # runs of comment nodes, split at blank lines
     for node in children:
         if node.type not in ex.spec.comment_types:
             break
-        comments.append(node)
-    if not comments:
-        return "", range(0)
-    text = strip_doc_markup(_clean_doc("\n".join(node_text(c) for c in comments)))
-    if text.lower().startswith(("copyright", "license", "!", "eslint", "@ts-")):
-        return "", range(0)
-    return text, range(comments[0].start_point[0], _end_line(comments[-1]))
+        if blocks and node.start_point[0] <= _end_line(blocks[-1][-1]):
+            blocks[-1].append(node)
+        else:
+            blocks.append([node])
+    claimed = {d.doc_row for d in drafts if d.doc_row is not None}
+    blocks = [b for b in blocks if not claimed.intersection(range(b[0].start_point[0], _end_line(b[-1])))]
+    banners = [b for b in blocks if _is_banner(ex.language, b)]
+    banner_rows = [row for b in banners for row in range(b[0].start_point[0], _end_line(b[-1]))]
+    kept = [b for b in blocks if b not in banners]  # Go: `// Copyright ...`, then `// Package x does ...`
+    if not kept:
+        return "", range(0), banner_rows
+    text = strip_doc_markup(_clean_doc("\n".join(node_text(c).rstrip() for b in kept for c in b)))
+    return text, range(kept[0][0].start_point[0], _end_line(kept[-1][-1])), banner_rows
+
+
+def _is_banner(language: str, block: list[Node]) -> bool:
+    """A licence header or a linter directive opens many files, and says nothing of what the file holds. A JS
+    `/*!` comment is a licence banner; Rust's `//!` and `/*!` are the module's doc."""
+    raw = node_text(block[0]).lstrip()
+    if language not in ("rust", "c", "cpp") and raw.startswith(("/*!", "#!")):
+        return True
+    text = _clean_doc(raw).lower()
+    return text.startswith(("copyright", "license", "licensed", "spdx-license", "(c)", "eslint", "@ts-", "@license", "-*-", "frozen_string_literal")) or not text
 
 
 def _first_error_line(node: Node) -> int:

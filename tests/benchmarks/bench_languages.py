@@ -2,9 +2,10 @@
 
     python -m tests.benchmarks.bench_languages [--package expo-modules-core@1.12.26] [--languages kotlin,swift]
     python -m tests.benchmarks.bench_languages --registry pypi --package pythonnet@3.2.1 --languages csharp
+    python -m tests.benchmarks.bench_languages --registry debian --package golang-github-gin-gonic-gin-dev@1.8.1-1 --languages go
 
 The dev sets are Python, JavaScript and TypeScript. This indexes a registry package that ships other languages
-(with the defaults) and samples definitions of those languages (seed 7, 60 per row): a *symbol* query is the
+(with the defaults; Debian's `-dev` and library packages carry Go, Rust, Ruby, PHP and Lua sources) and samples definitions of those languages (seed 7, 60 per row): a *symbol* query is the
 definition's own name (names defined once only); a *doc sentence* query is the first sentence of its doc
 comment. Each prints hit@1, hit@10 and MRR of that definition for `assay search` beside the semble suite's
 in-run baseline (bm25s, stock tokenizer, over the same passages). It prints figures; it is not a test.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import subprocess
 import tarfile
 from pathlib import Path
 
@@ -22,28 +24,45 @@ from tests.benchmarks.common import CACHE
 
 
 def unpack(spec: str, registry: str = "npm", reuse: bool = False) -> Path:
-    """Fetch the package once (`npm pack` or a PyPI sdist), then a fresh copy of its tree per run (or the last
-    run's copy and index, with `reuse`)."""
+    """Fetch the package once (`npm pack`, a PyPI sdist or a Debian package), then a fresh copy of its tree per
+    run (or the last run's copy and index, with `reuse`)."""
     from stages.evaluate.semble import Source, download
 
     package, version = spec.rsplit("@", 1)
     target = CACHE / "work" / f"{package}-{version}"
     if reuse and (target / ".assay" / "manifest.json").exists():
         return target
-    archive = download(Source(registry, package, version), CACHE / "downloads")
+    archive = debian_download(package, version) if registry == "debian" else download(Source(registry, package, version), CACHE / "downloads")
     if target.exists():
         import shutil
 
         shutil.rmtree(target)
     target.mkdir(parents=True)
+    if registry == "debian":
+        subprocess.run(["dpkg-deb", "-x", str(archive), str(target)], check=True)
+        return target
     with tarfile.open(archive) as tar:
         tar.extractall(target, filter="data")
     return target
 
 
+def debian_download(package: str, version: str) -> Path:
+    """`apt-get download`, once: the .deb is named `package_version_arch.deb`, an epoch's colon as `%3a`."""
+    downloads = CACHE / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    pattern = f"{package}_{version.replace(':', '%3a')}_*.deb"
+    found = sorted(downloads.glob(pattern))
+    if not found:
+        done = subprocess.run(["apt-get", "download", f"{package}={version}"], cwd=downloads, capture_output=True, text=True)
+        found = sorted(downloads.glob(pattern))
+        if done.returncode != 0 or not found:
+            raise SystemExit(f"could not download {package} {version} from Debian: {(done.stderr or 'no .deb written').strip().splitlines()[-1]}")
+    return found[0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--registry", choices=("npm", "pypi"), default="npm")
+    parser.add_argument("--registry", choices=("npm", "pypi", "debian"), default="npm")
     parser.add_argument("--package", default="expo-modules-core@1.12.26", help="name@version")
     parser.add_argument("--languages", default="kotlin,swift")
     parser.add_argument("--per-row", type=int, default=60)
