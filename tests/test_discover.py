@@ -80,10 +80,14 @@ def test_symlinks_loops_and_escapes_are_refused(tmp_path: Path) -> None:
     (ws / "loop_b.py").symlink_to(ws / "loop_a.py")
     (ws / "dirloop").mkdir()
     (ws / "dirloop" / "again").symlink_to(ws, target_is_directory=True)
+    write(ws, "vendor/lib.py")
+    (ws / ".gitignore").write_text("vendor/\n")
+    (ws / "lib.py").symlink_to(ws / "vendor" / "lib.py")  # its target is ignored: the link is the only way in
     result = discover(ws)
-    assert paths(result) == {"real.py", "inside.py"}
+    assert paths(result) == {"real.py", "lib.py"}
     assert reasons(result) == {"escape.py": "symlink_outside", "loop_a.py": "symlink_broken_or_loop",
-                               "loop_b.py": "symlink_broken_or_loop", "dirloop/again": "symlink_dir"}
+                               "loop_b.py": "symlink_broken_or_loop", "dirloop/again": "symlink_dir",
+                               "inside.py": "symlink_duplicate"}  # real.py is indexed: every hit would come twice
 
 
 def test_unreadable_files_are_reported_as_unreadable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

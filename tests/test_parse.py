@@ -249,6 +249,13 @@ def test_doc_comments_reach_definitions_however_the_grammar_nests_them() -> None
     assert ents["AuthUserKey"].docstring == "AuthUserKey is the cookie name." and ents["Other"].docstring == ""
     assert ents["auth.go"].docstring == "Package gin serves HTTP."  # the licence header above it is no doc
     assert not [w for w in windows if "Copyright" in w or "Accounts" in w]
+    go = (b"package gin\n\ntype Engine struct {\n\tRouterGroup\n\t*log.Logger\n\tname string\n}\n\n"
+          b"type Binding interface {\n\tio.Reader\n\t// Name names the binding.\n\tName() string\n}\n\n"
+          b"func (s *Set[K, V]) Add(v K) {}\n")
+    ents, _ = parsed(go, "gin.go", "go")  # embedding is Go's inheritance; an interface's methods are definitions
+    assert ents["Engine"].bases == ["RouterGroup", "Logger"] and ents["Binding"].bases == ["Reader"]
+    assert ents["Binding.Name"].docstring == "Name names the binding." and ents["Binding.Name"].kind == "method"
+    assert "Set.Add" in ents  # the receiver's type, not its last type argument (`V.Add`)
     rust = (b"//! Regex engines.\n\n/// Compiles a program.\n/// In one pass.\n#[derive(Debug)]\npub struct Compiler;\n\n"
             b"mod parser;\n")
     ents, windows = parsed(rust, "lib.rs", "rust")  # an attribute stands between the doc and the item
@@ -257,6 +264,10 @@ def test_doc_comments_reach_definitions_however_the_grammar_nests_them() -> None
     generic = b"struct Fsm<'a> { x: &'a str }\nimpl<'a> Fsm<'a> {\n    fn next(&mut self) {}\n}\n"
     assert "Fsm.next" in parsed(generic, "dfa.rs", "rust")[0]  # not `Fsm<'a>.next`: a query names the type only
     assert not [w for w in windows if "Compiles" in w or "Regex engines" in w]
+    php = (b"<?php\n\n/*\n * This file is part of the Symfony package.\n *\n * (c) Fabien Potencier\n */\n\n"
+           b"namespace App;\n\n/**\n * Styles output.\n */\nclass Style {}\n")
+    ents, windows = parsed(php, "Style.php", "php")  # `<?php` comes first, then the header: neither is code
+    assert [w.strip() for w in windows] == ["namespace App;"] and ents["Style.php"].docstring == "" and ents["Style"].docstring == "Styles output."
     ruby = (b"# frozen_string_literal: true\n\nmodule Rack\n  # Proxy for response bodies.\n  class BodyProxy\n"
             b"    # Wraps the body.\n    def initialize(body)\n    end\n  end\nend\n")
     ents, windows = parsed(ruby, "body_proxy.rb", "ruby")  # the comments sit before the body node, not in it

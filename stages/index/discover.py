@@ -3,7 +3,7 @@
 Ignored folders are pruned before they are entered (node_modules and .git are never walked).
 `.gitignore` and `.assayignore` files apply with git's own semantics, at every level, through pathspec.
 Directory symlinks are never followed (no loops, no escapes); file symlinks are followed only when
-their target stays inside the workspace.
+their target stays inside the workspace, and not when the target is indexed itself (the same code twice).
 """
 
 from __future__ import annotations
@@ -91,6 +91,7 @@ def discover(root: Path, max_file_bytes: int = 1_000_000) -> DiscoveryResult:
     files: list[SourceFile] = []
     skipped: list[SkippedFile] = []
     unreadable: list[str] = []
+    links: list[tuple[str, Path, str, str]] = []  # (path, file, language, target's path): considered after the walk
     root_rules = _load_rules(root, "")
 
     def walk(directory: Path, rel_dir: str, stack: list[_Rules]) -> None:
@@ -119,8 +120,9 @@ def discover(root: Path, max_file_bytes: int = 1_000_000) -> DiscoveryResult:
             if is_link and os.path.isdir(entry.path):
                 skipped.append(SkippedFile(path=rel, reason="symlink_dir", detail="directory links are not followed"))
                 continue
+            target = ""
             if is_link:
-                reason = _check_link(root, Path(entry.path))
+                reason, target = _check_link(root, Path(entry.path))
                 if reason:
                     skipped.append(SkippedFile(path=rel, reason=reason))
                     continue
@@ -130,6 +132,9 @@ def discover(root: Path, max_file_bytes: int = 1_000_000) -> DiscoveryResult:
                 continue
             if entry.name in LOCKFILES:
                 skipped.append(SkippedFile(path=rel, reason="lockfile"))
+                continue
+            if target:
+                links.append((rel, Path(entry.path), language, target))
                 continue
             _consider(root, rel, Path(entry.path), language)
 
@@ -174,14 +179,21 @@ def discover(root: Path, max_file_bytes: int = 1_000_000) -> DiscoveryResult:
         files.append(SourceFile(path=rel, language=language, size=len(data), content_hash=file_hash(data), mtime_ns=st.st_mtime_ns))
 
     walk(root, "", root_rules)
+    indexed = {f.path for f in files}
+    for rel, path, language, target in links:
+        if target in indexed:  # every result would come twice, once per path
+            skipped.append(SkippedFile(path=rel, reason="symlink_duplicate", detail=f"the same file as {target}"))
+        else:
+            _consider(root, rel, path, language)
     return DiscoveryResult(files=files, skipped=skipped, unreadable=unreadable)
 
 
-def _check_link(root: Path, link: Path) -> str:
+def _check_link(root: Path, link: Path) -> tuple[str, str]:
+    """Why a file link is refused ('' when it is not), and its target's workspace-relative path."""
     try:
         target = Path(os.path.realpath(link, strict=True))
     except (OSError, RuntimeError):
-        return "symlink_broken_or_loop"
+        return "symlink_broken_or_loop", ""
     if target != root and root not in target.parents:
-        return "symlink_outside"
-    return ""
+        return "symlink_outside", ""
+    return "", target.relative_to(root).as_posix()

@@ -153,6 +153,7 @@ SPECS: dict[str, LanguageSpec] = {
             "method_declaration": "method",
             "type_spec": "type",
             "const_spec": "constant",
+            "method_elem": "method",  # an interface's method
         },
         wrappers=frozenset({"type_declaration", "const_declaration"}),
     ),

@@ -30,8 +30,10 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 # C# and C++ namespaces no entities; 8: a `.h` header that reads as C++ parsed as C++; 9: C#'s file-scoped
 # namespaces name what follows them; 10: doc-comment tags matched in lower case only, `Foo<A>` is a type;
 # 11: doc comments above Go `type`/`const`, Rust attributes and Ruby bodies reach their definitions, Rust `//!`
-# module docs, licence headers neither doc nor window, `mod x;` no entity, `impl<'a> Fsm<'a>` scopes `Fsm`).
-PARSER_VERSION = 11
+# module docs, licence headers neither doc nor window, `mod x;` no entity, `impl<'a> Fsm<'a>` scopes `Fsm`;
+# 12: Go embedding as bases, Go interface methods, `(s *Set[K, V])` receives on `Set`; a PHP file's header
+# seen below `<?php`; a licence header found anywhere in a block).
+PARSER_VERSION = 12
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -261,6 +263,8 @@ class _Extractor:
             if sup is not None:
                 found = [w for w in _WORD.findall(node_text(sup)) if w not in ("metaclass",)]
             return found
+        if self.language == "go":
+            return _go_embedded(node)
         if self.language == "objc":  # `@interface Store : NSObject <NSCopying>`: the superclass, then the protocols
             protocols = child_of(node, frozenset({"parameterized_arguments", "protocol_qualifiers"}))
             return [w for w in (node_text(node.child_by_field_name("superclass")), *_WORD.findall(node_text(protocols))) if w]
@@ -446,9 +450,25 @@ def _without_type_arguments(name: str) -> str:
 
 
 def _go_receiver(node: Node) -> str:
+    """The receiver's type: `(s *Set[K, V])` is `Set`, not its last type argument."""
     recv = node.child_by_field_name("receiver")
-    words = [w for w in _WORD.findall(node_text(recv))] if recv is not None else []
+    words = _WORD.findall(re.sub(r"\[.*", "", node_text(recv))) if recv is not None else []
     return words[-1] if words else ""
+
+
+def _go_embedded(node: Node) -> list[str]:
+    """What a Go struct or interface embeds (`RouterGroup`, `*log.Logger`, `io.Reader`): Go's inheritance."""
+    body = node.child_by_field_name("type")
+    if body is not None and body.type == "struct_type":
+        fields = child_of(body, frozenset({"field_declaration_list"}))
+        elems = [f.child_by_field_name("type") for f in (fields.named_children if fields is not None else [])
+                 if f.type == "field_declaration" and f.child_by_field_name("name") is None]
+    elif body is not None and body.type == "interface_type":
+        elems = [c for c in body.named_children if c.type == "type_elem"]
+    else:
+        return []
+    names = [_WORD.findall(re.sub(r"\[.*", "", node_text(e))) for e in elems if e is not None]
+    return [words[-1] for words in names if words]
 
 
 def _first_identifier(node: Node) -> str:
@@ -699,7 +719,12 @@ def _module_doc(ex: _Extractor, root: Node, drafts: list[_Draft]) -> tuple[str, 
         if string.type == "string":
             return _clean_doc(node_text(string)), range(first.start_point[0], _end_line(first)), []
     blocks: list[list[Node]] = []  # runs of comment nodes, split at blank lines
+    tags: list[int] = []
     for node in children:
+        if node.type == "php_tag":  # `<?php` opens every PHP file, above its header: alone on its line, no code
+            if ex.lines[node.start_point[0]].strip() == node_text(node).strip():
+                tags.append(node.start_point[0])
+            continue
         if node.type not in ex.spec.comment_types:
             break
         if blocks and node.start_point[0] <= _end_line(blocks[-1][-1]):
@@ -709,7 +734,7 @@ def _module_doc(ex: _Extractor, root: Node, drafts: list[_Draft]) -> tuple[str, 
     claimed = {d.doc_row for d in drafts if d.doc_row is not None}
     blocks = [b for b in blocks if not claimed.intersection(range(b[0].start_point[0], _end_line(b[-1])))]
     banners = [b for b in blocks if _is_banner(ex.language, b)]
-    banner_rows = [row for b in banners for row in range(b[0].start_point[0], _end_line(b[-1]))]
+    banner_rows = tags + [row for b in banners for row in range(b[0].start_point[0], _end_line(b[-1]))]
     kept = [b for b in blocks if b not in banners]  # Go: `// Copyright ...`, then `// Package x does ...`
     if not kept:
         return "", range(0), banner_rows
@@ -723,8 +748,12 @@ def _is_banner(language: str, block: list[Node]) -> bool:
     raw = node_text(block[0]).lstrip()
     if language not in ("rust", "c", "cpp") and raw.startswith(("/*!", "#!")):
         return True
-    text = _clean_doc(raw).lower()
-    return text.startswith(("copyright", "license", "licensed", "spdx-license", "(c)", "eslint", "@ts-", "@license", "-*-", "frozen_string_literal")) or not text
+    text = _clean_doc(" ".join(node_text(c) for c in block)).lower()
+    return not text or text.startswith(_DIRECTIVES) or _LICENCE.search(text) is not None
+
+
+_DIRECTIVES = ("eslint", "@ts-", "prettier-ignore", "-*-", "frozen_string_literal", "vim:", "go:build", "+build", "nolint")
+_LICENCE = re.compile(r"copyright|\(c\)|©|all rights reserved|spdx-license|licen[cs]ed under|@license|^licen[cs]e\b")
 
 
 def _first_error_line(node: Node) -> int:
