@@ -433,7 +433,7 @@ def audit(
 def evaluate(
     suite: str = typer.Option("swe-qa", help="swe-qa (questions over the requests/pytest sdists) | semble (code-search NDCG@10) "
                               "| judge (premise checks and injection detection of the local judge)"),
-    corpus: list[str] = typer.Option([], help="swe-qa: requests, pytest; semble: fastapi, pydantic, express, zod (default: all)"),
+    corpus: list[str] = typer.Option([], help="swe-qa: requests, pytest; semble: names in repos.json (default: all of them)"),
     judge: list[str] = typer.Option(["local", "none"], help="swe-qa: judges to compare (local, none, ollama, cloud)"),
     limit: Optional[int] = typer.Option(None, help="only the first N questions of each corpus"),
     questions: Optional[Path] = typer.Option(None, help="swe-qa: folder with <corpus>.jsonl (default: ../shared/eval/swe-qa); "
@@ -452,9 +452,11 @@ def evaluate(
     phrasings); injection detection on BIPIA and Assay's own attack families planted in code and Markdown, with
     false positives on clean code, docs and text that discusses injection.
 
-    [bold]semble[/bold]: semble's code-search benchmark on its development repositories. Prints NDCG@10 overall,
-    per repository and per category for a plain BM25 (built in the same run), RRF hybrid, Assay's ranking and
-    each ranking signal switched off, beside the benchmark's published figures.
+    [bold]semble[/bold]: semble's code-search benchmark on its development repositories, or on any folder of the
+    same shape (--questions): a repository is fetched as its `registry` field says ("PyPI sdist: NAME", "npm
+    tarball: NAME 1.2.3"; the newest release when no version is named). Prints NDCG@10 overall, per repository
+    and per category for a plain BM25 (built in the same run), RRF hybrid, Assay's ranking and each ranking
+    signal switched off, beside the benchmark's published figures.
 
     The first run downloads each source tree (pip / npm, into ~/.assay/eval or ASSAY_EVAL_DIR); later runs are offline."""
     try:

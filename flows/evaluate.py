@@ -94,11 +94,15 @@ def evaluate_semble_pipeline(
                      "settings": {"embedder": settings.embedder, "ranking": settings.ranking}, "repos": {}}
     rows: list[dict] = []
     for name in repos or list(specs):
-        root = call(t.prepare_semble_repo, specs[name], home)
+        try:
+            source = sb.source_for(specs[name])
+            root = call(t.prepare_semble_repo, specs[name], home, source)
+        except (RuntimeError, ValueError) as exc:  # one repository the registries lack does not end the run
+            results["repos"][name] = {"error": str(exc)}
+            continue
         index_pipeline(str(root), settings, call=call)
         queries = sb.load_queries(folder, name)[:limit] if limit else sb.load_queries(folder, name)
         present, total, orphaned = sb.present_targets(root, queries)
-        source = sb.SOURCES[name]
         results["repos"][name] = {"source": f"{source.registry} {source.package} {source.version}", "queries": len(queries),
                                   "targets_present": present, "targets_total": total, "orphaned": orphaned}
         rows.extend(call(t.evaluate_semble, root, name, queries, settings, ablate))

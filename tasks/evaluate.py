@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from stages.core.config import Settings
 from stages.evaluate import metrics as ev
 from stages.evaluate import runs as jobs
 from tasks.gpu import judge_holding_gpu
 from tasks.lazy import task
+
+if TYPE_CHECKING:
+    from stages.evaluate.semble import Source
 
 
 @task(name="prepare-corpus", retries=1)
@@ -44,10 +48,10 @@ def render(results: dict) -> str:
 
 
 @task(name="prepare-semble-repo", retries=1)
-def prepare_semble_repo(repo: dict, home: Path) -> Path:
+def prepare_semble_repo(repo: dict, home: Path, source: Source | None = None) -> Path:
     from stages.evaluate.semble import prepare_repo
 
-    return prepare_repo(repo, home)
+    return prepare_repo(repo, home, source)
 
 
 @task(name="evaluate-semble")

@@ -97,6 +97,29 @@ def test_semble_suite_scores_assay_beside_plain_bm25(tmp_path: Path) -> None:
     assert "| assay | 1.000 |" in table and "semble (published, 62 repos) | 0.852" in table
 
 
+def test_any_repository_in_repos_json_is_fetched_as_its_registry_field_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The held-out repositories are not in `SOURCES`: each is fetched from what its `registry` field names, and
+    one that no registry here carries is reported, not a crash that loses the others."""
+    from flows.evaluate import evaluate_semble_pipeline
+    from flows.runtime import direct_call
+    from stages.core.config import Settings
+
+    repo, _ = demo_repo(tmp_path)
+    folder = tmp_path / "bench"
+    (folder / "annotations").mkdir(parents=True)
+    repos = [{**repo, "registry": "npm tarball: demo 1.0.0 (its src/ maps to packages/demo/src)"},
+             {"name": "gitonly", "benchmark_root": "src", "registry": "git clone only"}]
+    (folder / "repos.json").write_text(json.dumps(repos))
+    (folder / "annotations" / "demo.json").write_text(json.dumps([
+        {"query": "evictLeastRecent", "category": "symbol", "relevant": ["packages/demo/src/cache.ts"]}]))
+    assert sb.source_for(repos[0]) == sb.Source("npm", "demo", "1.0.0", "packages/demo/")
+    assert sb.source_for({"name": "x", "registry": "PyPI sdist: requests"}, latest=lambda registry, package: "2.0") == sb.Source("pypi", "requests", "2.0")
+    monkeypatch.setenv("ASSAY_EVAL_DIR", str(tmp_path))  # the tarball is cached there: nothing is downloaded
+    results = evaluate_semble_pipeline(Settings(orchestration="direct"), semble_dir=str(folder), ablate=False, call=direct_call)
+    assert results["repos"]["demo"]["source"] == "npm demo 1.0.0" and results["summary"]["assay"]["overall"] == 1.0
+    assert "cannot tell where its source comes from" in results["repos"]["gitonly"]["error"]
+
+
 def test_summary_matches_plain_means_on_random_rows() -> None:
     import random
 

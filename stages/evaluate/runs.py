@@ -259,7 +259,7 @@ def render_semble(results: dict) -> str:
     from stages.evaluate.semble import CATEGORIES, PUBLISHED
 
     summary = results["summary"]
-    repos = list(results["repos"])
+    repos = [r for r, info in results["repos"].items() if "error" not in info]
     head = ["configuration", "NDCG@10", *repos, *CATEGORIES]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for config, s in summary.items():
@@ -271,6 +271,9 @@ def render_semble(results: dict) -> str:
                                         f"{arch:.3f}", f"{sem:.3f}", f"{sym:.3f}"]) + " |")
     lines += ["", "| repo | source | queries | target files present | queries with no target present |", "|---|---|---|---|---|"]
     for repo, info in results["repos"].items():
+        if "error" in info:
+            lines.append(f"| {repo} | not evaluated: {info['error']} | - | - | - |")
+            continue
         lines.append(f"| {repo} | {info['source']} | {info['queries']} | {info['targets_present']}/{info['targets_total']} | "
                      f"{len(info['orphaned'])} |")
     return "\n".join(lines) + "\n"

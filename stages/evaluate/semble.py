@@ -6,10 +6,11 @@ the target path and whose lines overlap the span (any lines when it has none); b
 NDCG@10 with the ideal = min(10, number of targets) hits; mean per query.
 
 Source trees come from the package registries (PyPI sdist, npm tarball), not from git. Each pinned
-release is the earliest one that holds every annotated target file; for fastapi, whose targets carry
-line spans, the release whose definitions sit on the annotated lines (0.136.0: `Depends` at
-params.py:746, `APIRouter` at routing.py:1005). Only `benchmark_root` is laid out and indexed, at
-its path in the repository.
+release of a dev repository is the earliest one that holds every annotated target file; for fastapi, whose
+targets carry line spans, the release whose definitions sit on the annotated lines (0.136.0: `Depends` at
+params.py:746, `APIRouter` at routing.py:1005). Any other repository is fetched as its `registry` field
+says ("PyPI sdist: NAME", "npm tarball: NAME", with a version or else the newest). Only `benchmark_root` is
+laid out and indexed, at its path in the repository.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +57,51 @@ SOURCES = {
     "express": Source("npm", "express", "5.2.1"),
     "zod": Source("npm", "zod", "4.3.6", repo_prefix="packages/zod/"),
 }
+
+
+_REGISTRY = re.compile(r"^\s*(?P<kind>pypi|npm)\b[^:]*:\s*(?P<package>[@\w./-]+?)(?:(?:==|@|\s+v?)(?P<version>\d[\w.+-]*))?(?:\s|$|,|;|\()", re.I)
+_MAPS_TO = re.compile(r"its\s+(?P<inner>\S+)\s+maps\s+to\s+(?P<outer>[^)\s]+)")
+
+
+def source_for(repo: dict, latest: Callable[[str, str], str] | None = None) -> Source:
+    """Where a repository's tree comes from: the pinned release for a dev repository, else what its `registry`
+    field names ("PyPI sdist: NAME", "npm tarball: NAME 1.2.3", "... (its src/ maps to packages/x/src)"), at
+    the version it names (or a `version` key), or the newest release."""
+    if repo["name"] in SOURCES:
+        return SOURCES[repo["name"]]
+    text = str(repo.get("registry", ""))
+    found = _REGISTRY.match(text + " ")
+    if found is None:
+        raise ValueError(f"{repo['name']}: cannot tell where its source comes from (registry: {text!r}); "
+                         "write it as 'PyPI sdist: NAME' or 'npm tarball: NAME'")
+    registry = found["kind"].lower()
+    package = str(repo.get("package") or found["package"])
+    version = str(repo.get("version") or found["version"] or (latest or newest_version)(registry, package))
+    prefix = ""
+    maps = _MAPS_TO.search(text)
+    if maps:  # the archive's `src/` is the repository's `packages/zod/src/`: prefix `packages/zod/`
+        inner, outer = maps["inner"].strip("/") + "/", maps["outer"].strip("/") + "/"
+        prefix = outer[: -len(inner)] if outer.endswith(inner) else ""
+    return Source(registry, package, version, repo_prefix=prefix)
+
+
+def newest_version(registry: str, package: str) -> str:
+    """The newest release the registry serves (`pip index versions`, `npm view`)."""
+    if registry == "pypi":
+        cmd = [sys.executable, "-m", "pip", "index", "versions", package]
+        pattern = re.compile(rf"^{re.escape(package)}\s*\(([^)]+)\)", re.I | re.M)
+    else:
+        cmd = ["npm", "view", package, "version"]
+        pattern = re.compile(r"^\s*(\d[\w.+-]*)\s*$", re.M)
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True)
+    except FileNotFoundError as exc:
+        raise RuntimeError(f"cannot look up {package}: {cmd[0]} is not installed") from exc
+    found = pattern.search(done.stdout)
+    if done.returncode != 0 or found is None:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no version listed"]
+        raise RuntimeError(f"cannot find a release of {package} on {registry}: {tail[0]}")
+    return found.group(1)
 
 
 @dataclass(frozen=True)
@@ -145,7 +192,7 @@ def download(source: Source, downloads: Path) -> Path:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
                f"{source.package}=={source.version}", "-d", str(downloads), "-q"]
     elif source.registry == "npm":
-        pattern = f"{source.package}-{source.version}.tgz"
+        pattern = f"{source.package.lstrip('@').replace('/', '-')}-{source.version}.tgz"  # `@vue/x` packs as `vue-x-1.0.tgz`
         cmd = ["npm", "pack", f"{source.package}@{source.version}", "--silent", "--pack-destination", str(downloads)]
     else:
         raise ValueError(f"unknown registry {source.registry!r}")
@@ -171,7 +218,7 @@ def download(source: Source, downloads: Path) -> Path:
 
 def prepare_repo(repo: dict, home: Path, source: Source | None = None) -> Path:
     """Download the release once, then lay out only `benchmark_root` at its repository path."""
-    source = source or SOURCES[repo["name"]]
+    source = source or source_for(repo)
     root = home / "semble" / f"{repo['name']}-{source.version}"
     if (root / ".assay-semble").exists():
         return root
