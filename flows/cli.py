@@ -454,7 +454,8 @@ def evaluate(
 
     [bold]semble[/bold]: semble's code-search benchmark on its development repositories, or on any folder of the
     same shape (--questions): a repository is fetched as its `registry` field says ("PyPI sdist: NAME", "npm
-    tarball: NAME 1.2.3"; the newest release when no version is named). Prints NDCG@10 overall, per repository
+    tarball: NAME 1.2.3"; the newest release when no version is named), from a `path` to a checkout, or as a
+    git clone of its `url` at its `revision`. Prints NDCG@10 overall, per repository
     and per category for a plain BM25 (built in the same run), RRF hybrid, Assay's ranking and each ranking
     signal switched off, beside the benchmark's published figures.
 

@@ -120,6 +120,33 @@ def test_any_repository_in_repos_json_is_fetched_as_its_registry_field_says(tmp_
     assert "cannot tell where its source comes from" in results["repos"]["gitonly"]["error"]
 
 
+def test_a_checkout_on_disk_or_a_git_revision_is_a_source_too(tmp_path: Path) -> None:
+    """semble's own repos.json names a git url and revision: where git reaches it (here a local repository), that
+    revision is laid out; a `path` to a checkout is read as it stands."""
+    import subprocess
+
+    repo_dir = tmp_path / "upstream"
+    (repo_dir / "src").mkdir(parents=True)
+    (repo_dir / "src" / "cache.py").write_text("def evict():\n    return 1\n")
+    (repo_dir / "README.md").write_text("outside the benchmark root\n")
+    git = ["git", "-C", str(repo_dir), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo_dir)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    first = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    (repo_dir / "src" / "cache.py").write_text("def evict_later():\n    return 2\n")
+    subprocess.run([*git, "commit", "-qam", "two"], check=True)
+
+    pinned = {"name": "up", "url": str(repo_dir), "revision": first, "benchmark_root": "src"}
+    assert sb.source_for(pinned) == sb.Source("git", str(repo_dir), first)
+    root = sb.prepare_repo(pinned, tmp_path / "home")
+    assert (root / "src" / "cache.py").read_text().startswith("def evict():") and not (root / "README.md").exists()
+    local = sb.prepare_repo({"name": "mine", "path": str(repo_dir), "benchmark_root": "src"}, tmp_path / "home")
+    assert (local / "src" / "cache.py").read_text().startswith("def evict_later():")
+    with pytest.raises(RuntimeError, match="could not check out"):
+        sb.prepare_repo({**pinned, "name": "gone", "revision": "0" * 40}, tmp_path / "home")
+
+
 def test_summary_matches_plain_means_on_random_rows() -> None:
     import random
 

@@ -9,8 +9,9 @@ Source trees come from the package registries (PyPI sdist, npm tarball), not fro
 release of a dev repository is the earliest one that holds every annotated target file; for fastapi, whose
 targets carry line spans, the release whose definitions sit on the annotated lines (0.136.0: `Depends` at
 params.py:746, `APIRouter` at routing.py:1005). Any other repository is fetched as its `registry` field
-says ("PyPI sdist: NAME", "npm tarball: NAME", with a version or else the newest). Only `benchmark_root` is
-laid out and indexed, at its path in the repository.
+says ("PyPI sdist: NAME", "npm tarball: NAME", with a version or else the newest), or from a `path` to a
+checkout on disk, or as a git clone of its `url` at its `revision` where git can reach it. Only
+`benchmark_root` is laid out and indexed, at its path in the repository.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class Source:
     """Where a benchmark repository's tree comes from: registry, package, version, and where the
     archive's top folder sits in the repository (npm packages of a monorepo live below its root)."""
 
-    registry: str  # "pypi" | "npm"
+    registry: str  # "pypi" | "npm" | "git" (package: the url, version: the revision) | "local" (package: a folder)
     package: str
     version: str
     repo_prefix: str = ""
@@ -69,11 +70,15 @@ def source_for(repo: dict, latest: Callable[[str, str], str] | None = None) -> S
     the version it names (or a `version` key), or the newest release."""
     if repo["name"] in SOURCES:
         return SOURCES[repo["name"]]
+    if repo.get("path"):  # a checkout on disk
+        return Source("local", str(Path(str(repo["path"])).expanduser().resolve()), "local")
     text = str(repo.get("registry", ""))
     found = _REGISTRY.match(text + " ")
+    if found is None and repo.get("url") and repo.get("revision"):
+        return Source("git", str(repo["url"]), str(repo["revision"]))
     if found is None:
         raise ValueError(f"{repo['name']}: cannot tell where its source comes from (registry: {text!r}); "
-                         "write it as 'PyPI sdist: NAME' or 'npm tarball: NAME'")
+                         "write it as 'PyPI sdist: NAME' or 'npm tarball: NAME', or give a `path` to a checkout")
     registry = found["kind"].lower()
     package = str(repo.get("package") or found["package"])
     version = str(repo.get("version") or found["version"] or (latest or newest_version)(registry, package))
@@ -219,14 +224,21 @@ def download(source: Source, downloads: Path) -> Path:
 def prepare_repo(repo: dict, home: Path, source: Source | None = None) -> Path:
     """Download the release once, then lay out only `benchmark_root` at its repository path."""
     source = source or source_for(repo)
-    root = home / "semble" / f"{repo['name']}-{source.version}"
-    if (root / ".assay-semble").exists():
+    root = home / "semble" / f"{repo['name']}-{source.version[:12]}"
+    if (root / ".assay-semble").exists() and source.registry != "local":  # a checkout on disk may have moved on
         return root
-    archive = download(source, home / "downloads")
     bench_root = repo["benchmark_root"].strip("/") + "/"
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
+    if source.registry in ("local", "git"):
+        tree = Path(source.package) if source.registry == "local" else clone(source, home / "downloads" / "git" / repo["name"])
+        copied = _copy_tree(tree / bench_root, root / bench_root)
+        if not copied:
+            raise RuntimeError(f"{tree} has no files under {bench_root}")
+        (root / ".assay-semble").write_text(json.dumps({"package": source.package, "version": source.version, "files": copied}))
+        return root
+    archive = download(source, home / "downloads")
     copied = 0
     with tarfile.open(archive) as tar:
         for member in tar.getmembers():
@@ -245,6 +257,40 @@ def prepare_repo(repo: dict, home: Path, source: Source | None = None) -> Path:
         raise RuntimeError(f"{archive.name} has no files under {bench_root}")
     (root / ".assay-semble").write_text(json.dumps({"package": source.package, "version": source.version, "files": copied}))
     return root
+
+
+def clone(source: Source, dest: Path) -> Path:
+    """The repository at its pinned revision, cloned once (git, where the url is reachable)."""
+    marker = dest / ".git" / "assay-revision"
+    if marker.exists() and marker.read_text() == source.version:
+        return dest
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    for cmd in (["git", "clone", "--quiet", "--no-checkout", source.package, str(dest)],
+                ["git", "-C", str(dest), "checkout", "--quiet", source.version]):
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True)
+        except FileNotFoundError as exc:
+            raise RuntimeError(f"cannot clone {source.package}: git is not installed") from exc
+        if done.returncode != 0:
+            tail = done.stderr.strip().splitlines()[-1:] or ["no reason given"]
+            raise RuntimeError(f"could not check out {source.package} at {source.version}: {tail[0]}")
+    marker.write_text(source.version)
+    return dest
+
+
+def _copy_tree(src: Path, dest: Path) -> int:
+    """Copy the regular files below `src`, not `.git` and not links; how many."""
+    copied = 0
+    for path in sorted(src.rglob("*")) if src.is_dir() else []:
+        if ".git" in path.relative_to(src).parts or path.is_symlink() or not path.is_file():
+            continue
+        target = dest / path.relative_to(src)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+        copied += 1
+    return copied
 
 
 def present_targets(root: Path, queries: list[SembleQuery]) -> tuple[int, int, list[str]]:
