@@ -22,8 +22,8 @@ def order(query: str, pool: list[Candidate], **off: bool) -> list[str]:
 
 def only(signal: str, **extra) -> dict:
     """A config with every other signal off, so a test sees its own signal alone."""
-    names = ("query_shape", "definition", "path", "file_coherence", "penalties", "entity_facts", "centrality", "callees",
-             "diversity")
+    names = ("query_shape", "definition", "path", "file_coherence", "penalties", "entity_facts", "doc_match", "centrality",
+             "callees", "diversity")
     return {n: n == signal for n in names} | extra
 
 
@@ -44,6 +44,26 @@ def test_definition_of_a_named_identifier_comes_first() -> None:
     pool = [cand("user.py", "uses_widget", bm25=10.0, distance=0.4), cand("widget.py", "Widget", kind="class", bm25=7.0, distance=0.45)]
     assert order("how does Widget render", pool, **only("definition"))[0] == "widget.py:Widget"
     assert order("how does Widget render", pool, **only(""))[0] == "user.py:uses_widget"
+
+
+def test_a_sentence_that_is_a_passages_doc_summary_finds_that_passage() -> None:
+    """"Like find_nfa, but fills in captures." is the doc of `captures_nfa`; it names `find_nfa`, whose definition
+    the definition signal lifts. A phrase that a long summary happens to contain is no such match."""
+    def pool() -> list[Candidate]:
+        described = cand("exec.rs", "ExecNoSync.captures_nfa", bm25=10.0, distance=0.40)
+        described.docstring = "Like find_nfa, but fills in captures.\n\nThe slots are written in place."
+        named = cand("exec.rs", "ExecNoSync.find_nfa", bm25=7.0, distance=0.38)
+        named.docstring = "Finds the leftmost-first match using only the NFA simulation."
+        return [named, described]
+
+    query = "Like find_nfa, but fills in captures."
+    assert order(query, pool(), **only("definition", doc_match=True))[0] == "exec.rs:ExecNoSync.captures_nfa"
+    assert order(query, pool(), **only("definition"))[0] == "exec.rs:ExecNoSync.find_nfa"
+    long_doc = cand("app.py", "FastAPI.openapi", bm25=5.0, distance=0.5)
+    long_doc.docstring = "Generate the OpenAPI schema of the application. This is called by FastAPI internally."
+    other = cand("openapi/utils.py", "get_openapi", bm25=6.0, distance=0.45)
+    assert order("OpenAPI schema generation", [long_doc, other], **only("doc_match"))[0] == "openapi/utils.py:get_openapi"
+    assert "doc" not in rank("OpenAPI schema generation", [long_doc], RankConfig(**only("doc_match")))[0].rank_signals
 
 
 def test_file_and_folder_names_that_carry_the_query_lift_a_passage() -> None:

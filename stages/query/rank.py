@@ -10,6 +10,8 @@ of a few things the index knows more precisely:
 - penalties: tests, prose docs, type stubs, examples and translations, legacy/compat copies and
   re-export shims answer few questions, unless the query asks for them.
 - entity facts: a passage whose qualified name (parent class included) carries the query's words.
+- doc match: a sentence that is nearly the passage's own doc summary describes that passage (BM25 dilutes
+  the doc in the body, and the definition signal lifts the other code the sentence names).
 - centrality: for a sentence, files many other files import (the code graph's import edges) are the
   ones the rest is built on, and the likelier answer to "how does X work".
 - diversity: the tenth passage from one file tells less than the first from another.
@@ -48,6 +50,7 @@ class RankConfig(BaseModel):
     centrality: bool = True
     callees: bool = True
     diversity: bool = True
+    doc_match: bool = True
     lexical_weight_symbol: float = 0.75
     lexical_weight_text: float = 0.6
     definition_boost: float = 0.6
@@ -58,6 +61,10 @@ class RankConfig(BaseModel):
     callee_boost: float = 0.6
     diversity_decay: float = 0.5
     diversity_floor: float = 0.25
+    doc_boost: float = 0.3
+    doc_min_words: int = 4  # a sentence, not a phrase: "OpenAPI schema generation" matches many summaries
+    doc_min_recall: float = 0.75  # of the query's terms, in the summary
+    doc_min_precision: float = 0.5  # of the summary's terms, in the query
 
 
 DEFINITION_KINDS = NAMING_KINDS | {"module"}
@@ -250,6 +257,24 @@ def _name_terms(entity: str, params: tuple[str, ...]) -> frozenset[str]:
     return frozenset(tokenize(entity.replace(".", " "))) | {t for p in params for t in tokenize(p)}
 
 
+def doc_match(shape: QueryShape, docstring: str, cfg: RankConfig) -> float:
+    """How much of the query the passage's doc summary says (0 unless the two are nearly the same sentence): the
+    passage the query *describes*. A query that paraphrases a doc line also names other code ("like `find_nfa`,
+    but fills in captures"), and without this the definition of the named code won."""
+    summary = _summary_terms(docstring)
+    common = len(shape.terms & summary)
+    recall = common / len(shape.terms) if shape.terms else 0.0
+    if recall >= cfg.doc_min_recall and common >= cfg.doc_min_precision * len(summary):
+        return recall
+    return 0.0
+
+
+@lru_cache(maxsize=65536)
+def _summary_terms(docstring: str) -> frozenset[str]:
+    """The doc's first paragraph, as the lexical index tokenizes it; a long doc's later paragraphs would match any query."""
+    return frozenset(tokenize(docstring.strip().split("\n\n", 1)[0]))
+
+
 def _normalise(values: dict[str, float]) -> dict[str, float]:
     top = max(values.values(), default=0.0)
     return {k: (v / top if top > 0 else 0.0) for k, v in values.items()}
@@ -300,6 +325,11 @@ def rank(
             if ef:
                 score += cfg.facts_boost * ef
                 sig["name"] = ef
+        if cfg.doc_match and c.docstring and not shape.symbol and len(shape.words) >= cfg.doc_min_words:
+            dm = doc_match(shape, c.docstring, cfg)
+            if dm:
+                score += cfg.doc_boost * dm
+                sig["doc"] = dm
         if cfg.callees and callees and not named and (c.file, c.entity) in callees:  # a callee it names has its boost
             score += cfg.callee_boost
             sig["callee"] = 1.0
