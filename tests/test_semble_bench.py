@@ -141,8 +141,12 @@ def test_a_checkout_on_disk_or_a_git_revision_is_a_source_too(tmp_path: Path) ->
     assert sb.source_for(pinned) == sb.Source("git", str(repo_dir), first)
     root = sb.prepare_repo(pinned, tmp_path / "home")
     assert (root / "src" / "cache.py").read_text().startswith("def evict():") and not (root / "README.md").exists()
-    local = sb.prepare_repo({"name": "mine", "path": str(repo_dir), "benchmark_root": "src"}, tmp_path / "home")
+    mine = {"name": "mine", "path": str(repo_dir), "benchmark_root": "src"}
+    local = sb.prepare_repo(mine, tmp_path / "home")
     assert (local / "src" / "cache.py").read_text().startswith("def evict_later():")
+    (repo_dir / "src" / "cache.py").unlink()
+    (repo_dir / "src" / "store.py").write_text("X = 1\n")
+    assert sorted(p.name for p in (sb.prepare_repo(mine, tmp_path / "home") / "src").iterdir()) == ["store.py"]  # synced
     with pytest.raises(RuntimeError, match="could not check out"):
         sb.prepare_repo({**pinned, "name": "gone", "revision": "0" * 40}, tmp_path / "home")
 

@@ -5,8 +5,8 @@ span); a target is found at the 1-based rank of the first returned chunk whose f
 the target path and whose lines overlap the span (any lines when it has none); binary gains;
 NDCG@10 with the ideal = min(10, number of targets) hits; mean per query.
 
-Source trees come from the package registries (PyPI sdist, npm tarball), not from git. Each pinned
-release of a dev repository is the earliest one that holds every annotated target file; for fastapi, whose
+Source trees of the dev repositories come from the package registries (PyPI sdist, npm tarball). Each pinned
+release is the earliest one that holds every annotated target file; for fastapi, whose
 targets carry line spans, the release whose definitions sit on the annotated lines (0.136.0: `Depends` at
 params.py:746, `APIRouter` at routing.py:1005). Any other repository is fetched as its `registry` field
 says ("PyPI sdist: NAME", "npm tarball: NAME", with a version or else the newest), or from a `path` to a
@@ -225,19 +225,16 @@ def prepare_repo(repo: dict, home: Path, source: Source | None = None) -> Path:
     """Download the release once, then lay out only `benchmark_root` at its repository path."""
     source = source or source_for(repo)
     root = home / "semble" / f"{repo['name']}-{source.version[:12]}"
-    if (root / ".assay-semble").exists() and source.registry != "local":  # a checkout on disk may have moved on
-        return root
     bench_root = repo["benchmark_root"].strip("/") + "/"
+    if source.registry == "local":  # a checkout on disk may have moved on: synced each run, its index kept
+        return _lay_out(Path(source.package), bench_root, root, source)
+    if (root / ".assay-semble").exists():
+        return root
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
-    if source.registry in ("local", "git"):
-        tree = Path(source.package) if source.registry == "local" else clone(source, home / "downloads" / "git" / repo["name"])
-        copied = _copy_tree(tree / bench_root, root / bench_root)
-        if not copied:
-            raise RuntimeError(f"{tree} has no files under {bench_root}")
-        (root / ".assay-semble").write_text(json.dumps({"package": source.package, "version": source.version, "files": copied}))
-        return root
+    if source.registry == "git":
+        return _lay_out(clone(source, home / "downloads" / "git" / repo["name"]), bench_root, root, source)
     archive = download(source, home / "downloads")
     copied = 0
     with tarfile.open(archive) as tar:
@@ -280,17 +277,24 @@ def clone(source: Source, dest: Path) -> Path:
     return dest
 
 
-def _copy_tree(src: Path, dest: Path) -> int:
-    """Copy the regular files below `src`, not `.git` and not links; how many."""
-    copied = 0
-    for path in sorted(src.rglob("*")) if src.is_dir() else []:
-        if ".git" in path.relative_to(src).parts or path.is_symlink() or not path.is_file():
-            continue
-        target = dest / path.relative_to(src)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target)
-        copied += 1
-    return copied
+def _lay_out(tree: Path, bench_root: str, root: Path, source: Source) -> Path:
+    """Mirror `tree`'s benchmark root (regular files, not `.git`, not links) at its path under `root`. A file
+    whose bytes are unchanged is left alone, so the next index run is incremental."""
+    src, dest = tree / bench_root, root / bench_root
+    wanted = {p.relative_to(src) for p in (src.rglob("*") if src.is_dir() else [])
+              if ".git" not in p.relative_to(src).parts and not p.is_symlink() and p.is_file()}
+    if not wanted:
+        raise RuntimeError(f"{tree} has no files under {bench_root}")
+    for old in [p for p in dest.rglob("*") if p.is_file() and p.relative_to(dest) not in wanted] if dest.is_dir() else []:
+        old.unlink()
+    for rel in sorted(wanted):
+        target = dest / rel
+        data = (src / rel).read_bytes()
+        if not target.is_file() or target.read_bytes() != data:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+    (root / ".assay-semble").write_text(json.dumps({"package": source.package, "version": source.version, "files": len(wanted)}))
+    return root
 
 
 def present_targets(root: Path, queries: list[SembleQuery]) -> tuple[int, int, list[str]]:

@@ -743,12 +743,12 @@ def _module_doc(ex: _Extractor, root: Node, drafts: list[_Draft]) -> tuple[str, 
 
 
 def _is_banner(language: str, block: list[Node]) -> bool:
-    """A licence header or a linter directive opens many files, and says nothing of what the file holds. A JS
-    `/*!` comment is a licence banner; Rust's `//!` and `/*!` are the module's doc."""
+    """A licence header, a shebang or a linter directive opens many files, and says nothing of what the file
+    holds. A JS `/*!` comment is a licence banner; Rust's `//!` and `/*!` (and Doxygen's) are the module's doc."""
     raw = node_text(block[0]).lstrip()
     if language not in ("rust", "c", "cpp") and raw.startswith(("/*!", "#!")):
         return True
-    text = _clean_doc(" ".join(node_text(c) for c in block)).lower()
+    text = _clean_doc("\n".join(node_text(c) for c in block)).lower()
     return not text or text.startswith(_DIRECTIVES) or _LICENCE.search(text) is not None
 
 
