@@ -259,8 +259,8 @@ def _name_terms(entity: str, params: tuple[str, ...]) -> frozenset[str]:
 
 def doc_match(shape: QueryShape, docstring: str, cfg: RankConfig) -> float:
     """How much of the query the passage's doc summary says (0 unless the two are nearly the same sentence): the
-    passage the query *describes*. A query that paraphrases a doc line also names other code ("like `find_nfa`,
-    but fills in captures"), and without this the definition of the named code won."""
+    passage the query *describes*. A doc line often names other code ("Like `find_nfa`, but fills in
+    captures."), and without this the definition of the named code won."""
     summary = _summary_terms(docstring)
     common = len(shape.terms & summary)
     recall = common / len(shape.terms) if shape.terms else 0.0

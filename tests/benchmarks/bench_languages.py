@@ -5,10 +5,11 @@
     python -m tests.benchmarks.bench_languages --registry debian --package golang-github-gin-gonic-gin-dev@1.8.1-1 --languages go
 
 The dev sets are Python, JavaScript and TypeScript. This indexes a registry package that ships other languages
-(with the defaults; Debian's `-dev` and library packages carry Go, Rust, Ruby, PHP and Lua sources) and samples definitions of those languages (seed 7, 60 per row): a *symbol* query is the
-definition's own name (names defined once only); a *doc sentence* query is the first sentence of its doc
-comment. Each prints hit@1, hit@10 and MRR of that definition for `assay search` beside the semble suite's
-in-run baseline (bm25s, stock tokenizer, over the same passages). It prints figures; it is not a test.
+(with the defaults; Debian's `-dev` and library packages carry Go, Rust, Ruby, PHP and Lua sources) and
+samples definitions of those languages (seed 7, 60 per row): a *symbol* query is the definition's own name
+(names defined once only); a *doc sentence* query is the first sentence of its doc comment. Each prints hit@1,
+hit@10 and MRR of that definition for `assay search` beside the semble suite's in-run baseline (bm25s, stock
+tokenizer, over the same passages). It prints figures; it is not a test.
 """
 
 from __future__ import annotations
