@@ -276,6 +276,16 @@ def test_doc_comments_reach_definitions_however_the_grammar_nests_them() -> None
     assert windows == [] and ents["body_proxy.rb"].docstring == ""
 
 
+def test_a_c_window_of_preprocessor_conditionals_only_is_no_passage() -> None:
+    """134 of the 321 windows in lz4's C were `#if` / `#else` / `#endif` lines between definitions: no code of their
+    own, and each one a passage to embed and rank. A window with real code in it keeps its conditionals."""
+    source = b"#include <a.h>\n#if defined(X)\n#  define Y 1\n#endif\n\nint f(void) { return 0; }\n\n#ifdef Z\n#else\n#endif\n"
+    windows = [e.body for e in parse_source(source, "a.c", "c", "h").entities if e.kind == "window"]
+    assert windows == ["#include <a.h>\n#if defined(X)"]
+    python = b"import os\n# if the cache is cold\n# else warm it\n"  # a Python comment is no directive
+    assert [e.body for e in parse_source(python, "m.py", "python", "h").entities if e.kind == "window"] == [python.decode().strip()]
+
+
 def test_a_python_module_docstring_is_the_file_rows() -> None:
     """The grammar leaves a module docstring bare (no expression statement), so no Python file row had one: the
     text was only in a window beside the imports."""

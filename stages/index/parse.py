@@ -32,8 +32,8 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 # 11: doc comments above Go `type`/`const`, Rust attributes and Ruby bodies reach their definitions, Rust `//!`
 # module docs, licence headers neither doc nor window, `mod x;` no entity, `impl<'a> Fsm<'a>` scopes `Fsm`;
 # 12: Go embedding as bases, Go interface methods, `(s *Set[K, V])` receives on `Set`; a PHP file's header
-# seen below `<?php`; a licence header found anywhere in a block).
-PARSER_VERSION = 12
+# seen below `<?php`; a licence header found anywhere in a block; 13: no C-family window of `#if`/`#endif` only).
+PARSER_VERSION = 13
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -612,6 +612,10 @@ def _uncovered_windows(ex: _Extractor, path: str, top: list[_Draft], max_lines: 
     return _windows(runs, path, ex.language, max_lines, max_chars, label="top-level")
 
 
+_PREPROCESSED = frozenset({"c", "cpp", "objc"})
+_CONDITIONAL = re.compile(r"^\s*#\s*(?:if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
+
+
 def _windows(
     runs: list[tuple[int, list[str]]], path: str, language: str, max_lines: int, max_chars: int, label: str
 ) -> list[Entity]:
@@ -620,6 +624,8 @@ def _windows(
     for start, lines in runs:
         if not any(any(ch.isalnum() for ch in ln) for ln in lines):
             continue  # blank lines and lone braces
+        if language in _PREPROCESSED and all(_CONDITIONAL.match(ln) or not ln.strip() for ln in lines):
+            continue  # only `#if` / `#else` / `#endif` between definitions: no code of its own
         for pstart, plines in _split_parts(lines, start, max_lines, max_chars):
             while plines and not plines[-1].strip():
                 plines = plines[:-1]
