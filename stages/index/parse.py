@@ -452,8 +452,7 @@ def _without_type_arguments(name: str) -> str:
 def _go_receiver(node: Node) -> str:
     """The receiver's type: `(s *Set[K, V])` is `Set`, not its last type argument."""
     recv = node.child_by_field_name("receiver")
-    words = _WORD.findall(re.sub(r"\[.*", "", node_text(recv))) if recv is not None else []
-    return words[-1] if words else ""
+    return _go_type_name(node_text(recv)) if recv is not None else ""
 
 
 def _go_embedded(node: Node) -> list[str]:
@@ -467,8 +466,13 @@ def _go_embedded(node: Node) -> list[str]:
         elems = [c for c in body.named_children if c.type == "type_elem"]
     else:
         return []
-    names = [_WORD.findall(re.sub(r"\[.*", "", node_text(e))) for e in elems if e is not None]
-    return [words[-1] for words in names if words]
+    return [name for name in (_go_type_name(node_text(e)) for e in elems if e is not None) if name]
+
+
+def _go_type_name(text: str) -> str:
+    """The type a Go type expression names, package and type arguments aside: `*log.Logger[T]` is `Logger`."""
+    words = _WORD.findall(re.sub(r"\[.*", "", text))
+    return words[-1] if words else ""
 
 
 def _first_identifier(node: Node) -> str:
@@ -738,14 +742,19 @@ def _module_doc(ex: _Extractor, root: Node, drafts: list[_Draft]) -> tuple[str, 
         else:
             blocks.append([node])
     claimed = {d.doc_row for d in drafts if d.doc_row is not None}
-    blocks = [b for b in blocks if not claimed.intersection(range(b[0].start_point[0], _end_line(b[-1])))]
+    blocks = [b for b in blocks if not claimed.intersection(_rows(b))]
     banners = [b for b in blocks if _is_banner(ex.language, b)]
-    banner_rows = tags + [row for b in banners for row in range(b[0].start_point[0], _end_line(b[-1]))]
+    banner_rows = tags + [row for b in banners for row in _rows(b)]
     kept = [b for b in blocks if b not in banners]  # Go: `// Copyright ...`, then `// Package x does ...`
     if not kept:
         return "", range(0), banner_rows
     text = strip_doc_markup(_clean_doc("\n".join(node_text(c).rstrip() for b in kept for c in b)))
     return text, range(kept[0][0].start_point[0], _end_line(kept[-1][-1])), banner_rows
+
+
+def _rows(block: list[Node]) -> range:
+    """The rows (0-based) a run of comment nodes spans."""
+    return range(block[0].start_point[0], _end_line(block[-1]))
 
 
 def _is_banner(language: str, block: list[Node]) -> bool:
