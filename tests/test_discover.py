@@ -70,6 +70,18 @@ def test_binary_large_empty_unsupported_and_lockfiles_are_counted(tmp_path: Path
                                "image.png": "unsupported_type", "package-lock.json": "lockfile"}
 
 
+def test_extensionless_scripts_are_read_by_their_shebang(tmp_path: Path) -> None:
+    write(tmp_path, "bin/deploy", "#!/usr/bin/env bash\ndeploy() { rsync -a . host:; }\n")
+    write(tmp_path, "bin/serve", "#!/usr/bin/env -S python3 -u\nprint('serving')\n")
+    write(tmp_path, "bin/start", "#!/bin/sh\nexec node server.js\n")
+    write(tmp_path, "LICENSE", "MIT License\n")
+    (tmp_path / "bin" / "tool").write_bytes(b"\x7fELF\x02\x01")  # a compiled program
+    os.mkfifo(tmp_path / "bin" / "pipe")  # opening it would block: never read
+    result = discover(tmp_path)
+    assert {f.path: f.language for f in result.files} == {"bin/deploy": "bash", "bin/serve": "python", "bin/start": "bash"}
+    assert reasons(result) == {"LICENSE": "unsupported_type", "bin/tool": "unsupported_type", "bin/pipe": "unsupported_type"}
+
+
 def test_symlinks_loops_and_escapes_are_refused(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     outside = write(tmp_path, "secret/outside.py", "TOKEN = 'x'\n")

@@ -78,7 +78,7 @@ EXPECTED = {
         ("module", "MyApp.Accounts"): (1, 11), ("function", "MyApp.Accounts.get_user"): (6, 8),
         ("function", "MyApp.Accounts.normalize"): (10, 10),
     },
-    "sample.hs": {("type", "User"): (3, 3), ("interface", "Store"): (5, 6), ("function", "greet"): (10, 10)},
+    "sample.hs": {("type", "User"): (3, 3), ("interface", "Store"): (5, 6), ("function", "greet"): (9, 10)},  # its type signature is its first line
     "sample.zig": {
         ("struct", "Point"): (4, 11), ("method", "Point.shift"): (8, 10), ("struct", "List"): (13, 20),
         ("method", "List.len"): (16, 18), ("function", "test shift moves"): (22, 24),
@@ -274,6 +274,31 @@ def test_doc_comments_reach_definitions_however_the_grammar_nests_them() -> None
     assert ents["Rack.BodyProxy"].docstring == "Proxy for response bodies."
     assert ents["Rack.BodyProxy.initialize"].docstring == "Wraps the body."
     assert windows == [] and ents["body_proxy.rb"].docstring == ""
+
+
+def test_a_function_written_as_several_equations_is_one_definition() -> None:
+    """Found on Hugs' Haskell libraries: `f 0 = 1` then `f n = ...` became one entity per equation (one row per
+    clause in the results, the doc on the first only), and the type signature above them a window of its own.
+    Elixir's `def f(0)` then `def f(n)` is the same idiom. A later clause with a doc of its own stays apart."""
+    def parsed(source: bytes, path: str, language: str) -> tuple[dict, list[str]]:
+        ents = [e for e in parse_source(source, path, language, "h").entities if e.kind != "file"]
+        assert len({e.id for e in ents}) == len(ents)
+        return {e.qualname: e for e in ents if e.kind != "window"}, [e.body for e in ents if e.kind == "window"]
+
+    haskell = (b"module Count where\n\n-- | Counts down to zero.\ncountdown :: Int -> [Int]\ncountdown 0 = [0]\n"
+               b"-- the step\ncountdown n = n : countdown (n - 1)\n\nsize :: [a] -> Int\nsize = go 0\n  where\n"
+               b"    go n [] = n\n    go n (_:xs) = go (n + 1) xs\n\nlast' :: [a] -> a\nlast' [x] = x\n")
+    ents, windows = parsed(haskell, "Count.hs", "haskell")
+    down = ents["countdown"]  # the first declaration's doc sits before the declarations node
+    assert (down.start_line, down.end_line, down.docstring) == (4, 7, "Counts down to zero.")
+    assert down.body.startswith("countdown :: Int -> [Int]") and "countdown n = n" in down.body
+    assert (ents["size.go"].start_line, ents["size.go"].end_line) == (12, 13)
+    assert (ents["last'"].start_line, ents["last'"].end_line) == (15, 16)
+    assert windows == ["module Count where"]
+    elixir = (b"defmodule M do\n  @doc \"Factorial.\"\n  def fact(0), do: 1\n  def fact(n), do: n * fact(n - 1)\n\n"
+              b"  @doc \"Factorial with an accumulator.\"\n  def fact(n, acc), do: acc\n  def other(x), do: x\nend\n")
+    ents = [e for e in parse_source(elixir, "m.ex", "elixir", "h").entities if e.qualname == "M.fact"]
+    assert [(e.start_line, e.end_line, e.docstring) for e in ents] == [(3, 4, "Factorial."), (7, 7, "Factorial with an accumulator.")]
 
 
 def test_a_c_window_of_preprocessor_conditionals_only_is_no_passage() -> None:

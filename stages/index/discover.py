@@ -18,7 +18,7 @@ from pathlib import Path
 import pathspec
 
 from stages.core.artifacts import DiscoveryResult, SkippedFile, SourceFile
-from stages.index.languages import language_for, uses_tree_sitter
+from stages.index.languages import language_for, language_from_shebang, uses_tree_sitter
 
 ALWAYS_PRUNED = frozenset(
     {".git", ".hg", ".svn", ".assay", "node_modules", "__pycache__", ".venv", ".tox", ".nox",
@@ -26,6 +26,7 @@ ALWAYS_PRUNED = frozenset(
 )
 IGNORE_FILES = (".gitignore", ".assayignore")
 SNIFF_BYTES = 8192
+SHEBANG_BYTES = 128
 LOCKFILES = frozenset(
     {"package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "Cargo.lock", "uv.lock", "Pipfile.lock",
      "composer.lock", "Gemfile.lock", "go.sum", "npm-shrinkwrap.json"}
@@ -86,6 +87,22 @@ def is_binary(head: bytes) -> bool:
     return b"\x00" in head
 
 
+def _is_regular(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
+
+
+def _script_language(path: str) -> str | None:
+    """An extensionless file is read only when its `#!` line names an interpreter Assay reads."""
+    try:
+        with open(path, "rb") as handle:
+            return language_from_shebang(handle.read(SHEBANG_BYTES))
+    except OSError:
+        return None
+
+
 def discover(root: Path, max_file_bytes: int = 1_000_000) -> DiscoveryResult:
     """List indexable files under `root`. Never raises for a bad file: it is skipped with a reason."""
     files: list[SourceFile] = []
@@ -127,6 +144,8 @@ def discover(root: Path, max_file_bytes: int = 1_000_000) -> DiscoveryResult:
                     skipped.append(SkippedFile(path=rel, reason=reason))
                     continue
             language = language_for(entry.name)
+            if language is None and "." not in entry.name and _is_regular(entry):  # never open a FIFO
+                language = _script_language(entry.path)
             if language is None:
                 skipped.append(SkippedFile(path=rel, reason="unsupported_type"))
                 continue

@@ -71,6 +71,29 @@ def language_for(name: str) -> str | None:
     return TREE_SITTER_EXTENSIONS.get(ext) or WINDOW_EXTENSIONS.get(ext)
 
 
+# interpreter named on a `#!` line -> language: scripts in `bin/` or `libexec/` often have no extension
+SHEBANG_LANGUAGES: dict[str, str] = {
+    "sh": "bash", "bash": "bash", "dash": "bash", "ksh": "bash", "ash": "bash", "zsh": "shell",
+    "python": "python", "node": "javascript", "nodejs": "javascript", "deno": "typescript", "bun": "javascript",
+    "ruby": "ruby", "php": "php", "lua": "lua", "luajit": "lua", "elixir": "elixir", "perl": "perl",
+}
+_SHEBANG = re.compile(rb"#![ \t]*(\S+)(?:[ \t]+(-S[ \t]+)?(\S+))?")
+_INTERPRETER_VERSION = re.compile(r"[\d.]+$")
+
+
+def language_from_shebang(head: bytes) -> str | None:
+    """Language of an extensionless script by its `#!` line (`#!/bin/sh`, `#!/usr/bin/env -S python3 -u`), or
+    None when its first line names no interpreter Assay reads."""
+    match = _SHEBANG.match(head)
+    if match is None:
+        return None
+    program = match.group(1).rsplit(b"/", 1)[-1]
+    if program == b"env" and match.group(3):
+        program = match.group(3)
+    name = _INTERPRETER_VERSION.sub("", program.decode("ascii", "replace"))
+    return SHEBANG_LANGUAGES.get(name)
+
+
 _OBJC_MARKS = re.compile(rb"^[ \t]*(?:@interface|@protocol|@implementation|#import)\b", re.MULTILINE)
 # words that start a line of C++ and never one of C
 _CPP_MARKS = re.compile(

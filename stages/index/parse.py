@@ -33,7 +33,7 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 # module docs, licence headers neither doc nor window, `mod x;` no entity, `impl<'a> Fsm<'a>` scopes `Fsm`;
 # 12: Go embedding as bases, Go interface methods, `(s *Set[K, V])` receives on `Set`; a PHP file's header
 # seen below `<?php`; a licence header found anywhere in a block; 13: no C-family window of `#if`/`#endif` only).
-PARSER_VERSION = 13
+PARSER_VERSION = 14
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -46,6 +46,7 @@ _BASE_TYPES = frozenset(
      "delegation_specifier", "inheritance_specifier", "interfaces", "mixins"}
 )
 _CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum"})
+_CLAUSE_LANGUAGES = frozenset({"haskell", "elixir"})  # a function may be written as several equations
 _UPPER_CONST = re.compile(r"^_*[A-Z][A-Z0-9_]*$")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -83,17 +84,23 @@ class _Draft:
     bases: list[str]
     params: list[str]
     children: list["_Draft"]
-    tail: Node | None = None  # a body that follows the definition node as its sibling (Dart)
+    tail: Node | None = None  # where it ends, past its node: Dart's body beside it, a function's later clauses
     doc_row: int | None = None  # where the doc comment above it starts (0-based), when its docstring came from one
+    head: Node | None = None  # a line above the node that is part of it: Haskell's `f :: Int -> Int`
 
     @property
     def end_line(self) -> int:
         return _end_line(self.tail if self.tail is not None else self.span)
 
     @property
+    def start_row(self) -> int:
+        """Where its own text starts (0-based)."""
+        return (self.head if self.head is not None else self.span).start_point[0]
+
+    @property
     def first_row(self) -> int:
         """Where it starts (0-based), its doc comment included: the comment is the definition's, not code of its own."""
-        return self.span.start_point[0] if self.doc_row is None else self.doc_row
+        return self.start_row if self.doc_row is None else min(self.doc_row, self.start_row)
 
 
 class _Extractor:
@@ -202,10 +209,9 @@ class _Extractor:
         body = node.child_by_field_name("body") or child_of(node, self.spec.body_types)
         if self.language in ("markdown",):
             return node_text(node).splitlines()[0].strip() if node_text(node) else ""
-        if self.language == "haskell" and node.type in ("function", "bind"):
-            typed = node.prev_named_sibling  # `greet :: User -> String` above the equations says more than they do
-            if typed is not None and typed.type == "signature" and node_text(typed.child_by_field_name("name")) == self._name(node):
-                return " ".join(node_text(typed).split())[:400]
+        typed = self._type_signature(node)  # `greet :: User -> String` above the equations says more than they do
+        if typed is not None:
+            return " ".join(node_text(typed).split())[:400]
         if self.spec.body_sibling and body is None:
             head = node_text(node)  # the node is the whole signature; its body is beside it
         elif body is not None and body.start_byte > node.start_byte:
@@ -218,6 +224,29 @@ class _Extractor:
         elif self.language in ("kotlin", "scala", "haskell"):
             sig = sig.rstrip("=").strip()  # `def f(x: Int): Int =`
         return sig.rstrip("{:").strip()[:400]
+
+    def _type_signature(self, node: Node) -> Node | None:
+        """Haskell's `f :: Int -> Int` right above the equations of `f`."""
+        if self.language != "haskell" or node.type not in ("function", "bind"):
+            return None
+        typed = node.prev_named_sibling
+        if typed is not None and typed.type == "signature" and node_text(typed.child_by_field_name("name")) == self._name(node):
+            return typed
+        return None
+
+    def _earlier_clause(self, node: Node, kind: str, name: str, docstring: str, sink: list[_Draft]) -> _Draft | None:
+        """The definition that `node` is one more clause of: Haskell's `f 0 = 1` then `f n = ...` and Elixir's
+        `def f(0)` then `def f(n)` are one function, written as consecutive equations with one doc above them. A
+        comment between Haskell equations remarks on the next one; an Elixir `@doc` starts another function."""
+        if self.language not in _CLAUSE_LANGUAGES or (docstring and self.language == "elixir") or not sink:
+            return None
+        last = sink[-1]
+        prev = node.prev_named_sibling
+        while prev is not None and prev.type in self.spec.comment_types:
+            prev = prev.prev_named_sibling
+        if last.kind == kind and last.name == name and prev is not None and prev == (last.tail or last.node):
+            return last
+        return None
 
     def _docstring(self, node: Node, span: Node) -> tuple[str, int | None]:
         """The doc text, and the row its doc comment starts on when it came from comments above the definition."""
@@ -247,14 +276,23 @@ class _Extractor:
         prev = span.prev_sibling
         line = first = span.start_point[0]
         while prev is not None and (prev.type in self.spec.doc_skip or (self.language == "zig" and not prev.is_named)):
-            line, prev = prev.start_point[0], prev.prev_sibling  # a Haskell type signature; Zig's `pub` token
-        while self.language == "kotlin" and prev is not None and prev.type not in self.spec.comment_types and prev.named_children:
-            prev = prev.named_children[-1]  # Kotlin's grammar files a KDoc under the imports above the class
-        while prev is not None and prev.type in self.spec.comment_types and _end_line(prev) >= line:
+            lead, prev = prev, prev.prev_sibling  # a Haskell type signature; Zig's `pub` token
+            line = lead.start_point[0]
+            if prev is None and span.parent is not None and span.parent.start_byte == lead.start_byte:
+                span = span.parent  # Haskell files the doc above the first declaration before the declarations node
+                prev = span.prev_sibling
+        while self.language in ("kotlin", "haskell") and prev is not None and prev.type not in self.spec.comment_types and prev.named_children:
+            prev = prev.named_children[-1]  # both grammars file the doc of the first definition under the imports
+        while prev is not None and prev.type in self.spec.comment_types and _end_line(prev) >= line and not self._trails_code(prev):
             comments.append(node_text(prev).rstrip())  # a Rust line comment holds its newline
             line = first = prev.start_point[0]
             prev = prev.prev_sibling
         return comments, first
+
+    def _trails_code(self, comment: Node) -> bool:
+        """`x = f(y)  -- remark` remarks on its own line, not on the definition below it."""
+        line_start = self.source.rfind(b"\n", 0, comment.start_byte) + 1
+        return bool(self.source[line_start : comment.start_byte].strip())
 
     def _bases(self, node: Node) -> list[str]:
         found: list[str] = []
@@ -384,12 +422,17 @@ class _Extractor:
                     own_scope, own_parent = [receiver], receiver
                 qual = self.joiner.join([*own_scope, name])
                 docstring, doc_row = self._docstring(child, span)
+                earlier = self._earlier_clause(child, kind, name, docstring, sink)
+                if earlier is not None:
+                    earlier.tail = child
+                    push(child, [*own_scope, name], qual, kind in _CLASS_KINDS, earlier.children)
+                    continue
                 draft = _Draft(
                     node=child, span=span, kind=kind, name=name, scope=list(own_scope), parent=own_parent,
                     signature=self._signature(child), docstring=docstring, doc_row=doc_row,
                     bases=self._bases(child) if kind in CONTAINER_KINDS else [],
                     params=self._params(child) if kind in ("function", "method") else [],
-                    children=[],
+                    children=[], head=self._type_signature(child),
                 )
                 tail = child.next_named_sibling
                 if tail is not None and tail.type in self.spec.body_sibling:
@@ -537,7 +580,7 @@ def _make_entities(
 ) -> list[Entity]:
     entities: list[Entity] = []
     for d in drafts:
-        start = d.span.start_point[0] + 1
+        start = d.start_row + 1
         end = d.end_line
         lines = ex.lines[start - 1 : end]
         if d.kind in CONTAINER_KINDS and d.children:
@@ -572,7 +615,7 @@ def _skeleton(lines: list[str], first: int, children: list[_Draft], drop_childre
     keep = [True] * len(lines)
     heads: dict[int, str] = {}
     for c in children:
-        cs, ce = c.span.start_point[0] + 1 - first, c.end_line - first
+        cs, ce = c.start_row + 1 - first, c.end_line - first
         for i in range(max(c.first_row + 1 - first, 0), min(ce + 1, len(lines))):
             keep[i] = False
         if drop_children or not 0 <= cs < len(lines):

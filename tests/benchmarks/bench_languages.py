@@ -3,9 +3,11 @@
     python -m tests.benchmarks.bench_languages [--package expo-modules-core@1.12.26] [--languages kotlin,swift]
     python -m tests.benchmarks.bench_languages --registry pypi --package pythonnet@3.2.1 --languages csharp
     python -m tests.benchmarks.bench_languages --registry debian --package golang-github-gin-gonic-gin-dev@1.8.1-1 --languages go
+    python -m tests.benchmarks.bench_languages --registry wheel --package ziglang@0.17.1 --include ziglang/lib/std/json,... --languages zig
 
 The dev sets are Python, JavaScript and TypeScript. This indexes a registry package that ships other languages
-(with the defaults; Debian's `-dev` and library packages carry Go, Rust, Ruby, PHP and Lua sources) and
+(with the defaults; Debian's `-dev` and library packages carry Go, Rust, Ruby, PHP, Lua, Haskell and shell
+sources; the `ziglang` wheel carries Zig's standard library, of which `--include` keeps some folders) and
 samples definitions of those languages (seed 7, 60 per row): a *symbol* query is the definition's own name
 (names defined once only); a *doc sentence* query is the first sentence of its doc comment. Each prints hit@1,
 hit@10 and MRR of that definition for `assay search` beside the semble suite's in-run baseline (bm25s, stock
@@ -18,22 +20,29 @@ import argparse
 import random
 import statistics
 import subprocess
+import sys
 import tarfile
+import zipfile
 from pathlib import Path
 
 from tests.benchmarks.common import CACHE
 
 
-def unpack(spec: str, registry: str = "npm", reuse: bool = False) -> Path:
-    """Fetch the package once (`npm pack`, a PyPI sdist or a Debian package), then a fresh copy of its tree per
-    run (or the last run's copy and index, with `reuse`)."""
+def unpack(spec: str, registry: str = "npm", reuse: bool = False, include: tuple[str, ...] = ()) -> Path:
+    """Fetch the package once (`npm pack`, a PyPI sdist or wheel, or a Debian package), then a fresh copy of its
+    tree per run (or the last run's copy and index, with `reuse`); a wheel's members under `include` only."""
     from stages.evaluate.semble import Source, download
 
     package, version = spec.rsplit("@", 1)
     target = CACHE / "work" / f"{package}-{version}"
     if reuse and (target / ".assay" / "manifest.json").exists():
         return target
-    archive = debian_download(package, version) if registry == "debian" else download(Source(registry, package, version), CACHE / "downloads")
+    if registry == "debian":
+        archive = debian_download(package, version)
+    elif registry == "wheel":
+        archive = wheel_download(package, version)
+    else:
+        archive = download(Source(registry, package, version), CACHE / "downloads")
     if target.exists():
         import shutil
 
@@ -42,9 +51,28 @@ def unpack(spec: str, registry: str = "npm", reuse: bool = False) -> Path:
     if registry == "debian":
         subprocess.run(["dpkg-deb", "-x", str(archive), str(target)], check=True)
         return target
+    if registry == "wheel":
+        with zipfile.ZipFile(archive) as wheel:
+            wheel.extractall(target, [m for m in wheel.namelist() if not include or m.startswith(include)])
+        return target
     with tarfile.open(archive) as tar:
         tar.extractall(target, filter="data")
     return target
+
+
+def wheel_download(package: str, version: str) -> Path:
+    """`pip download` of the wheel for this machine, once."""
+    downloads = CACHE / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    pattern = f"{package.replace('-', '_')}-{version}-*.whl"
+    found = sorted(downloads.glob(pattern))
+    if not found:
+        done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", f"{package}=={version}",
+                               "-d", str(downloads), "-q"], capture_output=True, text=True)
+        found = sorted(downloads.glob(pattern))
+        if done.returncode != 0 or not found:
+            raise SystemExit(f"could not download the {package} {version} wheel: {(done.stderr or 'no wheel written').strip().splitlines()[-1]}")
+    return found[0]
 
 
 def debian_download(package: str, version: str) -> Path:
@@ -63,9 +91,10 @@ def debian_download(package: str, version: str) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--registry", choices=("npm", "pypi", "debian"), default="npm")
+    parser.add_argument("--registry", choices=("npm", "pypi", "wheel", "debian"), default="npm")
     parser.add_argument("--package", default="expo-modules-core@1.12.26", help="name@version")
     parser.add_argument("--languages", default="kotlin,swift")
+    parser.add_argument("--include", default="", help="a wheel's folders to keep, comma-separated (default: all)")
     parser.add_argument("--per-row", type=int, default=60)
     parser.add_argument("--reuse", action="store_true", help="query the last run's copy of this package (an incremental index run, so a parser change re-parses it)")
     args = parser.parse_args()
@@ -77,7 +106,7 @@ def main() -> None:
     from stages.query.retrieve import search
     from stages.query.synthesize import first_sentence
 
-    root = unpack(args.package, args.registry, args.reuse)
+    root = unpack(args.package, args.registry, args.reuse, tuple(p for p in args.include.split(",") if p))
     settings = Settings(orchestration="direct")
     run_index(str(root), settings)  # with `reuse`, an incremental run that finds nothing changed
     languages = set(args.languages.split(","))
