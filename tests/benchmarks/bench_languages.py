@@ -62,30 +62,26 @@ def unpack(spec: str, registry: str = "npm", reuse: bool = False, include: tuple
 
 def wheel_download(package: str, version: str) -> Path:
     """`pip download` of the wheel for this machine, once."""
-    downloads = CACHE / "downloads"
-    downloads.mkdir(parents=True, exist_ok=True)
-    pattern = f"{package.replace('-', '_')}-{version}-*.whl"
-    found = sorted(downloads.glob(pattern))
-    if not found:
-        done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", f"{package}=={version}",
-                               "-d", str(downloads), "-q"], capture_output=True, text=True)
-        found = sorted(downloads.glob(pattern))
-        if done.returncode != 0 or not found:
-            raise SystemExit(f"could not download the {package} {version} wheel: {(done.stderr or 'no wheel written').strip().splitlines()[-1]}")
-    return found[0]
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", f"{package}=={version}", "-d", ".", "-q"]
+    return _fetch_once(f"{package.replace('-', '_')}-{version}-*.whl", command, f"the {package} {version} wheel")
 
 
 def debian_download(package: str, version: str) -> Path:
     """`apt-get download`, once: the .deb is named `package_version_arch.deb`, an epoch's colon as `%3a`."""
+    return _fetch_once(f"{package}_{version.replace(':', '%3a')}_*.deb", ["apt-get", "download", f"{package}={version}"],
+                       f"{package} {version} from Debian")
+
+
+def _fetch_once(pattern: str, command: list[str], what: str) -> Path:
+    """The download matching `pattern`, made by `command` (run in the downloads folder) unless one is there."""
     downloads = CACHE / "downloads"
     downloads.mkdir(parents=True, exist_ok=True)
-    pattern = f"{package}_{version.replace(':', '%3a')}_*.deb"
     found = sorted(downloads.glob(pattern))
     if not found:
-        done = subprocess.run(["apt-get", "download", f"{package}={version}"], cwd=downloads, capture_output=True, text=True)
+        done = subprocess.run(command, cwd=downloads, capture_output=True, text=True)
         found = sorted(downloads.glob(pattern))
         if done.returncode != 0 or not found:
-            raise SystemExit(f"could not download {package} {version} from Debian: {(done.stderr or 'no .deb written').strip().splitlines()[-1]}")
+            raise SystemExit(f"could not download {what}: {(done.stderr or 'nothing written').strip().splitlines()[-1]}")
     return found[0]
 
 
