@@ -46,6 +46,17 @@ def test_definition_of_a_named_identifier_comes_first() -> None:
     assert order("how does Widget render", pool, **only(""))[0] == "user.py:uses_widget"
 
 
+def test_a_name_ending_in_its_sigil_finds_that_definition_not_its_twin() -> None:
+    """Found on rack: `info?`, `load!` and `key_space_limit=` are names of their own, and the tokenizer reads each
+    as its twin without the sigil (`info`, `load_for_read!`, `key_space_limit`)."""
+    for query, twin in (("info?", "info"), ("load!", "load"), ("key_space_limit=", "key_space_limit"), ("foldl'", "foldl")):
+        pool = [cand("logger.rb", twin, kind="method", bm25=10.0, distance=0.3, language="ruby"),
+                cand("logger.rb", query, kind="method", bm25=10.0, distance=0.35, language="ruby")]
+        assert query_shape(query).symbol
+        assert order(query, pool, **only("definition"))[0] == f"logger.rb:{query}"
+        assert order(query, pool, **only(""))[0] == f"logger.rb:{twin}"
+
+
 def test_a_sentence_that_is_a_passages_doc_summary_finds_that_passage() -> None:
     """"Like find_nfa, but fills in captures." is the doc of `captures_nfa`; it names `find_nfa`, whose definition
     the definition signal lifts. A phrase that a long summary happens to contain is no such match."""

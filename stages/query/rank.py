@@ -70,7 +70,9 @@ class RankConfig(BaseModel):
 DEFINITION_KINDS = NAMING_KINDS | {"module"}
 PROSE_LANGUAGES = frozenset({"markdown", "rst", "text"})
 PRIVATE_FACTOR = 0.8
-_SYMBOL_QUERY = re.compile(r"^[A-Za-z_$][\w$]*(?:[.:#]+[A-Za-z_$][\w$]*)*\(?\)?$")
+# a name, dotted or not; it may end in a sigil that is part of the name (Ruby's `empty?` / `save!` / `name=`,
+# Elixir's `valid?`, Haskell's `foldl'`), or in a call's `()`
+_SYMBOL_QUERY = re.compile(r"^[A-Za-z_$][\w$]*(?:[.:#]+[A-Za-z_$][\w$]*)*[?!=']?\(?\)?$")
 _METHOD_MENTION = re.compile(r"(?<![\w.])\.([A-Za-z_$][\w$]*)")
 _CAMEL_WORD = re.compile(r"\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b|\b[A-Z]{2,}[a-z][A-Za-z0-9]*\b")
 _NAME_WORD = re.compile(r"(?<=\w )[A-Z][a-z][A-Za-z0-9]+\b")  # a capitalised word inside a sentence names a class
@@ -114,7 +116,10 @@ def query_shape(query: str) -> QueryShape:
     idents = list(question_identifiers(text))
     idents += _METHOD_MENTION.findall(text) + _CAMEL_WORD.findall(text) + _NAME_WORD.findall(text)
     if symbol:
-        idents.append(text.rstrip("()"))
+        name = text.rstrip("()")
+        if name[-1] in "?!='":  # `info?` names itself only, not its twin `info`
+            idents = [i for i in idents if i != name[:-1]]
+        idents.append(name)
     words = frozenset(w.lower() for w in re.findall(r"[A-Za-z0-9]+", text))
     return QueryShape(text, symbol, tuple(dict.fromkeys(idents)), frozenset(tokenize(text)), words)
 
