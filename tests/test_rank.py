@@ -57,6 +57,16 @@ def test_a_name_ending_in_its_sigil_finds_that_definition_not_its_twin() -> None
         assert order(query, pool, **only(""))[0] == f"logger.rb:{twin}"
 
 
+def test_a_bare_class_name_wants_the_class_not_its_constructor() -> None:
+    """Found on JPype's C++: `JPBuffer::JPBuffer` in the .cpp shares the name of the class in the header, and both
+    were its definition. A sentence about the class still lifts the constructor, which C# docs describe."""
+    pool = [cand("buffer.cpp", "JPBuffer::JPBuffer", bm25=10.0, distance=0.3, language="cpp"),
+            cand("buffer.h", "JPBuffer", kind="class", bm25=9.0, distance=0.35, language="cpp")]
+    assert order("JPBuffer", pool, **only("definition"))[0] == "buffer.h:JPBuffer"
+    assert order("JPBuffer", pool, **only(""))[0] == "buffer.cpp:JPBuffer::JPBuffer"
+    assert order("Creates a JPBuffer for a view", pool, **only("definition"))[0] == "buffer.cpp:JPBuffer::JPBuffer"
+
+
 def test_a_sentence_that_is_a_passages_doc_summary_finds_that_passage() -> None:
     """"Like find_nfa, but fills in captures." is the doc of `captures_nfa`; it names `find_nfa`, whose definition
     the definition signal lifts. A phrase that a long summary happens to contain is no such match."""

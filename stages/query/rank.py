@@ -247,7 +247,20 @@ def defines_named(shape: QueryShape, c: Candidate) -> bool:
         return False
     if c.entity in shape.identifiers:
         return True
+    if shape.symbol and c.language in _NAMED_CONSTRUCTORS and c.kind in ("function", "method") and _constructor(c.entity):
+        return False  # `Buffer::Buffer` shares its class's name, and a bare name wants the class
     return _bare(short_name(c.entity)) in shape.bare_names
+
+
+_NAMED_CONSTRUCTORS = frozenset({"cpp", "java", "csharp", "dart"})  # (in Python, `app.app` is a nested function)
+
+
+@lru_cache(maxsize=65536)
+def _constructor(entity: str) -> bool:
+    """C++, Java, C# and Dart name a constructor after its class: `Buffer::Buffer`, `Buffer.Buffer`."""
+    name = short_name(entity)
+    owner = entity[: len(entity) - len(name)].rstrip(".:#> ")
+    return bool(owner) and short_name(owner) == name
 
 
 def entity_facts(shape: QueryShape, c: Candidate) -> float:
