@@ -52,7 +52,7 @@ EXPECTED = {
         ("interface", "Demo.IRunner"): (8, 8), ("enum", "Demo.Level"): (10, 10), ("struct", "Demo.Pair"): (12, 12),
     },
     "sample.rb": {
-        ("module", "Billing"): (1, 12), ("class", "Billing.Invoice"): (3, 11),
+        ("class", "Billing.Invoice"): (3, 11),  # `module Billing` holds a class only: a namespace
         ("method", "Billing.Invoice.total"): (4, 6), ("method", "Billing.Invoice.build"): (8, 10),
         ("function", "helper"): (14, 16),
     },
@@ -213,6 +213,12 @@ def test_a_namespace_names_its_members_but_is_no_passage_of_its_own() -> None:
     ents = parse_source(file_scoped, "Runner.cs", "csharp", "h").entities  # C# 10: `namespace X;` names the rest
     assert {(e.kind, e.qualname) for e in ents if e.kind in ("class", "method")} == {("class", "App.Jobs.Runner"), ("method", "App.Jobs.Runner.Go")}
     assert [e.body for e in ents if e.kind == "window"] == ["using System;"]
+    ruby = (b"module Rack\n  module Auth\n    # Basic auth.\n    class Basic\n      def call(env)\n      end\n    end\n  end\n"
+            b"  module Utils\n    def self.escape(s)\n    end\n  end\nend\n")
+    ents = parse_source(ruby, "basic.rb", "ruby", "h").entities  # rack wraps each file in `module Rack`
+    assert {(e.kind, e.qualname) for e in ents if e.kind != "file"} == {
+        ("class", "Rack.Auth.Basic"), ("method", "Rack.Auth.Basic.call"), ("module", "Rack.Utils"), ("function", "Rack.Utils.escape")}
+    assert [e.docstring for e in ents if e.kind == "class"] == ["Basic auth."]
 
 
 def test_a_doc_comment_belongs_to_its_definition_not_to_a_window_or_its_class() -> None:
@@ -299,6 +305,20 @@ def test_a_function_written_as_several_equations_is_one_definition() -> None:
               b"  @doc \"Factorial with an accumulator.\"\n  def fact(n, acc), do: acc\n  def other(x), do: x\nend\n")
     ents = [e for e in parse_source(elixir, "m.ex", "elixir", "h").entities if e.qualname == "M.fact"]
     assert [(e.start_line, e.end_line, e.docstring) for e in ents] == [(3, 4, "Factorial."), (7, 7, "Factorial with an accumulator.")]
+
+
+def test_a_signature_stops_before_the_bodys_first_comment_and_block_words_are_no_window() -> None:
+    """Python's and Lua's grammars put a body's first comment before the body node, so it was read into the
+    signature (`def __call__(self, r): # Initialize per-thread state`); penlight's modules left `end` / `do` /
+    `return M` lines between definitions as windows (42 of its 226). A comment inside a C head stays."""
+    python = b"def prepare(value):  # Issue #1483: keep the slash\n    return value\n"
+    assert parse_source(python, "a.py", "python", "h").entities[1].signature == "def prepare(value)"
+    lua = b"local M = {}\ndo\n  local function parse(p) -- may be fractional\n    return p\n  end\nend\n\nreturn M\n"
+    ents = parse_source(lua, "m.lua", "lua", "h").entities
+    assert [e.signature for e in ents if e.kind == "function"] == ["local function parse(p)"]
+    assert [e.body for e in ents if e.kind == "window"] == ["local M = {}\ndo"]
+    c = b"LZ4_FORCE_O2 /* Exported, obsolete. */ int decompress(const char* src) { return 0; }\n"
+    assert [e.signature for e in parse_source(c, "a.c", "c", "h").entities if e.kind == "function"] == ["LZ4_FORCE_O2 /* Exported, obsolete. */ int decompress(const char* src)"]
 
 
 def test_a_c_window_of_preprocessor_conditionals_only_is_no_passage() -> None:

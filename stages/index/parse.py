@@ -33,7 +33,7 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 # module docs, licence headers neither doc nor window, `mod x;` no entity, `impl<'a> Fsm<'a>` scopes `Fsm`;
 # 12: Go embedding as bases, Go interface methods, `(s *Set[K, V])` receives on `Set`; a PHP file's header
 # seen below `<?php`; a licence header found anywhere in a block; 13: no C-family window of `#if`/`#endif` only).
-PARSER_VERSION = 14
+PARSER_VERSION = 16
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -216,6 +216,11 @@ class _Extractor:
             head = node_text(node)  # the node is the whole signature; its body is beside it
         elif body is not None and body.start_byte > node.start_byte:
             head = self.source[node.start_byte : body.start_byte].decode("utf-8", "replace")
+            remark = body.prev_sibling  # `def f(x):  # note` and Lua put the body's first comments before the body
+            while remark is not None and remark.prev_sibling is not None and remark.prev_sibling.type in self.spec.comment_types:
+                remark = remark.prev_sibling
+            if remark is not None and remark.type in self.spec.comment_types and remark.start_byte > node.start_byte:
+                head = self.source[node.start_byte : remark.start_byte].decode("utf-8", "replace")
         else:
             head = node_text(node).split("\n", 1)[0]
         sig = " ".join(head.split())
@@ -405,6 +410,13 @@ class _Extractor:
                     inner = [*scope, name]
                     push(body, inner, self.joiner.join(inner), False, sink)
                     continue
+            if self._wrapper_module(child):
+                name, body = self._name(child), child.child_by_field_name("body")
+                if name and body is not None:
+                    self.not_code.update([child.start_point[0], child.end_point[0]])  # `module Rack` and its `end`
+                    inner = [*scope, name]
+                    push(child, inner, self.joiner.join(inner), False, sink)
+                    continue
             kind = self._def_kind(child, in_container)
             name = self._name(child) if kind else None
             if kind and name:
@@ -453,6 +465,15 @@ class _Extractor:
                 self._js_constant(child, sink)
             if descend is None or child.type in descend:
                 push(child, scope, parent, in_container, sink)
+
+    def _wrapper_module(self, node: Node) -> bool:
+        """A Ruby `module Rack` that only holds classes and modules is a namespace, as a C# one is: it names its
+        members (`Rack.Auth.Basic`) but is no passage of its own. rack wraps each file in one (89 of its 104
+        modules), and each was a skeleton of its members' first lines that ranked beside them."""
+        if self.language != "ruby" or node.type != "module":
+            return False
+        body = node.child_by_field_name("body")
+        return body is not None and all(c.type in ("class", "module", "comment") for c in body.named_children)
 
     def _sole_wrapped(self, node: Node) -> bool:
         """Its parent is a wrapper that its doc comment precedes (`type X struct` in Go: the comment sits above
@@ -661,6 +682,8 @@ def _uncovered_windows(ex: _Extractor, path: str, top: list[_Draft], max_lines: 
 
 _PREPROCESSED = frozenset({"c", "cpp", "objc"})
 _CONDITIONAL = re.compile(r"^\s*#\s*(?:if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
+# a line that only opens or closes a block, or hands back the module table (Lua's `return M`): no code of its own
+_BLOCK_ONLY = re.compile(r"^\s*(?:end|do|begin|else|then|fi|done|esac|return\s+[\w.]+|[{}()\[\];,]+)\s*[;,)]*\s*$")
 
 
 def _windows(
@@ -673,6 +696,8 @@ def _windows(
             continue  # blank lines and lone braces
         if language in _PREPROCESSED and all(_CONDITIONAL.match(ln) or not ln.strip() for ln in lines):
             continue  # only `#if` / `#else` / `#endif` between definitions: no code of its own
+        if all(_BLOCK_ONLY.match(ln) or not ln.strip() for ln in lines):
+            continue  # `end`, `do`, `fi` around definitions (Lua's `do ... end` scopes, shell's `if` blocks)
         for pstart, plines in _split_parts(lines, start, max_lines, max_chars):
             while plines and not plines[-1].strip():
                 plines = plines[:-1]
