@@ -201,7 +201,7 @@ def test_doc_comment_markup_is_reduced_to_its_words() -> None:
 
 
 def test_a_namespace_names_its_members_but_is_no_passage_of_its_own() -> None:
-    """As an entity, a C# or C++ namespace was the file's outline again plus its first class's doc comment, and it
+    """C#, C++ and TypeScript namespaces and Ruby wrapper modules. As an entity, a C# or C++ namespace was the file's outline again plus its first class's doc comment, and it
     outranked that class for the class's own doc. Code in it outside a definition is still indexed."""
     assert not [e for name in ("Sample.cs", "sample.cpp") for e in parse_fixture(name).entities if e.kind == "module"]
     source = (b"namespace App.Jobs\n{\n    using System;\n    /// <summary>Runs jobs.</summary>\n    class Runner {}\n"
@@ -219,6 +219,12 @@ def test_a_namespace_names_its_members_but_is_no_passage_of_its_own() -> None:
     assert {(e.kind, e.qualname) for e in ents if e.kind != "file"} == {
         ("class", "Rack.Auth.Basic"), ("method", "Rack.Auth.Basic.call"), ("module", "Rack.Utils"), ("function", "Rack.Utils.escape")}
     assert [e.docstring for e in ents if e.kind == "class"] == ["Basic auth."]
+    typescript = (b"export namespace util {\n  /** Never. */\n  export function assertNever(x: never): never { const Y = 1; throw x; }\n"
+                  b"  export const MAX = 3;\n}\nexport declare namespace Std {\n  interface Props { a: string }\n}\n")
+    ents = parse_source(typescript, "util.ts", "typescript", "h").entities  # zod's v3 helpers are such namespaces
+    assert {(e.kind, e.qualname, e.parent) for e in ents if e.kind not in ("file", "window")} == {
+        ("function", "util.assertNever", "util"), ("constant", "util.MAX", "util"), ("interface", "Std.Props", "Std")}
+    assert not [e for e in ents if e.kind == "window"]
 
 
 def test_a_doc_comment_belongs_to_its_definition_not_to_a_window_or_its_class() -> None:

@@ -168,8 +168,9 @@ SPECS: dict[str, LanguageSpec] = {
         }),
     ),
     "javascript": LanguageSpec(defs=_JS_DEFS),
-    "typescript": LanguageSpec(defs=_JS_DEFS),
-    "tsx": LanguageSpec(defs=_JS_DEFS),
+    # `namespace util { ... }` names what it holds (`util.assertNever`), as a C# namespace does
+    "typescript": LanguageSpec(defs=_JS_DEFS, namespaces=frozenset({"internal_module"})),
+    "tsx": LanguageSpec(defs=_JS_DEFS, namespaces=frozenset({"internal_module"})),
     "go": LanguageSpec(
         defs={
             "function_declaration": "function",

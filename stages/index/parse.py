@@ -33,7 +33,7 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 # module docs, licence headers neither doc nor window, `mod x;` no entity, `impl<'a> Fsm<'a>` scopes `Fsm`;
 # 12: Go embedding as bases, Go interface methods, `(s *Set[K, V])` receives on `Set`; a PHP file's header
 # seen below `<?php`; a licence header found anywhere in a block; 13: no C-family window of `#if`/`#endif` only).
-PARSER_VERSION = 16
+PARSER_VERSION = 17
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -110,6 +110,7 @@ class _Extractor:
         self.spec = spec
         self.lines = source.decode("utf-8", "replace").splitlines()
         self.scope_spans: list[Node] = []
+        self.namespace_scopes: set[tuple[str, ...]] = set()  # scopes that only namespaces opened: constants count there
         # rows (0-based) that are no top-level code of their own: a namespace's head and closing lines, and the
         # module docstring that the file row carries
         self.not_code: set[int] = set()
@@ -408,6 +409,8 @@ class _Extractor:
                 if name and body is not None:
                     self.not_code.update([*range(child.start_point[0], body.start_point[0] + 1), body.end_point[0]])
                     inner = [*scope, name]
+                    if not scope or tuple(scope) in self.namespace_scopes:
+                        self.namespace_scopes.add(tuple(inner))
                     push(body, inner, self.joiner.join(inner), False, sink)
                     continue
             if self._wrapper_module(child):
@@ -461,8 +464,10 @@ class _Extractor:
             if self.language == "python" and not scope and child.type in ("expression_statement", "assignment"):
                 self._python_constant(child, sink)
                 continue
-            if self.language in ("javascript", "typescript", "tsx") and not scope and child.type == "lexical_declaration":
-                self._js_constant(child, sink)
+            if self.language in ("javascript", "typescript", "tsx") and child.type == "lexical_declaration" and (
+                not scope or tuple(scope) in self.namespace_scopes
+            ):
+                self._js_constant(child, sink, scope)
             if descend is None or child.type in descend:
                 push(child, scope, parent, in_container, sink)
 
@@ -496,7 +501,7 @@ class _Extractor:
             doc, row = self._docstring(stmt, stmt)
         out.append(_Draft(stmt, stmt, "constant", node_text(left), [], None, _first_line(node_text(stmt)), doc, [], [], [], doc_row=row))
 
-    def _js_constant(self, decl: Node, out: list[_Draft]) -> None:
+    def _js_constant(self, decl: Node, out: list[_Draft], scope: list[str]) -> None:
         for d in decl.named_children:
             if d.type != "variable_declarator":
                 continue
@@ -505,7 +510,8 @@ class _Extractor:
             if _UPPER_CONST.match(name) and (value is None or value.type not in _FUNCTION_VALUES):
                 exported = decl.parent is not None and decl.parent.type == "export_statement"
                 doc, row = self._docstring(decl, decl.parent if exported else decl)  # the doc sits above `export`
-                out.append(_Draft(decl, decl, "constant", name, [], None, _first_line(node_text(decl)), doc, [], [], [], doc_row=row))
+                parent = self.joiner.join(scope) or None
+                out.append(_Draft(decl, decl, "constant", name, list(scope), parent, _first_line(node_text(decl)), doc, [], [], [], doc_row=row))
 
 
 def _without_type_arguments(name: str) -> str:
