@@ -183,7 +183,8 @@ def test_newer_languages_keep_docs_signatures_params_and_bases() -> None:
 
 def test_doc_comment_markup_is_reduced_to_its_words() -> None:
     """C#'s XML tags and Javadoc's `{@link}` were the first words of every such docstring that the report quoted
-    and BM25 and the embedder read; angle brackets that are not doc markup stay."""
+    and BM25 and the embedder read; angle brackets that are not doc markup stay. A Markdown link's target (rustdoc's
+    `(struct.Captures.html)`) is no word either; brackets in code are no link."""
     def doc(source: bytes, path: str, language: str, qualname: str) -> str:
         return {e.qualname: e for e in parse_source(source, path, language, "h").entities}[qualname].docstring
 
@@ -198,6 +199,13 @@ def test_doc_comment_markup_is_reduced_to_its_words() -> None:
     assert doc(python, "api.py", "python", "get") == "Returns <Response [200]> for a List<str>."
     generic = b"/** Maps a {@code Pair<A>} to <b>one</b> Optional<B>. */\nclass Mapper {}\n"
     assert doc(generic, "Mapper.java", "java", "Mapper") == "Maps a Pair<A> to one Optional<B>."
+    rust = (b"/// Like `captures`, but uses [`CaptureLocations`](struct.CaptureLocations.html) to amortize.\n"
+            b"/// See [`Regex::new`] and [the guide][guide].\n///\n/// [guide]: https://docs.rs/regex\n"
+            b"pub fn captures_read() {}\n")
+    assert doc(rust, "re.rs", "rust", "captures_read") == (
+        "Like `captures`, but uses `CaptureLocations` to amortize.\nSee `Regex::new` and the guide.")
+    code = b'/** Reads T["_zod"]["input"] and calls handlers[0](req) on [1, 2]. */\nfunction read() {}\n'
+    assert doc(code, "a.ts", "typescript", "read") == 'Reads T["_zod"]["input"] and calls handlers[0](req) on [1, 2].'
 
 
 def test_a_namespace_names_its_members_but_is_no_passage_of_its_own() -> None:

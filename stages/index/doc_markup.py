@@ -23,12 +23,28 @@ _RETURNS = re.compile(r"<returns>\s*")
 _EXCEPTION = re.compile(r'<exception\s+cref="(?:[A-Z]:)?([^"]*)"\s*>')
 _TAG = re.compile(rf"</?(?:{_TAGS})(?:\s[^<>]*)?/?>")  # lower case only: `Foo<A>` is a generic type
 _INLINE = re.compile(r"\{@(?:link|linkplain|code|literal|value|see)\s+([^{}]*)\}")  # Javadoc / KDoc / JSDoc
+# Markdown links (rustdoc, Go, JSDoc, Python docs): `[text](url)`, `[text][ref]`, rustdoc's `[`Foo`]`, and the
+# `[ref]: url` lines they point at; reStructuredText's `` `text <url>`_ ``
+_MD_LINK = re.compile(r"\[([^\[\]\n]+)\]\((?=[^()\s]*[./#:])[^()\s]*(?:\([^()\s]*\)[^()\s]*)*\)")  # a target has . / # or :
+_MD_REFERENCE = re.compile(r"\[([^\[\]\n]+)\]\[([^\[\]\n]*)\]")
+_MD_BARE = re.compile(r"\[(`[^`\n]+`)\](?![(\[:])")
+_MD_DEFINITION = re.compile(r"(?m)^\s*\[([^\[\]\n]+)\]:\s*\S+.*$\n?")
+_RST_LINK = re.compile(r"`([^`<>\n]+?)\s*<[^<>`\s]+>`__?")
 
 
 def strip_doc_markup(text: str) -> str:
-    """`<summary>Finds <see cref="Foo"/>.</summary>` -> `Finds Foo.`; `{@link Bar#baz}` -> `Bar#baz`."""
+    """`<summary>Finds <see cref="Foo"/>.</summary>` -> `Finds Foo.`; `{@link Bar#baz}` -> `Bar#baz`;
+    `[`Captures`](struct.Captures.html)` -> `` `Captures` ``: a link's target is no word a query says."""
+    if "[" in text or "`_" in text:
+        defined = {m.group(1).lower() for m in _MD_DEFINITION.finditer(text)}
+        if defined:  # `[text][ref]` only where `[ref]: url` says it is a link: `T["_zod"]["input"]` is code
+            text = _MD_DEFINITION.sub("", text)
+            text = _MD_REFERENCE.sub(lambda m: m.group(1) if (m.group(2) or m.group(1)).lower() in defined else m.group(0), text)
+        text = _MD_LINK.sub(r"\1", text)
+        text = _MD_BARE.sub(r"\1", text)
+        text = _RST_LINK.sub(r"\1", text)
     if "<" not in text and "{@" not in text:
-        return text
+        return text.strip()
     text = _REFERENCE.sub(r"\1", text)
     text = _NAMED.sub(r"\2: ", text)
     text = _RETURNS.sub("Returns ", text)

@@ -33,7 +33,7 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 # module docs, licence headers neither doc nor window, `mod x;` no entity, `impl<'a> Fsm<'a>` scopes `Fsm`;
 # 12: Go embedding as bases, Go interface methods, `(s *Set[K, V])` receives on `Set`; a PHP file's header
 # seen below `<?php`; a licence header found anywhere in a block; 13: no C-family window of `#if`/`#endif` only).
-PARSER_VERSION = 17
+PARSER_VERSION = 18
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
