@@ -276,6 +276,11 @@ def test_doc_comments_reach_definitions_however_the_grammar_nests_them() -> None
     assert ents["Engine"].bases == ["RouterGroup", "Logger"] and ents["Binding"].bases == ["Reader"]
     assert ents["Binding.Name"].docstring == "Name names the binding." and ents["Binding.Name"].kind == "method"
     assert "Set.Add" in ents  # the receiver's type, not its last type argument (`V.Add`)
+    go = (b"package binding\n\n// Validator is the default.\nvar Validator StructValidator = &defaultValidator{}\n\n"
+          b"var (\n\t// JSON binds JSON.\n\tJSON = jsonBinding{}\n\t_ = 1\n)\n\nfunc f() {\n\tvar local = 1\n}\n")
+    ents, _ = parsed(go, "binding.go", "go")  # package-level vars are API (`binding.JSON`, `ErrNotFound`); locals are not
+    assert {q: (e.kind, e.docstring) for q, e in ents.items() if e.kind == "constant"} == {
+        "Validator": ("constant", "Validator is the default."), "JSON": ("constant", "JSON binds JSON.")}
     rust = (b"//! Regex engines.\n\n/// Compiles a program.\n/// In one pass.\n#[derive(Debug)]\npub struct Compiler;\n\n"
             b"mod parser;\n")
     ents, windows = parsed(rust, "lib.rs", "rust")  # an attribute stands between the doc and the item

@@ -177,9 +177,10 @@ SPECS: dict[str, LanguageSpec] = {
             "method_declaration": "method",
             "type_spec": "type",
             "const_spec": "constant",
+            "var_spec": "constant",  # a package-level `var ErrNotFound = errors.New(...)` (parse skips locals)
             "method_elem": "method",  # an interface's method
         },
-        wrappers=frozenset({"type_declaration", "const_declaration"}),
+        wrappers=frozenset({"type_declaration", "const_declaration", "var_declaration"}),
     ),
     "rust": LanguageSpec(
         defs={

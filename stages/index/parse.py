@@ -33,7 +33,7 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 # module docs, licence headers neither doc nor window, `mod x;` no entity, `impl<'a> Fsm<'a>` scopes `Fsm`;
 # 12: Go embedding as bases, Go interface methods, `(s *Set[K, V])` receives on `Set`; a PHP file's header
 # seen below `<?php`; a licence header found anywhere in a block; 13: no C-family window of `#if`/`#endif` only).
-PARSER_VERSION = 18
+PARSER_VERSION = 19
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -367,6 +367,8 @@ class _Extractor:
             return ELIXIR_DEFS.get(node_text(target)) if target is not None and target.type == "identifier" else None
         if self.language == "dart" and node.type == "function_signature" and node.parent is not None and node.parent.type == "method_signature":
             return None  # read through its method_signature
+        if node.type == "var_spec" and not self._package_level_var(node):
+            return None
         if self.language == "zig" and node.type == "Decl":
             kind = zig_kind(node)
             if kind is None:
@@ -479,6 +481,19 @@ class _Extractor:
             return False
         body = node.child_by_field_name("body")
         return body is not None and all(c.type in ("class", "module", "comment") for c in body.named_children)
+
+    @staticmethod
+    def _package_level_var(spec: Node) -> bool:
+        """Go's `var JSON = jsonBinding{}` outside any function, and not the blank `var _ Binding = ...` check."""
+        name = spec.child_by_field_name("name")
+        if name is None or node_text(name) == "_":
+            return False
+        node = spec.parent
+        while node is not None:
+            if node.type in ("function_declaration", "method_declaration", "func_literal"):
+                return False
+            node = node.parent
+        return True
 
     def _sole_wrapped(self, node: Node) -> bool:
         """Its parent is a wrapper that its doc comment precedes (`type X struct` in Go: the comment sits above
