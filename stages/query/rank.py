@@ -61,7 +61,7 @@ class RankConfig(BaseModel):
     callee_boost: float = 0.6
     diversity_decay: float = 0.5
     diversity_floor: float = 0.25
-    doc_boost: float = 0.3
+    doc_boost: float = 0.6  # as much as defining a name the query uses: 0.3 lost to the definition of a name the doc cites
     doc_min_words: int = 4  # a sentence, not a phrase: "OpenAPI schema generation" matches many summaries
     doc_min_recall: float = 0.75  # of the query's terms, in the summary
     doc_min_precision: float = 0.5  # of the summary's terms, in the query
