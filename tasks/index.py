@@ -20,7 +20,7 @@ from tasks.lazy import task
 
 @task(name="discover")
 def discover(root: Path, settings: Settings) -> DiscoveryResult:
-    return discover_stage.discover(root, settings.max_file_bytes)
+    return discover_stage.discover(root, settings.max_file_bytes, settings.index_generated)
 
 
 @task(name="plan")

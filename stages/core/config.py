@@ -21,6 +21,10 @@ class Settings(BaseSettings):
         "local", description="local: nothing leaves the machine (loopback only); hybrid/cloud allow a cloud endpoint"
     )
     max_file_bytes: int = Field(1_000_000, description="files larger than this are skipped (counted as too_large)")
+    index_generated: bool = Field(
+        False, description="index files a generator marks as its own (`Code generated ... DO NOT EDIT`, `@generated`); "
+        "skipped by default (counted as generated)"
+    )
     chunk_lines: int = Field(40, description="bodies longer than this are split on line boundaries")
     chunk_chars: int = Field(1200, description="bodies longer than this many characters are split too")
     parse_workers: int = Field(
