@@ -209,7 +209,7 @@ def test_doc_comment_markup_is_reduced_to_its_words() -> None:
 
 
 def test_a_namespace_names_its_members_but_is_no_passage_of_its_own() -> None:
-    """C#, C++ and TypeScript namespaces and Ruby wrapper modules. As an entity, a C# or C++ namespace was the file's outline again plus its first class's doc comment, and it
+    """C#, C++, TypeScript and PHP namespaces and Ruby wrapper modules. As an entity, a C# or C++ namespace was the file's outline again plus its first class's doc comment, and it
     outranked that class for the class's own doc. Code in it outside a definition is still indexed."""
     assert not [e for name in ("Sample.cs", "sample.cpp") for e in parse_fixture(name).entities if e.kind == "module"]
     source = (b"namespace App.Jobs\n{\n    using System;\n    /// <summary>Runs jobs.</summary>\n    class Runner {}\n"
@@ -233,6 +233,10 @@ def test_a_namespace_names_its_members_but_is_no_passage_of_its_own() -> None:
     assert {(e.kind, e.qualname, e.parent) for e in ents if e.kind not in ("file", "window")} == {
         ("function", "util.assertNever", "util"), ("constant", "util.MAX", "util"), ("interface", "Std.Props", "Std")}
     assert not [e for e in ents if e.kind == "window"]
+    php = b"<?php\nnamespace Symfony\\Component\\Console\\Output;\n\nclass OutputStyle\n{\n    public function write($m) {}\n}\n"
+    ents = parse_source(php, "OutputStyle.php", "php", "h").entities  # a PHP namespace names the file's classes
+    assert {(e.kind, e.qualname) for e in ents if e.kind not in ("file", "window")} == {
+        ("class", "Symfony.Component.Console.Output.OutputStyle"), ("method", "Symfony.Component.Console.Output.OutputStyle.write")}
 
 
 def test_a_doc_comment_belongs_to_its_definition_not_to_a_window_or_its_class() -> None:
@@ -292,7 +296,7 @@ def test_doc_comments_reach_definitions_however_the_grammar_nests_them() -> None
     php = (b"<?php\n\n/*\n * This file is part of the Symfony package.\n *\n * (c) Fabien Potencier\n */\n\n"
            b"namespace App;\n\n/**\n * Styles output.\n */\nclass Style {}\n")
     ents, windows = parsed(php, "Style.php", "php")  # `<?php` comes first, then the header: neither is code
-    assert [w.strip() for w in windows] == ["namespace App;"] and ents["Style.php"].docstring == "" and ents["Style"].docstring == "Styles output."
+    assert windows == [] and ents["Style.php"].docstring == "" and ents["App.Style"].docstring == "Styles output."
     ruby = (b"# frozen_string_literal: true\n\nmodule Rack\n  # Proxy for response bodies.\n  class BodyProxy\n"
             b"    # Wraps the body.\n    def initialize(body)\n    end\n  end\nend\n")
     ents, windows = parsed(ruby, "body_proxy.rb", "ruby")  # the comments sit before the body node, not in it

@@ -253,6 +253,7 @@ SPECS: dict[str, LanguageSpec] = {
         defs={"method": "function", "singleton_method": "function", "class": "class", "module": "module"},
     ),
     "php": LanguageSpec(
+        namespaces=frozenset({"namespace_definition"}),  # `namespace Symfony\Component\Console;` names the file's classes
         defs={
             "function_definition": "function",
             "class_declaration": "class",

@@ -33,7 +33,7 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 # module docs, licence headers neither doc nor window, `mod x;` no entity, `impl<'a> Fsm<'a>` scopes `Fsm`;
 # 12: Go embedding as bases, Go interface methods, `(s *Set[K, V])` receives on `Set`; a PHP file's header
 # seen below `<?php`; a licence header found anywhere in a block; 13: no C-family window of `#if`/`#endif` only).
-PARSER_VERSION = 19
+PARSER_VERSION = 20
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -171,6 +171,8 @@ class _Extractor:
             return " ".join(f"{node_text(node.child_by_field_name('name'))} {node_text(node.child_by_field_name('patterns'))}".split()) or None
         name = node.child_by_field_name("name")
         if name is not None:
+            if lang == "php":
+                return node_text(name).strip("\\").replace("\\", ".")  # `Symfony\Component\Console` reads as dotted names
             return node_text(name).replace(":", ".") if lang == "lua" else node_text(name)  # Lua `M:method`
         if t in self.spec.fixed_names:
             return self.spec.fixed_names[t]
