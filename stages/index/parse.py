@@ -32,7 +32,11 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 # 11: doc comments above Go `type`/`const`, Rust attributes and Ruby bodies reach their definitions, Rust `//!`
 # module docs, licence headers neither doc nor window, `mod x;` no entity, `impl<'a> Fsm<'a>` scopes `Fsm`;
 # 12: Go embedding as bases, Go interface methods, `(s *Set[K, V])` receives on `Set`; a PHP file's header
-# seen below `<?php`; a licence header found anywhere in a block; 13: no C-family window of `#if`/`#endif` only).
+# seen below `<?php`; a licence header found anywhere in a block; 13: no C-family window of `#if`/`#endif` only;
+# 14: a Haskell or Elixir function of several equations is one definition, a Haskell type signature its first
+# line, a comment ending a line of code no doc; 15: a signature stops before the body's first comment, no window
+# of block words only; 16: Ruby wrapper modules are namespaces; 17: TypeScript namespaces; 18: doc-comment link
+# targets dropped; 19: Go package-level vars; 20: PHP namespaces).
 PARSER_VERSION = 20
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
