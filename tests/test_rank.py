@@ -67,6 +67,16 @@ def test_a_bare_class_name_wants_the_class_not_its_constructor() -> None:
     assert order("Creates a JPBuffer for a view", pool, **only("definition"))[0] == "buffer.cpp:JPBuffer::JPBuffer"
 
 
+def test_a_haskell_instance_defines_neither_its_class_nor_its_type() -> None:
+    """Found on Hugs: `instance Show IOErrorType` is named "Show IOErrorType", whose last word is the type's name,
+    and it outranked `data IOErrorType` for the query `IOErrorType`."""
+    pool = [cand("Prelude.hs", "Show IOErrorType", kind="class", bm25=10.0, distance=0.3, language="haskell"),
+            cand("Prelude.hs", "IOErrorType", kind="type", bm25=9.0, distance=0.35, language="haskell")]
+    assert order("IOErrorType", pool, **only("definition"))[0] == "Prelude.hs:IOErrorType"
+    pool[1] = cand("Prelude.hs", "IOErrorType", kind="type", bm25=9.0, distance=0.35, language="haskell")
+    assert order("IOErrorType", [pool[0], pool[1]], **only(""))[0] == "Prelude.hs:Show IOErrorType"
+
+
 def test_a_sentence_that_is_a_passages_doc_summary_finds_that_passage() -> None:
     """"Like find_nfa, but fills in captures." is the doc of `captures_nfa`; it names `find_nfa`, whose definition
     the definition signal lifts. A phrase that a long summary happens to contain is no such match."""

@@ -247,6 +247,8 @@ def defines_named(shape: QueryShape, c: Candidate) -> bool:
         return False
     if c.entity in shape.identifiers:
         return True
+    if c.language == "haskell" and c.kind == "class":
+        return False  # `instance Show IOErrorType` (named "Show IOErrorType") defines neither the class nor the type
     if shape.symbol and c.language in _NAMED_CONSTRUCTORS and c.kind in ("function", "method") and _constructor(c.entity):
         return False  # `Buffer::Buffer` shares its class's name, and a bare name wants the class
     return _bare(short_name(c.entity)) in shape.bare_names
