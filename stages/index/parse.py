@@ -283,16 +283,18 @@ class _Extractor:
     def _leading_comments(self, span: Node) -> tuple[list[str], int]:
         """The comments right above a definition (nearest first) and the row the first of them starts on."""
         comments: list[str] = []
-        while span.prev_sibling is None and span.parent is not None and span.parent.start_byte == span.start_byte:
-            span = span.parent  # Ruby files the comments above a body's first definition before the body node
-        prev = span.prev_sibling
-        line = first = span.start_point[0]
-        while prev is not None and (prev.type in self.spec.doc_skip or (self.language == "zig" and not prev.is_named)):
-            lead, prev = prev, prev.prev_sibling  # a Haskell type signature; Zig's `pub` token
-            line = lead.start_point[0]
+        lead, prev = span, span.prev_sibling  # lead: where the definition starts, what it carries above it included
+        while True:
+            while prev is not None and (prev.type in self.spec.doc_skip or (self.language == "zig" and not prev.is_named)):
+                lead, prev = prev, prev.prev_sibling  # a Haskell type signature; Zig's `pub` token
             if prev is None and span.parent is not None and span.parent.start_byte == lead.start_byte:
-                span = span.parent  # Haskell files the doc above the first declaration before the declarations node
+                # the comments above a first definition sit before the node that holds it: Ruby's body, Haskell's
+                # declarations
+                span = lead = span.parent
                 prev = span.prev_sibling
+                continue
+            break
+        line = first = lead.start_point[0]
         while self.language in ("kotlin", "haskell") and prev is not None and prev.type not in self.spec.comment_types and prev.named_children:
             prev = prev.named_children[-1]  # both grammars file the doc of the first definition under the imports
         while prev is not None and prev.type in self.spec.comment_types and _end_line(prev) >= line and not self._trails_code(prev):
