@@ -407,6 +407,24 @@ def test_a_header_that_reads_as_cpp_is_parsed_as_cpp() -> None:
     assert {e.language for e in parse_source(guarded, "add.h", "c", "h").entities} == {"c"}  # a C header for C++ callers
 
 
+def test_c_and_cpp_definitions_are_named_by_their_own_names() -> None:
+    """Found on JPype and lz4: `void JPJavaFrame::Throw()` was a function named `JPJavaFrame::Throw`, which no
+    lookup of `Throw` finds; `typedef _jclass* jclass;` was a type named `* jclass`; a function pointer typedef was
+    named by its whole declarator; and a method returning a reference (`jvalue& getValue()`) was no entity."""
+    source = (b"namespace ns { class Frame { public: void Throw(); jvalue& getValue() { return v; } }; }\n"
+              b"void ns::Frame::Throw() { }\ntemplate <class T> void Box<T>::put(T v) { }\nFrame::~Frame() { }\n"
+              b"typedef _jclass*        jclass;\ntypedef int (*callback_t)(int x);\ntypedef signed char int8_t;\n")
+    got = {(e.kind, e.name, e.qualname, e.parent) for e in parse_source(source, "frame.cpp", "cpp", "h").entities}
+    assert {("function", "Throw", "ns.Frame.Throw", "ns.Frame"), ("function", "put", "Box.put", "Box"),
+            ("function", "~Frame", "Frame.~Frame", "Frame"), ("method", "getValue", "ns.Frame.getValue", "ns.Frame"),
+            ("type", "jclass", "jclass", None), ("type", "callback_t", "callback_t", None),
+            ("type", "int8_t", "int8_t", None)} <= got
+    c_types = {e.name for e in parse_source(b"typedef void* (*LZ4F_AllocFunction)(void* state, size_t size);\n"
+                                            b"typedef struct LZ4F_cctx_s* LZ4F_compressionContext_t;\n",
+                                            "lz4frame.h", "c", "h").entities if e.kind == "type"}
+    assert c_types == {"LZ4F_AllocFunction", "LZ4F_compressionContext_t"}
+
+
 def test_code_without_a_definition_reader_is_still_indexed_as_windows() -> None:
     """A Julia or R file used to be skipped whole: no search could reach it."""
     for name in ("model.jl", "analysis.R", "App.vue", "Build.groovy", "main.ml"):

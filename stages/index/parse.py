@@ -36,8 +36,9 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 # 14: a Haskell or Elixir function of several equations is one definition, a Haskell type signature its first
 # line, a comment ending a line of code no doc; 15: a signature stops before the body's first comment, no window
 # of block words only; 16: Ruby wrapper modules are namespaces; 17: TypeScript namespaces; 18: doc-comment link
-# targets dropped; 19: Go package-level vars; 20: PHP namespaces).
-PARSER_VERSION = 20
+# targets dropped; 19: Go package-level vars; 20: PHP namespaces; 21: a C++ definition outside its class is named
+# by its own name under its owner's, a C typedef by its name without pointer or function declarators).
+PARSER_VERSION = 21
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -149,8 +150,10 @@ class _Extractor:
                 return name or None
             return None
         if t == "type_definition" and lang in ("c", "cpp", "objc"):
-            decl = node.child_by_field_name("declarator")
-            return node_text(decl) if decl is not None else None
+            decl = node.child_by_field_name("declarator")  # `typedef _jclass *jclass;` names `jclass`, not `*jclass`
+            if decl is not None and decl.type == "primitive_type":
+                return node_text(decl)  # `typedef signed char int8_t;`: the grammar knows the name as a built-in type
+            return self._declarator_name(node)
         if t in ("function_definition", "preproc_function_def") and lang in ("c", "cpp", "objc"):
             return self._declarator_name(node)
         if t in ("struct_specifier", "union_specifier", "enum_specifier", "class_specifier"):
@@ -189,9 +192,8 @@ class _Extractor:
             if decl.type in _IDENT_TYPES:
                 return node_text(decl)
             inner = decl.child_by_field_name("declarator")
-            if inner is None:
-                ident = next((c for c in decl.named_children if c.type in _IDENT_TYPES), None)
-                return node_text(ident) if ident is not None else None
+            if inner is None:  # `(*callback_t)`: a parenthesized declarator holds the name without naming a field
+                inner = next((c for c in decl.named_children if c.type in _IDENT_TYPES or c.type.endswith("_declarator")), None)
             decl = inner
         name = node.child_by_field_name("name")
         return node_text(name) if name is not None else None
@@ -445,6 +447,12 @@ class _Extractor:
                 receiver = _go_receiver(child) if child.type == "method_declaration" and self.language == "go" else ""
                 if receiver and not scope:
                     own_scope, own_parent = [receiver], receiver
+                if self.language == "cpp" and "::" in name:  # `void JPJavaFrame::Throw()`: Throw, of JPJavaFrame
+                    owner, name = name.rsplit("::", 1)
+                    owners = [_without_type_arguments(o) for o in owner.split("::") if o]
+                    if owners:
+                        own_scope = [*own_scope, *owners]
+                        own_parent = self.joiner.join(own_scope)
                 qual = self.joiner.join([*own_scope, name])
                 docstring, doc_row = self._docstring(child, span)
                 earlier = self._earlier_clause(child, kind, name, docstring, sink)
