@@ -57,6 +57,18 @@ def test_a_name_ending_in_its_sigil_finds_that_definition_not_its_twin() -> None
         assert order(query, pool, **only(""))[0] == f"logger.rb:{twin}"
 
 
+def test_a_name_in_its_own_letter_case_wants_that_definition() -> None:
+    """Found on gin: `Engine` (the struct) and `engine` (a function in another package) are two names in Go, and
+    the function, shorter and richer in the word, came first for `Engine`. A query in neither case lifts both."""
+    pool = [cand("ginS/gins.go", "engine", bm25=10.0, distance=0.3, language="go"),
+            cand("gin.go", "Engine", kind="struct", bm25=9.0, distance=0.35, language="go")]
+    assert order("Engine", pool, **only("definition"))[0] == "gin.go:Engine"
+    assert order("engine", pool, **only("definition"))[0] == "ginS/gins.go:engine"
+    assert order("Engine", pool, **only(""))[0] == "ginS/gins.go:engine"
+    ranked = rank("ENGINE", pool, RankConfig(**only("definition")))
+    assert [c.rank_signals.get("defines") for c in ranked] == [1.0, 1.0]
+
+
 def test_a_bare_class_name_wants_the_class_not_its_constructor() -> None:
     """Found on JPype's C++: `JPBuffer::JPBuffer` in the .cpp shares the name of the class in the header, and both
     were its definition. A sentence about the class still lifts the constructor, which C# docs describe."""

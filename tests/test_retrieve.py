@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from flows.index import run_index
 from stages.core.config import Settings
 from stages.index.embed import embedder_for
@@ -142,3 +144,43 @@ def test_the_vector_store_returns_nearly_the_exact_nearest_passages(tmp_path: Pa
         exact = {ids[j] for j in np.argsort(-(vectors @ (q / np.linalg.norm(q))))[:60]}
         recall.append(len(exact & {eid for eid, _ in store.query(q.tolist(), 60)}) / 60)
     assert float(np.mean(recall)) >= 0.99
+
+
+def test_a_named_definition_joins_the_pool_below_both_lists_depth(project: Path) -> None:
+    """Found on gin: `Context` is repeated by each of its ~90 methods, so BM25 and the dense model fill their depth
+    with mentions and the struct itself was in neither list. The definition of the name a query uses joins the
+    pool, scored by both lists."""
+    from stages.query.rank import RankConfig
+
+    attrs = "\n".join(f"        self.setting_{i} = None" for i in range(30))
+    helpers = "\n\n".join(f'def open_channel_{i}(url):\n    """Open a Channel for call {i}."""\n    channel = Channel()\n'
+                          f"    return channel.get(url)\n" for i in range(12))
+    (project / "pkg" / "channels.py").write_text(f'class Channel:\n    """Keeps cookies across calls."""\n\n'
+                                                 f"    def __init__(self):\n{attrs}\n\n\n{helpers}")
+    run_index(str(project))
+    manifest, emb = load_manifest(project), embedder_for(Settings())
+
+    def pool(definers: bool) -> list:
+        return retrieve(project, "Channel", manifest, emb, pool=10, ranking=RankConfig(), depth=3, definers=definers).candidates
+
+    assert "Channel" not in [c.entity for c in pool(False)]  # the lists alone miss it at this depth
+    top = pool(True)[0]
+    assert (top.entity, top.kind) == ("Channel", "class") and top.rank_signals.get("defines") == 1.0
+    assert top.bm25 is not None and top.distance is not None  # scored by both lists, not by neither
+
+
+def test_scores_and_distances_of_named_passages_match_the_lists(indexed_project: Path) -> None:
+    """What the pool's late joiners are scored with is what the lists would have said at any depth."""
+    from stages.index.store import dense_distances, dense_search
+    from stages.query.retrieve import load_lexical
+
+    manifest = load_manifest(indexed_project)
+    lexical = load_lexical(indexed_project)
+    listed = lexical.search("session cookies retry", 20)
+    assert len(listed) >= 3
+    scored = lexical.scores_for("session cookies retry", [eid for eid, _ in listed] + ["no-such-id"])
+    assert scored == pytest.approx(dict(listed)) and "no-such-id" not in scored
+    vector = embedder_for(Settings()).embed(["session cookies retry"])[0][0].tolist()
+    near = dense_search(indexed_project, None, manifest.collection, vector, 5)
+    far = dense_distances(indexed_project, None, manifest.collection, vector, [eid for eid, _ in near] + ["no-such-id"])
+    assert far == pytest.approx(dict(near), abs=1e-4)

@@ -236,7 +236,8 @@ def evaluate_semble(root: Path, repo: str, queries: list, settings: Settings, ab
     rows: list[dict] = []
     for q in queries:
         hits = {"BM25 (plain, in-run)": _entity_hits(baseline(q.query, 100), spans)}
-        pool = retrieve(root, q.query, manifest, embedder, pool=10**6, depth=DEFAULT_DEPTH, chroma_url=settings.chroma_url).candidates
+        pool = retrieve(root, q.query, manifest, embedder, pool=10**6, depth=DEFAULT_DEPTH, chroma_url=settings.chroma_url,
+                        definers=True).candidates
         for name, config in configs.items():
             ordered = pool if config is None else rank(q.query, pool, config, paths=manifest.files.keys(), centrality=central,
                                                        callees=callees[q.query])

@@ -11,6 +11,7 @@ import logging
 import os
 import shutil
 import tempfile
+from functools import cached_property
 from pathlib import Path
 
 import bm25s
@@ -80,6 +81,23 @@ class LexicalIndex:
         k = min(k, len(self.ids))
         docs, scores = self._retriever.retrieve([tokens], k=k, show_progress=False)
         return [(self.ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0]) if s > 0]
+
+    def scores_for(self, query: str, ids: list[str]) -> dict[str, float]:
+        """BM25 scores of these passages (those scoring above 0), wherever they rank: a definition the query
+        names can sit below the lists' depth when every method of its class repeats its name."""
+        tokens = tokenize(query)
+        if self._retriever is None or not tokens or not ids:
+            return {}
+        known = [t for t in tokens if t in self._retriever.vocab_dict]
+        if not known:
+            return {}
+        scores = self._retriever.get_scores(known)
+        rows = self._row_of
+        return {eid: float(scores[rows[eid]]) for eid in ids if eid in rows and scores[rows[eid]] > 0}
+
+    @cached_property
+    def _row_of(self) -> dict[str, int]:
+        return {eid: i for i, eid in enumerate(self.ids)}
 
     def save(self, folder: Path) -> None:
         """Write to a temporary sibling, then rename over the old index, so readers never see half."""

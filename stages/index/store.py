@@ -402,6 +402,19 @@ class VectorStore:
         res = self.collection.query(query_embeddings=[vector], n_results=k, include=["distances"])
         return list(zip(res["ids"][0], [float(d) for d in res["distances"][0]]))
 
+    def distances(self, vector: list[float], ids: list[str]) -> dict[str, float]:
+        """Cosine distance (the collection's space) from `vector` to each stored passage among `ids`."""
+        import numpy as np  # not at import time: parse workers import this module and start without numpy
+
+        res = self.collection.get(ids=ids, include=["embeddings"])
+        found = res["embeddings"]
+        if found is None or len(found) == 0:
+            return {}
+        vectors = np.asarray(found, dtype=np.float32)
+        q = np.asarray(vector, dtype=np.float32)
+        cos = vectors @ q / np.clip(np.linalg.norm(vectors, axis=1) * np.linalg.norm(q), 1e-12, None)
+        return {eid: float(1.0 - c) for eid, c in zip(res["ids"], cos)}
+
 
 _READERS: dict[tuple[str, str | None, str | None, tuple[int, int] | None], VectorStore] = {}
 _readers_lock = threading.Lock()
@@ -411,16 +424,28 @@ def dense_search(root: Path, url: str | None, collection: str | None, vector: li
     """A query through a collection handle kept per (workspace, server, collection): opening the client and
     the collection costs ~3 ms, a twentieth of a query. A handle that fails (its collection was dropped by
     another process) is opened afresh once before the error reaches the caller."""
+    return _through_reader(root, url, collection, lambda store: store.query(vector, k))
+
+
+def dense_distances(root: Path, url: str | None, collection: str | None, vector: list[float],
+                    ids: list[str]) -> dict[str, float]:
+    """Cosine distances of these passages to `vector`, wherever they rank (absent ids have no vector yet)."""
+    if not ids:
+        return {}
+    return _through_reader(root, url, collection, lambda store: store.distances(vector, ids))
+
+
+def _through_reader(root: Path, url: str | None, collection: str | None, read):
     key = (str(root), url, collection, None if url else store_identity(root))  # a replaced store gets a new handle
     with _readers_lock:
         store = _READERS.get(key)
     if store is not None:
         try:
-            return store.query(vector, k)
+            return read(store)
         except Exception:  # noqa: BLE001 - a stale handle; a fresh one decides
             pass
     store = VectorStore(root, url, collection)
-    found = store.query(vector, k)
+    found = read(store)
     with _readers_lock:
         for old in [k for k in _READERS if k[:3] == key[:3]]:  # a replaced store's handle
             del _READERS[old]

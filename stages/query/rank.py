@@ -105,6 +105,10 @@ class QueryShape:
         return frozenset(re.split(r"[.:#]+", i.rstrip("()"))[-1] for i in self.identifiers)
 
     @cached_property
+    def cased_names(self) -> frozenset[str]:
+        return frozenset(s.lstrip("_$") for s in self.short_names)
+
+    @cached_property
     def bare_names(self) -> frozenset[str]:
         """The short names without implementation sigils (`_refine`, `$ZodType`), as `defines_named` compares them."""
         return frozenset(_bare(s) for s in self.short_names)
@@ -254,6 +258,11 @@ def defines_named(shape: QueryShape, c: Candidate) -> bool:
     return _bare(short_name(c.entity)) in shape.bare_names
 
 
+def _exact_case(shape: QueryShape, entity: str) -> bool:
+    """The name as the query writes it, letter case included (sigils aside)."""
+    return short_name(entity).lstrip("_$") in shape.cased_names
+
+
 _NAMED_CONSTRUCTORS = frozenset({"cpp", "java", "csharp", "dart"})  # (in Python, `app.app` is a nested function)
 
 
@@ -327,11 +336,15 @@ def rank(
     scores: dict[str, float] = {}
     signals: dict[str, dict[str, float]] = {}
     central = centrality if (cfg.centrality and centrality and not shape.symbol) else None  # a bare name wants its definition
+    named_ids = {c.id for c in candidates if defines_named(shape, c)}
+    exact = {c.id for c in candidates if c.id in named_ids and _exact_case(shape, c.entity)}
+    if exact:  # gin's `Engine` (a struct) and `engine` (a function) are two names; `Engine` asks for the first
+        named_ids = exact | {c.id for c in candidates if c.id in named_ids and c.entity in shape.identifiers}
     for c in candidates:
         base = weight * lex[c.id] + (1 - weight) * sem[c.id]
         sig = {"lexical": lex[c.id], "dense": sem[c.id]}  # rounded for the rows returned, below
         score = base
-        named = defines_named(shape, c)
+        named = c.id in named_ids
         if cfg.definition and named:
             score += cfg.definition_boost * (1.0 if shape.symbol else 0.6)
             sig["defines"] = 1.0

@@ -9,7 +9,8 @@ The dev sets are Python, JavaScript and TypeScript. This indexes a registry pack
 (with the defaults; Debian's `-dev` and library packages carry Go, Rust, Ruby, PHP, Lua, Haskell and shell
 sources; the `ziglang` wheel carries Zig's standard library, of which `--include` keeps some folders) and
 samples definitions of those languages (seed 7, 60 per row): a *symbol* query is the definition's own name
-(names defined once only); a *doc sentence* query is the first sentence of its doc comment. Each prints hit@1,
+(names defined once only); a *doc sentence* query is the first sentence of its doc comment; a *famous name* is
+one of the 30 names used by the most passages (`Context` in gin), where any of its definitions counts. Each prints hit@1,
 hit@10 and MRR of that definition for `assay search` beside the semble suite's in-run baseline (bm25s, stock
 tokenizer, over the same passages). It prints figures; it is not a test.
 """
@@ -114,20 +115,46 @@ def main() -> None:
     rng = random.Random(7)
     symbols = [e for e in defs if by_name[e.name] == 1 and len(e.name) > 3]
     documented = [e for e in defs if len(e.docstring.split()) >= 5]
-    rows = (("symbol", rng.sample(symbols, min(args.per_row, len(symbols))), lambda e: e.name),
-            ("doc sentence", rng.sample(documented, min(args.per_row, len(documented))), lambda e: first_sentence(e.docstring)))
+    rows = (("symbol", [(e.name, {(e.file, e.qualname)}) for e in rng.sample(symbols, min(args.per_row, len(symbols)))]),
+            ("doc sentence", [(first_sentence(e.docstring), {(e.file, e.qualname)}) for e in rng.sample(documented, min(args.per_row, len(documented)))]),
+            ("famous name", famous_names(entities, languages, args.per_row // 2)))
     print(f"{args.package}: {len(defs)} definitions in {', '.join(sorted(languages))}")
     print(f"{'query':13s} {'configuration':20s} {'n':>3s} {'hit@1':>6s} {'hit@10':>6s} {'MRR':>6s}")
     baseline = plain_bm25(entities)
     searches = (("Assay search", lambda q: [(c.file, c.entity) for c in search(root, q, settings, k=10).candidates]),
                 ("plain BM25 (in-run)", lambda q: list(dict.fromkeys((e.file, e.qualname) for e in baseline(q, 100)))[:10]))
-    for label, sample, query in rows:
+    for label, sample in rows:
         for name, run in searches:
-            ranks = [next((i for i, key in enumerate(run(query(e)), 1) if key == (e.file, e.qualname)), None) for e in sample]
+            ranks = [next((i for i, key in enumerate(run(query), 1) if key in wanted), None) for query, wanted in sample]
             hit1 = statistics.mean(r == 1 for r in ranks)
             hit10 = statistics.mean(r is not None for r in ranks)
             mrr = statistics.mean(1 / r if r else 0.0 for r in ranks)
             print(f"{label:13s} {name:20s} {len(ranks):3d} {hit1:6.3f} {hit10:6.3f} {mrr:6.3f}")
+
+
+def famous_names(entities: list, languages: set[str], n: int) -> list[tuple[str, set[tuple[str, str]]]]:
+    """The n names these languages define that the most passages use (their rarest word's document frequency),
+    each defined at most 3 times in the package: what a benchmark's symbol queries ask for (`Context`, `Regex`,
+    `Application`), and what every method of its class repeats. Any definition of the name counts, in any
+    language of the package (expo defines one interface in Kotlin, Swift and Objective-C)."""
+    import re
+    from collections import Counter
+
+    from stages.core.artifacts import DEFINITION_KINDS
+    from stages.index.tokens import tokenize
+
+    frequency = Counter(t for e in entities for t in set(tokenize(e.body)))
+    definers: dict[str, set[tuple[str, str]]] = {}
+    named_here: set[str] = set()
+    for e in entities:
+        if e.part == 0 and e.kind in DEFINITION_KINDS and len(e.name) > 2:
+            definers.setdefault(e.name, set()).add((e.file, e.qualname))
+            if e.language in languages:
+                named_here.add(e.name)
+    names = [name for name in named_here if len(definers[name]) <= 3 and re.fullmatch(r"[A-Za-z_$][\w$]*", name)
+             and not name.lower().startswith("test")]
+    fame = {name: min((frequency[t] for t in tokenize(name)), default=0) for name in names}
+    return [(name, definers[name]) for name in sorted(names, key=lambda name: (-fame[name], name))[:n]]
 
 
 if __name__ == "__main__":

@@ -33,6 +33,17 @@ def swe_qa_questions() -> list[str]:
     return [json.loads(line)["question"] for line in path.read_text().splitlines() if line.strip()]
 
 
+def most_used_names(root: str, n: int = 48) -> list[str]:
+    """The names the most passages use, as `bench_languages`' famous-name row picks them, in every language."""
+    from pathlib import Path
+
+    from stages.index.store import Catalog
+    from tests.benchmarks.bench_languages import famous_names
+
+    entities = list(Catalog(Path(root)).all())
+    return [name for name, _ in famous_names(entities, {e.language for e in entities}, n)]
+
+
 def measure(run, root: str, n: int, gap: float = 0.0, questions: list[str] = QUESTIONS) -> tuple[list[float], list[float], list[int]]:
     from stages.query.judge.local import _terms_of, injection_of
 
@@ -62,6 +73,8 @@ def main() -> None:
     parser.add_argument("--workspace", default=None, help="an indexed workspace (default: the pytest sdist)")
     parser.add_argument("--gaps", default="0,3", help="seconds between queries, one measurement per value")
     parser.add_argument("--direct-only", action="store_true", help="only the stages called directly (no Prefect runs)")
+    parser.add_argument("--names", action="store_true", help="ask for the workspace's most used names (bare symbol "
+                        "queries, whose definitions are looked up by name) instead of SWE-QA's questions")
     opts = parser.parse_args()
     os.environ["ASSAY_ORCHESTRATION"] = "direct"
     from flows.index import run_index
@@ -74,7 +87,7 @@ def main() -> None:
     from stages.core.config import Settings
 
     settings = Settings()
-    unique = swe_qa_questions()
+    unique = most_used_names(root) if opts.names else swe_qa_questions()
     query_pipeline(root, unique[-1], settings, call=direct_call)  # load the models and indexes once
     direct = measure(lambda r, q: query_pipeline(r, q, settings, call=direct_call), root, opts.queries, questions=unique)
     line("direct (no Prefect)", *direct)
