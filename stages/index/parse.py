@@ -37,8 +37,9 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 # line, a comment ending a line of code no doc; 15: a signature stops before the body's first comment, no window
 # of block words only; 16: Ruby wrapper modules are namespaces; 17: TypeScript namespaces; 18: doc-comment link
 # targets dropped; 19: Go package-level vars; 20: PHP namespaces; 21: a C++ definition outside its class is named
-# by its own name under its owner's, a C typedef by its name without pointer or function declarators).
-PARSER_VERSION = 21
+# by its own name under its owner's, a C typedef by its name without pointer or function declarators; 22: so are
+# Ruby's `class A::B` and Lua's `function M.f` / `M:f`).
+PARSER_VERSION = 22
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -51,6 +52,9 @@ _BASE_TYPES = frozenset(
      "delegation_specifier", "inheritance_specifier", "interfaces", "mixins"}
 )
 _CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum"})
+# a definition named with its owner's path (C++'s `Frame::Throw` out of its class, Ruby's `class Api::Users`,
+# Lua's `function M.find` and `M:method`) is its own name under that owner, as when written inside it
+_OWNER_SEPARATORS = {"cpp": "::", "ruby": "::", "lua": "."}
 _CLAUSE_LANGUAGES = frozenset({"haskell", "elixir"})  # a function may be written as several equations
 _UPPER_CONST = re.compile(r"^_*[A-Z][A-Z0-9_]*$")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -447,9 +451,10 @@ class _Extractor:
                 receiver = _go_receiver(child) if child.type == "method_declaration" and self.language == "go" else ""
                 if receiver and not scope:
                     own_scope, own_parent = [receiver], receiver
-                if self.language == "cpp" and "::" in name:  # `void JPJavaFrame::Throw()`: Throw, of JPJavaFrame
-                    owner, name = name.rsplit("::", 1)
-                    owners = [_without_type_arguments(o) for o in owner.split("::") if o]
+                sep = _OWNER_SEPARATORS.get(self.language)
+                if sep and sep in name:  # `void JPJavaFrame::Throw()`, Lua's `function tablex.find()`: a name of its owner's
+                    owner, name = name.rsplit(sep, 1)
+                    owners = [_without_type_arguments(o) for o in owner.split(sep) if o]
                     if owners:
                         own_scope = [*own_scope, *owners]
                         own_parent = self.joiner.join(own_scope)
