@@ -69,6 +69,18 @@ def test_a_name_in_its_own_letter_case_wants_that_definition() -> None:
     assert [c.rank_signals.get("defines") for c in ranked] == [1.0, 1.0]
 
 
+def test_a_bare_name_wants_its_definition_over_a_file_named_like_it() -> None:
+    """Found on pythonnet and rack: for `Borrow`, the constructor in `BorrowedReference.cs` (its file and name
+    stem-match the query) outranked `NewReferenceExtensions.Borrow`; for `Body`, a method of `body_proxy.rb`
+    outranked `Rack.Chunked.Body`. A bare name's definition now weighs more than those two signals together."""
+    pool = [cand("BorrowedReference.cs", "BorrowedReference.BorrowedReference", kind="method", bm25=10.0, distance=0.3,
+                 language="csharp"),
+            cand("NewReference.cs", "NewReferenceExtensions.Borrow", kind="method", bm25=8.0, distance=0.4, language="csharp")]
+    signals = only("definition", path=True, entity_facts=True)
+    assert order("Borrow", pool, **signals)[0] == "NewReference.cs:NewReferenceExtensions.Borrow"
+    assert order("Borrow", pool, **signals, symbol_definition_boost=0.6)[0] == "BorrowedReference.cs:BorrowedReference.BorrowedReference"
+
+
 def test_a_bare_class_name_wants_the_class_not_its_constructor() -> None:
     """Found on JPype's C++: `JPBuffer::JPBuffer` in the .cpp shares the name of the class in the header, and both
     were its definition. A sentence about the class still lifts the constructor, which C# docs describe."""

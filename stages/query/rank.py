@@ -54,6 +54,7 @@ class RankConfig(BaseModel):
     lexical_weight_symbol: float = 0.75
     lexical_weight_text: float = 0.6
     definition_boost: float = 0.6
+    symbol_definition_boost: float = 1.2  # a bare name's definition over a file or name that only resembles it
     path_boost: float = 0.5
     coherence_boost: float = 0.8
     facts_boost: float = 0.15
@@ -346,7 +347,7 @@ def rank(
         score = base
         named = c.id in named_ids
         if cfg.definition and named:
-            score += cfg.definition_boost * (1.0 if shape.symbol else 0.6)
+            score += cfg.symbol_definition_boost if shape.symbol else cfg.definition_boost * 0.6
             sig["defines"] = 1.0
         if cfg.path:
             pm = path_match(shape, c.file)
