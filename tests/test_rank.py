@@ -81,6 +81,25 @@ def test_a_bare_name_wants_its_definition_over_a_file_named_like_it() -> None:
     assert order("Borrow", pool, **signals, symbol_definition_boost=0.6)[0] == "BorrowedReference.cs:BorrowedReference.BorrowedReference"
 
 
+def test_an_owner_dot_name_query_wants_that_owners_member() -> None:
+    """Found on pythonnet, rack and JPype: for `DebugUtil.Debug` the class `DebugUtil` (a name the query holds)
+    came first, for `Lint.each` another class's `each`. A name whose owner no definition holds (`z.object`, a module
+    alias) still lifts every definition of its last part, and `Foo.Foo` asks for the constructor."""
+    pool = [cand("DebugUtil.cs", "Python.Runtime.DebugUtil", kind="class", bm25=10.0, distance=0.3, language="csharp"),
+            cand("Log.cs", "Python.Runtime.Log.Debug", kind="method", bm25=9.0, distance=0.3, language="csharp"),
+            cand("DebugUtil.cs", "Python.Runtime.DebugUtil.Debug", kind="method", bm25=8.0, distance=0.35, language="csharp")]
+    assert order("DebugUtil.Debug", pool, **only("definition"))[0] == "DebugUtil.cs:Python.Runtime.DebugUtil.Debug"
+    assert order("DebugUtil.Debug", pool, **only(""))[0] == "DebugUtil.cs:Python.Runtime.DebugUtil"
+    pool = [cand("util.ts", "mergeShapes", bm25=10.0, distance=0.3, language="typescript"),
+            cand("schemas.ts", "object", bm25=6.0, distance=0.4, language="typescript")]
+    assert order("z.object", pool, **only("definition"))[0] == "schemas.ts:object"
+    pool = [cand("Harness.java", "Harness.DeletedResource", kind="class", bm25=10.0, distance=0.3, language="java"),
+            cand("Harness.java", "Harness.DeletedResource.DeletedResource", kind="method", bm25=8.0, distance=0.35,
+                 language="java")]
+    assert order("DeletedResource.DeletedResource", pool, **only("definition"))[0] == "Harness.java:Harness.DeletedResource.DeletedResource"
+    assert order("DeletedResource", pool, **only("definition"))[0] == "Harness.java:Harness.DeletedResource"
+
+
 def test_a_bare_class_name_wants_the_class_not_its_constructor() -> None:
     """Found on JPype's C++: `JPBuffer::JPBuffer` in the .cpp shares the name of the class in the header, and both
     were its definition. A sentence about the class still lifts the constructor, which C# docs describe."""

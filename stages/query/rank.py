@@ -106,6 +106,12 @@ class QueryShape:
         return frozenset(re.split(r"[.:#]+", i.rstrip("()"))[-1] for i in self.identifiers)
 
     @cached_property
+    def owned_name(self) -> str:
+        """A bare dotted name (`Context.JSON`, `Foo::bar`, `Foo#bar`) in dotted form; else ''."""
+        name = self.text.rstrip("()")
+        return re.sub(r"[:#]+", ".", name) if self.symbol and re.search(r"[.:#]", name) else ""
+
+    @cached_property
     def cased_names(self) -> frozenset[str]:
         return frozenset(s.lstrip("_$") for s in self.short_names)
 
@@ -254,9 +260,18 @@ def defines_named(shape: QueryShape, c: Candidate) -> bool:
         return True
     if c.language == "haskell" and c.kind == "class":
         return False  # `instance Show IOErrorType` (named "Show IOErrorType") defines neither the class nor the type
-    if shape.symbol and c.language in _NAMED_CONSTRUCTORS and c.kind in ("function", "method") and _constructor(c.entity):
+    if shape.symbol and not shape.owned_name and c.language in _NAMED_CONSTRUCTORS and c.kind in ("function", "method") \
+            and _constructor(c.entity):
         return False  # `Buffer::Buffer` shares its class's name, and a bare name wants the class
     return _bare(short_name(c.entity)) in shape.bare_names
+
+
+def _owned_by(entity: str, owned_name: str, cased: bool = False) -> bool:
+    """The qualified name ends with the query's `Owner.name` (`Rack.Lint.each` for `Lint.each`), in letter case
+    too when `cased` (Go's `responseWriter.WriteHeaderNow`, not the interface `ResponseWriter`'s)."""
+    dotted = re.sub(r"[:#> ]+", ".", entity)
+    dotted = dotted if cased else dotted.lower()
+    return dotted == owned_name or dotted.endswith("." + owned_name)
 
 
 def _exact_case(shape: QueryShape, entity: str) -> bool:
@@ -341,6 +356,10 @@ def rank(
     exact = {c.id for c in candidates if c.id in named_ids and _exact_case(shape, c.entity)}
     if exact:  # gin's `Engine` (a struct) and `engine` (a function) are two names; `Engine` asks for the first
         named_ids = exact | {c.id for c in candidates if c.id in named_ids and c.entity in shape.identifiers}
+    if shape.symbol and shape.owned_name:  # `DebugUtil.Debug`: that owner's `Debug`, not `DebugUtil` nor `Log.Debug`
+        owned = {c.id for c in candidates if c.id in named_ids and _owned_by(c.entity, shape.owned_name.lower())}
+        cased = {c.id for c in candidates if c.id in owned and _owned_by(c.entity, shape.owned_name, cased=True)}
+        named_ids = cased or owned or named_ids  # `z.object`: the owner is a module alias, no qualified name holds it
     for c in candidates:
         base = weight * lex[c.id] + (1 - weight) * sem[c.id]
         sig = {"lexical": lex[c.id], "dense": sem[c.id]}  # rounded for the rows returned, below

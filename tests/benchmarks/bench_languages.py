@@ -10,7 +10,8 @@ The dev sets are Python, JavaScript and TypeScript. This indexes a registry pack
 sources; the `ziglang` wheel carries Zig's standard library, of which `--include` keeps some folders) and
 samples definitions of those languages (seed 7, 60 per row): a *symbol* query is the definition's own name
 (names defined once only); a *doc sentence* query is the first sentence of its doc comment; a *famous name* is
-one of the 30 names used by the most passages (`Context` in gin), where any of its definitions counts. Each prints hit@1,
+one of the 30 names used by the most passages (`Context` in gin), where any of its definitions counts; an
+*Owner.name* query names a member as a user does (`Lint.each`). Each prints hit@1,
 hit@10 and MRR of that definition for `assay search` beside the semble suite's in-run baseline (bm25s, stock
 tokenizer, over the same passages). It prints figures; it is not a test.
 """
@@ -117,19 +118,39 @@ def main() -> None:
     documented = [e for e in defs if len(e.docstring.split()) >= 5]
     rows = (("symbol", [(e.name, {(e.file, e.qualname)}) for e in rng.sample(symbols, min(args.per_row, len(symbols)))]),
             ("doc sentence", [(first_sentence(e.docstring), {(e.file, e.qualname)}) for e in rng.sample(documented, min(args.per_row, len(documented)))]),
-            ("famous name", famous_names(entities, languages, args.per_row // 2)))
+            ("famous name", famous_names(entities, languages, args.per_row // 2)),
+            ("Owner.name", owned_names(defs, rng, args.per_row // 2)))
     print(f"{args.package}: {len(defs)} definitions in {', '.join(sorted(languages))}")
     print(f"{'query':13s} {'configuration':20s} {'n':>3s} {'hit@1':>6s} {'hit@10':>6s} {'MRR':>6s}")
     baseline = plain_bm25(entities)
     searches = (("Assay search", lambda q: [(c.file, c.entity) for c in search(root, q, settings, k=10).candidates]),
                 ("plain BM25 (in-run)", lambda q: list(dict.fromkeys((e.file, e.qualname) for e in baseline(q, 100)))[:10]))
     for label, sample in rows:
+        if not sample:
+            continue  # C has no members: no Owner.name row
         for name, run in searches:
             ranks = [next((i for i, key in enumerate(run(query), 1) if key in wanted), None) for query, wanted in sample]
             hit1 = statistics.mean(r == 1 for r in ranks)
             hit10 = statistics.mean(r is not None for r in ranks)
             mrr = statistics.mean(1 / r if r else 0.0 for r in ranks)
             print(f"{label:13s} {name:20s} {len(ranks):3d} {hit1:6.3f} {hit10:6.3f} {mrr:6.3f}")
+
+
+def owned_names(defs: list, rng: random.Random, n: int) -> list[tuple[str, set[tuple[str, str]]]]:
+    """n functions and methods named as a user names a member (`Lint.each`, `DebugUtil.Debug`): the last part of the
+    owner, a dot, the name; only pairs that name one definition in these languages."""
+    import re
+
+    def pair(e) -> str:
+        return f"{re.split(r'[.:]+', e.parent)[-1]}.{e.name}"
+
+    members = [e for e in defs if e.kind in ("function", "method") and e.parent and len(e.name) > 2
+               and re.fullmatch(r"[A-Za-z_$][\w$]*", e.name)]
+    count: dict[str, int] = {}
+    for e in members:
+        count[pair(e)] = count.get(pair(e), 0) + 1
+    unique = [e for e in members if count[pair(e)] == 1]
+    return [(pair(e), {(e.file, e.qualname)}) for e in rng.sample(unique, min(n, len(unique)))]
 
 
 def famous_names(entities: list, languages: set[str], n: int) -> list[tuple[str, set[tuple[str, str]]]]:
