@@ -184,3 +184,23 @@ def test_scores_and_distances_of_named_passages_match_the_lists(indexed_project:
     near = dense_search(indexed_project, None, manifest.collection, vector, 5)
     far = dense_distances(indexed_project, None, manifest.collection, vector, [eid for eid, _ in near] + ["no-such-id"])
     assert far == pytest.approx(dict(near), abs=1e-4)
+
+
+def test_named_definers_are_the_owners_member_or_every_definition_of_the_name(indexed_project: Path) -> None:
+    """`Session.send` looks up that owner's `send`; `s.close` (an owner no qualified name holds, like zod's `z`) every
+    `close`; a sentence looks up nothing (its names are many and often incidental)."""
+    from stages.index.store import Catalog
+    from stages.query.rank import query_shape
+    from stages.query.retrieve import named_definers
+
+    catalog = Catalog(indexed_project)
+    qualname = {eid: e.qualname for eid, e in catalog.get(list(catalog.ids())).items()}
+
+    def found(query: str) -> list[str]:
+        return [qualname[eid] for eid in named_definers(catalog, query_shape(query))]
+
+    assert found("Session.send") == ["Session.send"] and found("Session::send") == ["Session.send"]
+    assert found("s.close") == ["BaseSession.close"]
+    assert found("Session") == ["Session"]
+    assert found("how does Session send a request") == []
+    catalog.close()

@@ -102,7 +102,7 @@ def named_definers(catalog: Catalog, shape: QueryShape) -> list[str]:
                 if e.part == 0 and e.kind in DEFINITION_KINDS]
         if short != name:  # `Context.JSON`: that owner's method, unless the owner is a module (`z.object`)
             tail = re.sub(r"[:#]+", ".", name)
-            rows = [e for e in rows if e.qualname == tail or e.qualname.endswith("." + tail)] or rows
+            rows = [e for e in rows if (q := re.sub(r"[:#]+", ".", e.qualname)) == tail or q.endswith("." + tail)] or rows
         if 0 < len(rows) <= MAX_DEFINERS:
             found += [e.id for e in rows if e.id not in found]
     return found
