@@ -11,7 +11,8 @@ sources; the `ziglang` wheel carries Zig's standard library, of which `--include
 samples definitions of those languages (seed 7, 60 per row): a *symbol* query is the definition's own name
 (names defined once only); a *doc sentence* query is the first sentence of its doc comment; a *famous name* is
 one of the 30 names used by the most passages (`Context` in gin), where any of its definitions counts; an
-*Owner.name* query names a member as a user does (`Lint.each`). Each prints hit@1,
+*Owner.name* query names a member as a user does (`Lint.each`); a *file stem* asks for a module (`params` for
+`params.rb`), where any passage of the file counts. Each prints hit@1,
 hit@10 and MRR of that definition for `assay search` beside the semble suite's in-run baseline (bm25s, stock
 tokenizer, over the same passages). It prints figures; it is not a test.
 """
@@ -119,7 +120,8 @@ def main() -> None:
     rows = (("symbol", [(e.name, {(e.file, e.qualname)}) for e in rng.sample(symbols, min(args.per_row, len(symbols)))]),
             ("doc sentence", [(first_sentence(e.docstring), {(e.file, e.qualname)}) for e in rng.sample(documented, min(args.per_row, len(documented)))]),
             ("famous name", famous_names(entities, languages, args.per_row // 2)),
-            ("Owner.name", owned_names(defs, rng, args.per_row // 2)))
+            ("Owner.name", owned_names(defs, rng, args.per_row // 2)),
+            ("file stem", file_stems(entities, languages, rng, args.per_row // 2)))
     print(f"{args.package}: {len(defs)} definitions in {', '.join(sorted(languages))}")
     print(f"{'query':13s} {'configuration':20s} {'n':>3s} {'hit@1':>6s} {'hit@10':>6s} {'MRR':>6s}")
     baseline = plain_bm25(entities)
@@ -134,6 +136,23 @@ def main() -> None:
             hit10 = statistics.mean(r is not None for r in ranks)
             mrr = statistics.mean(1 / r if r else 0.0 for r in ranks)
             print(f"{label:13s} {name:20s} {len(ranks):3d} {hit1:6.3f} {hit10:6.3f} {mrr:6.3f}")
+
+
+def file_stems(entities: list, languages: set[str], rng: random.Random, n: int) -> list[tuple[str, set[tuple[str, str]]]]:
+    """n files asked for by their stem, as a benchmark asks for a module (`response` for express's `response.js`):
+    lower-case word stems of 4 letters or more that one file of these languages has; any passage of it counts."""
+    import re
+    from pathlib import PurePosixPath
+
+    by_stem: dict[str, set[str]] = {}
+    for e in entities:
+        if e.language in languages:
+            by_stem.setdefault(PurePosixPath(e.file).stem, set()).add(e.file)
+    stems = sorted(stem for stem, files in by_stem.items() if len(files) == 1 and re.fullmatch(r"[a-z]{4,}", stem))
+    passages: dict[str, set[tuple[str, str]]] = {}
+    for e in entities:
+        passages.setdefault(e.file, set()).add((e.file, e.qualname))
+    return [(stem, passages[next(iter(by_stem[stem]))]) for stem in rng.sample(stems, min(n, len(stems)))]
 
 
 def owned_names(defs: list, rng: random.Random, n: int) -> list[tuple[str, set[tuple[str, str]]]]:
