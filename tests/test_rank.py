@@ -100,6 +100,15 @@ def test_an_owner_dot_name_query_wants_that_owners_member() -> None:
     assert order("DeletedResource", pool, **only("definition"))[0] == "Harness.java:Harness.DeletedResource"
 
 
+def test_a_bare_word_that_is_a_files_stem_asks_for_that_file_as_much_as_for_a_definition() -> None:
+    """Found on rack, gin and regex: with a bare name's definition weighing 1.2, `params` found `Rack.Request.params`
+    before `params.rb`, `query` found `Context.Query` before `query.go`. A module is defined by its file."""
+    pool = [cand("request.rb", "Rack.Request.params", kind="method", bm25=10.0, distance=0.3, language="ruby"),
+            cand("params.rb", "params.rb", kind="file", bm25=8.0, distance=0.35, language="ruby")]
+    assert order("params", pool, **only("definition", path=True))[0] == "params.rb:params.rb"
+    assert order("Request.params", pool, **only("definition", path=True))[0] == "request.rb:Rack.Request.params"
+
+
 def test_a_bare_class_name_wants_the_class_not_its_constructor() -> None:
     """Found on JPype's C++: `JPBuffer::JPBuffer` in the .cpp shares the name of the class in the header, and both
     were its definition. A sentence about the class still lifts the constructor, which C# docs describe."""

@@ -254,6 +254,9 @@ def _bare(name: str) -> str:
 
 def defines_named(shape: QueryShape, c: Candidate) -> bool:
     """The passage defines a name the query uses (case and leading `_`/`$` sigils aside)."""
+    if c.kind == "file" and shape.symbol and not shape.owned_name:  # `params` asks for `params.rb` as much as `params()`
+        stem = PurePosixPath(c.file).stem
+        return stem.islower() and stem in shape.bare_names  # (`Application.php` holds the class that answers)
     if c.kind not in DEFINITION_KINDS or not shape.identifiers:
         return False
     if c.entity in shape.identifiers:
@@ -274,9 +277,10 @@ def _owned_by(entity: str, owned_name: str, cased: bool = False) -> bool:
     return dotted == owned_name or dotted.endswith("." + owned_name)
 
 
-def _exact_case(shape: QueryShape, entity: str) -> bool:
+def _exact_case(shape: QueryShape, entity: str, kind: str = "") -> bool:
     """The name as the query writes it, letter case included (sigils aside)."""
-    return short_name(entity).lstrip("_$") in shape.cased_names
+    name = PurePosixPath(entity).stem if kind == "file" else short_name(entity)
+    return name.lstrip("_$") in shape.cased_names
 
 
 _NAMED_CONSTRUCTORS = frozenset({"cpp", "java", "csharp", "dart"})  # (in Python, `app.app` is a nested function)
@@ -353,7 +357,7 @@ def rank(
     signals: dict[str, dict[str, float]] = {}
     central = centrality if (cfg.centrality and centrality and not shape.symbol) else None  # a bare name wants its definition
     named_ids = {c.id for c in candidates if defines_named(shape, c)}
-    exact = {c.id for c in candidates if c.id in named_ids and _exact_case(shape, c.entity)}
+    exact = {c.id for c in candidates if c.id in named_ids and _exact_case(shape, c.entity, c.kind)}
     if exact:  # gin's `Engine` (a struct) and `engine` (a function) are two names; `Engine` asks for the first
         named_ids = exact | {c.id for c in candidates if c.id in named_ids and c.entity in shape.identifiers}
     if shape.symbol and shape.owned_name:  # `DebugUtil.Debug`: that owner's `Debug`, not `DebugUtil` nor `Log.Debug`
