@@ -435,7 +435,8 @@ def dense_distances(root: Path, url: str | None, collection: str | None, vector:
     return _through_reader(root, url, collection, lambda store: store.distances(vector, ids))
 
 
-def _through_reader(root: Path, url: str | None, collection: str | None, read):
+def _through_reader(root: Path, url: str | None, collection: str | None, read: Callable[[VectorStore], T]) -> T:
+    """`read` through the kept handle, or through a fresh one when the kept one fails (see `dense_search`)."""
     key = (str(root), url, collection, None if url else store_identity(root))  # a replaced store gets a new handle
     with _readers_lock:
         store = _READERS.get(key)

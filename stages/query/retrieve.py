@@ -101,7 +101,7 @@ def named_definers(catalog: Catalog, shape: QueryShape) -> list[str]:
         rows = [e for sigil in ("", "_", "$") for e in catalog.by_name(sigil + short)  # `$ZodType` is ZodType's twin
                 if e.part == 0 and e.kind in DEFINITION_KINDS]
         if short != name:  # `Context.JSON`: that owner's method, unless the owner is a module (`z.object`)
-            tail = re.sub(r"[:#]+", ".", name)
+            tail = shape.owned_name  # a bare name's only dotted identifier is the name itself
             rows = [e for e in rows if (q := re.sub(r"[:#]+", ".", e.qualname)) == tail or q.endswith("." + tail)] or rows
         if 0 < len(rows) <= MAX_DEFINERS:
             found += [e.id for e in rows if e.id not in found]
@@ -159,14 +159,15 @@ def retrieve(
     catalog = Catalog(root)
     if definers is None:
         definers = ranking is not None and ranking.definition
-    named = named_definers(catalog, query_shape(query)) if definers and mode == "hybrid" else []
+    shape = query_shape(query)
+    named = named_definers(catalog, shape) if definers and mode == "hybrid" else []
     pooled = {eid for eid, _ in fused}
     fused = fused + [(eid, 0.0) for eid in named if eid not in pooled]
     records = catalog.get([eid for eid, _ in fused])
     scans = valid_scans(records, catalog.scans(list(records)))
     callees = None
     if ranking is not None and ranking.callees and DELEGATION_CUE.search(query):  # "what does X delegate to"
-        callees = delegation_callees(catalog, query, query_shape(query).identifiers)
+        callees = delegation_callees(catalog, query, shape.identifiers)
     catalog.close()
     dist = dict(dense)
     bm25 = dict(lexical)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -141,7 +142,6 @@ def main() -> None:
 def file_stems(entities: list, languages: set[str], rng: random.Random, n: int) -> list[tuple[str, set[tuple[str, str]]]]:
     """n files asked for by their stem, as a benchmark asks for a module (`response` for express's `response.js`):
     lower-case word stems of 4 letters or more that one file of these languages has; any passage of it counts."""
-    import re
     from pathlib import PurePosixPath
 
     by_stem: dict[str, set[str]] = {}
@@ -158,8 +158,6 @@ def file_stems(entities: list, languages: set[str], rng: random.Random, n: int) 
 def owned_names(defs: list, rng: random.Random, n: int) -> list[tuple[str, set[tuple[str, str]]]]:
     """n functions and methods named as a user names a member (`Lint.each`, `DebugUtil.Debug`): the last part of the
     owner, a dot, the name; only pairs that name one definition in these languages."""
-    import re
-
     def pair(e) -> str:
         return f"{re.split(r'[.:]+', e.parent)[-1]}.{e.name}"
 
@@ -177,7 +175,6 @@ def famous_names(entities: list, languages: set[str], n: int) -> list[tuple[str,
     each defined at most 3 times in the package: what a benchmark's symbol queries ask for (`Context`, `Regex`,
     `Application`), and what every method of its class repeats. Any definition of the name counts, in any
     language of the package (expo defines one interface in Kotlin, Swift and Objective-C)."""
-    import re
     from collections import Counter
 
     from stages.core.artifacts import DEFINITION_KINDS
