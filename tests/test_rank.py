@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from stages.core.artifacts import Candidate
-from stages.query.rank import RankConfig, explain, legacy_version_dirs, query_shape, rank
+from stages.query.rank import Quotation, RankConfig, explain, legacy_version_dirs, phrase_match, query_shape, rank
 
 _n = 0
 
@@ -22,8 +22,8 @@ def order(query: str, pool: list[Candidate], **off: bool) -> list[str]:
 
 def only(signal: str, **extra) -> dict:
     """A config with every other signal off, so a test sees its own signal alone."""
-    names = ("query_shape", "definition", "path", "file_coherence", "penalties", "entity_facts", "doc_match", "centrality",
-             "callees", "diversity")
+    names = ("query_shape", "definition", "path", "file_coherence", "penalties", "entity_facts", "doc_match", "phrase",
+             "centrality", "callees", "diversity")
     return {n: n == signal for n in names} | extra
 
 
@@ -147,6 +147,75 @@ def test_a_sentence_that_is_a_passages_doc_summary_finds_that_passage() -> None:
     other = cand("openapi/utils.py", "get_openapi", bm25=6.0, distance=0.45)
     assert order("OpenAPI schema generation", [long_doc, other], **only("doc_match"))[0] == "openapi/utils.py:get_openapi"
     assert "doc" not in rank("OpenAPI schema generation", [long_doc], RankConfig(**only("doc_match")))[0].rank_signals
+
+
+def quoted(query: str, body: str) -> float:
+    quotation = Quotation.of(query_shape(query), RankConfig())
+    return phrase_match(quotation, body)[0] if quotation else 0.0
+
+
+def test_a_pasted_message_finds_the_code_that_says_it() -> None:
+    """The user's message carries the values (`-3`, `/tmp/x`) and the code its placeholders (`{depth}`); the words
+    the two share are in one order. BM25 and the model see the words, not their order."""
+    raiser = cand("pkg/pprint.py", "PrettyPrinter.__init__", bm25=6.0, distance=0.5,
+                  body='def __init__(self, depth):\n    if depth <= 0:\n        raise ValueError(f"depth must be > 0, got {depth}")')
+    lookalike = cand("pkg/depth.py", "check_depth", bm25=9.0, distance=0.35,
+                     body="def check_depth(depth, got):\n    # got a depth? it must be positive\n    return depth > 0")
+    query = "ValueError: depth must be > 0, got -3"
+    assert order(query, [lookalike, raiser], **only("phrase"))[0] == "pkg/pprint.py:PrettyPrinter.__init__"
+    assert order(query, [lookalike, raiser], **only(""))[0] == "pkg/depth.py:check_depth"
+    assert "phrase" in explain(rank(query, [raiser], RankConfig(**only("phrase")))[0])
+    # a Go format string split by the values the user saw
+    go = 't.Errorf("handle mismatch for route \'%s\': Expected non-nil handle", request.path)'
+    assert quoted("handle mismatch for route '/user/42': Expected non-nil handle", go) > 0.7
+    # values longer than the message (paths): all of one literal's own words, in order, quote it
+    paths = "Wrong result for '/home/me/app/routes/users.py': got /tmp/out/a.txt, 3; want /var/lib/app/b.txt, 4"
+    assert quoted(paths, 't.Errorf("Wrong result for \'%s\': got %s, %d; want %s, %d", path, out, n, want, m)') == 1.0
+    assert quoted(paths, "// Wrong result for a path: got or want") == 0.0  # a comment is no message
+    # short literals side by side are no message: header names a question repeats
+    headers = 'purged = ("Transfer-Encoding", "Content-Type")'
+    assert quoted("why are Transfer-Encoding and Content-Type headers removed on redirect", headers) == 0.0
+    # the words must keep their order, and a run shorter than four words is a common phrase
+    assert quoted("nil non handle Expected route for mismatch", go) == 0.0
+    assert quoted("for field names", 'raise KeyError("for field names")') == 0.0
+
+
+def test_words_that_many_passages_quote_alike_are_boilerplate() -> None:
+    """A pasted traceback holds "Traceback (most recent call last):", which many tests write; its message line is
+    what one passage raises."""
+    traceback = ('Traceback (most recent call last):\n  File "app.py", line 3, in main\n    render(data)\n'
+                 'ValueError: depth must be > 0')
+    tests = [cand(f"tests/test_{i}.py", f"test_{i}", bm25=9.0, distance=0.4,
+                  body=f'def test_{i}(p):\n    p.stdout.fnmatch_lines(["Traceback (most recent call last):"])') for i in range(4)]
+    raiser = cand("pkg/render.py", "render", bm25=5.0, distance=0.5, body='def render(d):\n    raise ValueError("depth must be > 0")')
+    ranked = rank(traceback, [*tests, raiser], RankConfig(**only("phrase")))
+    assert [c.entity for c in ranked if "phrase" in c.rank_signals] == ["render"]
+    ranked = rank(traceback, [*tests, raiser], RankConfig(**only("phrase", phrase_boilerplate=5)))
+    assert len([c for c in ranked if "phrase" in c.rank_signals]) == 5
+
+
+def test_only_string_literals_are_quoted() -> None:
+    """A parameter's doc line shares four of a question's five words, in order, with other words between; and a
+    doc sentence copied word for word is the doc signal's, which knows whose doc it is."""
+    doc = "by_alias: Whether to use alias names for field names."
+    assert quoted("alias handling for field names", doc) == 0.0
+    assert quoted("alias handling for field names", f'msg = "{doc}"') > 0.0
+    assert quoted("whether to use alias names for field names", f"# {doc}") == 0.0
+
+
+def test_a_tests_failure_message_asks_for_that_test_unless_product_code_says_it() -> None:
+    message = "obj is not ProtoMessage"
+
+    def pool(product_says_it: bool) -> list[Candidate]:
+        failing = cand("binding/binding_test.go", "testProtoBodyBindingFail", bm25=7.0, distance=0.5, language="go",
+                       body=f'func testProtoBodyBindingFail(t *testing.T) {{\n\tt.Errorf("{message}")\n}}')
+        product = cand("binding/protobuf.go", "protobufBinding.BindBody", bm25=8.0, distance=0.4, language="go",
+                       body=f'return errors.New("{message}")' if product_says_it else "return proto.Unmarshal(body, msg)")
+        return [product, failing]
+
+    assert order(message, pool(False), **only("phrase", penalties=True))[0] == "binding/binding_test.go:testProtoBodyBindingFail"
+    assert order(message, pool(False), **only("penalties"))[0] == "binding/protobuf.go:protobufBinding.BindBody"
+    assert order(message, pool(True), **only("phrase", penalties=True))[0] == "binding/protobuf.go:protobufBinding.BindBody"
 
 
 def test_file_and_folder_names_that_carry_the_query_lift_a_passage() -> None:

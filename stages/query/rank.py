@@ -12,6 +12,8 @@ of a few things the index knows more precisely:
 - entity facts: a passage whose qualified name (parent class included) carries the query's words.
 - doc match: a sentence that is nearly the passage's own doc summary describes that passage (BM25 dilutes
   the doc in the body, and the definition signal lifts the other code the sentence names).
+- phrase: most of the query's words, in its order, in the passage's string literals: a pasted error message
+  or log line comes from the code that writes it (BM25 and the model see the words, not their order).
 - centrality: for a sentence, files many other files import (the code graph's import edges) are the
   ones the rest is built on, and the likelier answer to "how does X work".
 - diversity: the tenth passage from one file tells less than the first from another.
@@ -22,8 +24,9 @@ from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_left
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
@@ -66,6 +69,12 @@ class RankConfig(BaseModel):
     doc_min_words: int = 4  # a sentence, not a phrase: "OpenAPI schema generation" matches many summaries
     doc_min_recall: float = 0.75  # of the query's terms, in the summary
     doc_min_precision: float = 0.5  # of the summary's terms, in the query
+    phrase: bool = True
+    phrase_boost: float = 1.5
+    phrase_min_words: int = 4  # fewer words in common ("for field names") are a common phrase, not a quotation
+    phrase_min_share: float = 0.5  # of the query's words, in order
+    phrase_boilerplate: int = 4  # passages of the pool that quote the same words: boilerplate, not the source
+    phrase_template_share: float = 0.8  # of one string literal's words (placeholders aside), in the query in order
 
 
 DEFINITION_KINDS = NAMING_KINDS | {"module"}
@@ -110,6 +119,11 @@ class QueryShape:
         """A bare dotted name (`Context.JSON`, `Foo::bar`, `Foo#bar`) in dotted form; else ''."""
         name = self.text.rstrip("()")
         return re.sub(r"[:#]+", ".", name) if self.symbol and re.search(r"[.:#]", name) else ""
+
+    @cached_property
+    def word_sequence(self) -> tuple[str, ...]:
+        """The query's words in order, lower-cased (`phrase_match` finds them in string literals)."""
+        return tuple(w.lower() for w in _WORD.findall(self.text))
 
     @cached_property
     def cased_names(self) -> frozenset[str]:
@@ -210,14 +224,16 @@ def path_kinds(path: str) -> frozenset[str]:
     return frozenset(kinds)
 
 
-def penalties(shape: QueryShape, c: Candidate, legacy: frozenset[str]) -> dict[str, float]:
+def penalties(shape: QueryShape, c: Candidate, legacy: frozenset[str], quoted: bool = False) -> dict[str, float]:
     """Factors <= 1 for kinds of files that rarely answer a question, unless the query asks for them.
-    They compose: a prose file in a hidden folder sinks further than either alone."""
+    They compose: a prose file in a hidden folder sinks further than either alone. `quoted`: the passage holds
+    the query's words as written (`phrase_match`) and no product code does as fully: a test's failure message
+    asks for that test."""
     if c.kind == "note":
         return {}  # the team's own recorded decisions are never noise
     kinds = path_kinds(c.file)
     found: dict[str, float] = {}
-    if "test" in kinds and not (shape.words & _TEST_WORDS) and not defines_named(shape, c):
+    if "test" in kinds and not (shape.words & _TEST_WORDS) and not defines_named(shape, c) and not quoted:
         found["test"] = 0.3  # naming a test class or function asks for it; otherwise tests rarely answer
     if c.language in PROSE_LANGUAGES and not (shape.words & _DOC_WORDS):
         found["prose"] = 0.5
@@ -324,6 +340,110 @@ def _summary_terms(docstring: str) -> frozenset[str]:
     return frozenset(tokenize(docstring.strip().split("\n\n", 1)[0]))
 
 
+_WORD = re.compile(r"[A-Za-z0-9]+")
+# how code writes a value into a message: `{name}`, `%s`, `%(name)s`, `${x}`, `#{x}`, `$name`, Swift's `\(x)`
+_PLACEHOLDER = re.compile(r"#?\{[^}]*\}|%(?:\([^)]*\))?[-#0-9.]*[a-zA-Z]|\$\{[^}]*\}|\$\w+|\\\([^)]*\)")
+# a string literal within one line, in any of the quotes the parsed languages use
+_STRING_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`(?:[^`\\]|\\.)*`')
+
+
+@dataclass(frozen=True, eq=False)
+class Quotation:
+    """What `phrase_match` looks for, read once per query: the query's words in order and how many must match."""
+
+    query: tuple[str, ...]
+    need: int  # words in common to quote the query
+    floor: int  # words in common, at least, whichever way
+    template_share: float
+    wanted: frozenset[str]
+    positions: Mapping[str, tuple[int, ...]]  # each word's places in the query
+
+    @classmethod
+    def of(cls, shape: QueryShape, cfg: RankConfig) -> Quotation | None:
+        query = shape.word_sequence
+        if len(query) < cfg.phrase_min_words:
+            return None
+        wanted = frozenset(query)
+        need = max(cfg.phrase_min_words, math.ceil(cfg.phrase_min_share * len(query)))
+        positions: dict[str, list[int]] = defaultdict(list)
+        for i, w in enumerate(query):
+            positions[w].append(i)
+        return cls(query, need, cfg.phrase_min_words, cfg.phrase_template_share, wanted,
+                   {w: tuple(p) for w, p in positions.items()})
+
+
+def phrase_match(quotation: Quotation, body: str) -> tuple[float, str]:
+    """How much of the query the passage's string literals say, in the query's order (0 below the minimums):
+    - the words of one line's literals, with other words between: a pasted message keeps the words the code
+      writes (`raise ValueError(f"depth must be > {n}")`) in order, but the values formatted into it are words
+      the code lacks, and the code's placeholders words the message lacks;
+    - nearly all of one literal's words (placeholders left out) inside the query, in order: a message whose
+      values outnumber its words (paths, reprs). The share is then the literal's.
+    Literals only: a doc line that shares four of a question's words ("alias names for field names") is no
+    quotation, and a copied doc sentence is the doc signal's (counted here, it lifted every declaration, header
+    and twin that repeats the sentence: C and C++ doc-sentence hit@1 fell 0.783 -> 0.633 and 0.667).
+    Returns the share and the quoted words (the literal's, or the line's), by which `rank` tells boilerplate."""
+    q = quotation
+    vocabulary, lines = _literal_lines(body)
+    if len(q.wanted.intersection(vocabulary)) < q.floor:  # most passages end here
+        return 0.0, ""
+    share, said = 0.0, ""
+    for on_line, quoted, literals in lines:
+        if len(q.wanted.intersection(on_line)) < q.floor:
+            continue
+        common = _common_subsequence(q.positions, quoted)
+        if common >= q.need and common / len(q.query) > share:
+            share, said = common / len(q.query), " ".join(quoted)
+        for words in literals:  # one whole message inside the query, however long the values around it
+            if len(words) >= q.floor and len(q.wanted.intersection(words)) >= q.template_share * len(words):
+                common = _common_subsequence(q.positions, words)
+                if common >= q.floor and common >= q.template_share * len(words) and common / len(words) > share:
+                    share, said = common / len(words), " ".join(words)
+    return share, said
+
+
+LiteralLine = tuple[frozenset[str], tuple[str, ...], tuple[tuple[str, ...], ...]]
+
+
+@lru_cache(maxsize=16384)
+def _literal_lines(body: str) -> tuple[frozenset[str], tuple[LiteralLine, ...]]:
+    """A passage's string literals, read once per passage (a long-lived server asks about the same code again):
+    every literal word, and per line that has literals, its words as a set, in order, and literal by literal
+    (lower-cased, placeholders left out)."""
+    lines: list[LiteralLine] = []
+    for line in body.lower().splitlines():
+        if '"' not in line and "'" not in line and "`" not in line:
+            continue
+        literals = tuple(tuple(_WORD.findall(_PLACEHOLDER.sub(" ", m.group()))) for m in _STRING_LITERAL.finditer(line))
+        quoted = tuple(w for words in literals for w in words)
+        if quoted:
+            lines.append((frozenset(quoted), quoted, literals))
+    return frozenset(w for on_line, _, _ in lines for w in on_line), tuple(lines)
+
+
+def _quotes(quotation: Quotation, candidates: list[Candidate], boilerplate: int) -> dict[str, float]:
+    """Each candidate's phrase share, leaving out words that `boilerplate` or more passages of the pool quote
+    alike: a pasted traceback holds "Traceback (most recent call last):", which many tests write."""
+    found = {c.id: phrase_match(quotation, c.body) for c in candidates}
+    said = Counter(words for share, words in found.values() if share)
+    return {cid: share for cid, (share, words) in found.items() if share and said[words] < boilerplate}
+
+
+def _common_subsequence(positions: Mapping[str, tuple[int, ...]], words: tuple[str, ...]) -> int:
+    """Length of the longest common subsequence of the query (each word's positions in it) and `words`: the
+    longest chain of matches rising in both, kept as the smallest query position that ends each length
+    (Hunt-Szymanski). Its cost grows with the matches, not with the query, so a pasted traceback is cheap."""
+    tails: list[int] = []
+    for w in words:
+        for p in reversed(positions.get(w, ())):  # descending: one word of `words` extends a chain once
+            i = bisect_left(tails, p)
+            if i == len(tails):
+                tails.append(p)
+            else:
+                tails[i] = p
+    return len(tails)
+
+
 def _normalise(values: dict[str, float]) -> dict[str, float]:
     top = max(values.values(), default=0.0)
     return {k: (v / top if top > 0 else 0.0) for k, v in values.items()}
@@ -356,6 +476,8 @@ def rank(
     scores: dict[str, float] = {}
     signals: dict[str, dict[str, float]] = {}
     central = centrality if (cfg.centrality and centrality and not shape.symbol) else None  # a bare name wants its definition
+    quotation = Quotation.of(shape, cfg) if cfg.phrase and not shape.symbol else None
+    quotes = _quotes(quotation, candidates, cfg.phrase_boilerplate) if quotation else {}
     named_ids = {c.id for c in candidates if defines_named(shape, c)}
     exact = {c.id for c in candidates if c.id in named_ids and _exact_case(shape, c.entity, c.kind)}
     if exact:  # gin's `Engine` (a struct) and `engine` (a function) are two names; `Engine` asks for the first
@@ -387,6 +509,10 @@ def rank(
             if dm:
                 score += cfg.doc_boost * dm
                 sig["doc"] = dm
+        pm = quotes.get(c.id)
+        if pm:
+            score += cfg.phrase_boost * pm
+            sig["phrase"] = pm
         if cfg.callees and callees and not named and (c.file, c.entity) in callees:  # a callee it names has its boost
             score += cfg.callee_boost
             sig["callee"] = 1.0
@@ -406,8 +532,11 @@ def rank(
             scores[c.id] += cfg.coherence_boost * mass[c.file]
             signals[c.id]["file"] = mass[c.file]
     if cfg.penalties:
+        # a message that product code says too comes from there: the test that repeats it is checking it
+        product_quote = max((signals[c.id].get("phrase", 0.0) for c in candidates if "test" not in path_kinds(c.file)), default=0.0)
         for c in candidates:
-            found = penalties(shape, c, legacy)
+            quoted = signals[c.id].get("phrase", 0.0) > product_quote
+            found = penalties(shape, c, legacy, quoted=quoted)
             if found:
                 factor = math.prod(found.values())
                 scores[c.id] *= factor
@@ -425,7 +554,7 @@ def rank(
     ]
 
 
-_SIGNAL_DIGITS = {"path": 3, "name": 3, "file": 3, "central": 3}  # the rest to 4 digits
+_SIGNAL_DIGITS = {"path": 3, "name": 3, "doc": 3, "phrase": 3, "file": 3, "central": 3}  # the rest to 4 digits
 
 
 def _rounded(signals: dict[str, float]) -> dict[str, float]:
@@ -472,7 +601,7 @@ def explain(c: Candidate) -> str:
         return ""
     parts = ["defines"] if s.get("defines") else []
     parts += ["called by the named function"] if s.get("callee") else []
-    parts += [f"{key} {s[key]:g}" for key in ("path", "name", "central") if s.get(key)]
+    parts += [f"{key} {s[key]:g}" for key in ("path", "name", "doc", "phrase", "central") if s.get(key)]
     parts += [key for key in _PENALTY_NAMES if s.get(key)]
     if s.get("same_file"):
         parts.append(f"same file x{s['same_file']:g}")

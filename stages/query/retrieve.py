@@ -113,12 +113,13 @@ def ranking_for(settings) -> RankConfig | None:
     return RankConfig() if settings.ranking == "code" else None
 
 
-def search(root: Path, query: str, settings, k: int = 10, mode: str = "hybrid") -> Retrieval:
-    """Retrieval only, for the search doors (CLI, MCP): the k best entities, one row each."""
+def search(root: Path, query: str, settings, k: int = 10, mode: str = "hybrid", ranking: RankConfig | None = None) -> Retrieval:
+    """Retrieval only, for the search doors (CLI, MCP): the k best entities, one row each. `ranking`: a rank
+    configuration other than the settings' (a benchmark's ablation)."""
     from stages.index.embed import embedder_for
 
     result = retrieve(root, query, read_manifest(root), embedder_for(settings), pool=max(k, settings.pool_size),
-                      chroma_url=settings.chroma_url, mode=mode, ranking=ranking_for(settings))
+                      chroma_url=settings.chroma_url, mode=mode, ranking=ranking or ranking_for(settings))
     return result.model_copy(update={"candidates": collapse_parts(root, result.candidates)[:k]})
 
 

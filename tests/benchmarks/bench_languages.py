@@ -1,4 +1,4 @@
-"""Search on languages the dev sets lack: a registry package's Kotlin, Swift, C#, Java..., queried two ways.
+"""Search on languages the dev sets lack: a registry package's Kotlin, Swift, C#, Java..., queried six ways.
 
     python -m tests.benchmarks.bench_languages [--package expo-modules-core@1.12.26] [--languages kotlin,swift]
     python -m tests.benchmarks.bench_languages --registry pypi --package pythonnet@3.2.1 --languages csharp
@@ -12,7 +12,9 @@ samples definitions of those languages (seed 7, 60 per row): a *symbol* query is
 (names defined once only); a *doc sentence* query is the first sentence of its doc comment; a *famous name* is
 one of the 30 names used by the most passages (`Context` in gin), where any of its definitions counts; an
 *Owner.name* query names a member as a user does (`Lint.each`); a *file stem* asks for a module (`params` for
-`params.rb`), where any passage of the file counts. Each prints hit@1,
+`params.rb`), where any passage of the file counts; an *error message* is a message the code raises, throws,
+logs or fails a test with, pasted as a user sees it (placeholders filled with values). `--rows` picks rows,
+`--ablate` adds Assay with rank signals switched off, `--misses ROW` prints that row's misses. Each prints hit@1,
 hit@10 and MRR of that definition for `assay search` beside the semble suite's in-run baseline (bm25s, stock
 tokenizer, over the same passages). It prints figures; it is not a test.
 """
@@ -96,6 +98,9 @@ def main() -> None:
     parser.add_argument("--languages", default="kotlin,swift")
     parser.add_argument("--include", default="", help="a wheel's folders to keep, comma-separated (default: all)")
     parser.add_argument("--per-row", type=int, default=60)
+    parser.add_argument("--rows", default="", help="only these rows, comma-separated (`error message`); a row drawn alone gets other samples")
+    parser.add_argument("--misses", default="", help="print the queries of this row (`error message`) that Assay ranks below first")
+    parser.add_argument("--ablate", default="", help="rank signals to switch off, one configuration each (`phrase,penalties`)")
     parser.add_argument("--reuse", action="store_true", help="query the last run's copy of this package (an incremental index run, so a parser change re-parses it)")
     args = parser.parse_args()
 
@@ -103,6 +108,7 @@ def main() -> None:
     from stages.core.config import Settings
     from stages.evaluate.runs import plain_bm25
     from stages.index.store import Catalog
+    from stages.query.rank import RankConfig
     from stages.query.retrieve import search
     from stages.query.synthesize import first_sentence
 
@@ -118,25 +124,40 @@ def main() -> None:
     rng = random.Random(7)
     symbols = [e for e in defs if by_name[e.name] == 1 and len(e.name) > 3]
     documented = [e for e in defs if len(e.docstring.split()) >= 5]
-    rows = (("symbol", [(e.name, {(e.file, e.qualname)}) for e in rng.sample(symbols, min(args.per_row, len(symbols)))]),
-            ("doc sentence", [(first_sentence(e.docstring), {(e.file, e.qualname)}) for e in rng.sample(documented, min(args.per_row, len(documented)))]),
-            ("famous name", famous_names(entities, languages, args.per_row // 2)),
-            ("Owner.name", owned_names(defs, rng, args.per_row // 2)),
-            ("file stem", file_stems(entities, languages, rng, args.per_row // 2)))
+    samplers = {
+        "symbol": lambda: [(e.name, {(e.file, e.qualname)}) for e in rng.sample(symbols, min(args.per_row, len(symbols)))],
+        "doc sentence": lambda: [(first_sentence(e.docstring), {(e.file, e.qualname)})
+                                 for e in rng.sample(documented, min(args.per_row, len(documented)))],
+        "famous name": lambda: famous_names(entities, languages, args.per_row // 2),
+        "Owner.name": lambda: owned_names(defs, rng, args.per_row // 2),
+        "file stem": lambda: file_stems(entities, languages, rng, args.per_row // 2),
+        "error message": lambda: error_messages(entities, languages, rng, args.per_row),
+    }
+    chosen = [r.strip() for r in args.rows.split(",")] if args.rows else list(samplers)
+    rows = [(label, samplers[label]()) for label in samplers if label in chosen]  # in this order: one seed, same samples
     print(f"{args.package}: {len(defs)} definitions in {', '.join(sorted(languages))}")
-    print(f"{'query':13s} {'configuration':20s} {'n':>3s} {'hit@1':>6s} {'hit@10':>6s} {'MRR':>6s}")
+    print(f"{'query':13s} {'configuration':24s} {'n':>3s} {'hit@1':>6s} {'hit@10':>6s} {'MRR':>6s}")
     baseline = plain_bm25(entities)
-    searches = (("Assay search", lambda q: [(c.file, c.entity) for c in search(root, q, settings, k=10).candidates]),
+    def assay(ranking: RankConfig | None = None):
+        return lambda q: [(c.file, c.entity) for c in search(root, q, settings, k=10, ranking=ranking).candidates]
+
+    searches = (("Assay search", assay()),
+                *((f"Assay - {signal}", assay(RankConfig(**{signal: False}))) for signal in args.ablate.split(",") if signal),
                 ("plain BM25 (in-run)", lambda q: list(dict.fromkeys((e.file, e.qualname) for e in baseline(q, 100)))[:10]))
     for label, sample in rows:
         if not sample:
             continue  # C has no members: no Owner.name row
         for name, run in searches:
-            ranks = [next((i for i, key in enumerate(run(query), 1) if key in wanted), None) for query, wanted in sample]
+            ranks = []
+            for query, wanted in sample:
+                found = run(query)
+                ranks.append(next((i for i, key in enumerate(found, 1) if key in wanted), None))
+                if args.misses == label and name == "Assay search" and ranks[-1] != 1:
+                    print(f"  miss (rank {ranks[-1]}): {query!r} wants {sorted(wanted)[:2]}, first {found[:1]}")
             hit1 = statistics.mean(r == 1 for r in ranks)
             hit10 = statistics.mean(r is not None for r in ranks)
             mrr = statistics.mean(1 / r if r else 0.0 for r in ranks)
-            print(f"{label:13s} {name:20s} {len(ranks):3d} {hit1:6.3f} {hit10:6.3f} {mrr:6.3f}")
+            print(f"{label:13s} {name:24s} {len(ranks):3d} {hit1:6.3f} {hit10:6.3f} {mrr:6.3f}")
 
 
 def file_stems(entities: list, languages: set[str], rng: random.Random, n: int) -> list[tuple[str, set[tuple[str, str]]]]:
@@ -168,6 +189,62 @@ def owned_names(defs: list, rng: random.Random, n: int) -> list[tuple[str, set[t
         count[pair(e)] = count.get(pair(e), 0) + 1
     unique = [e for e in members if count[pair(e)] == 1]
     return [(pair(e), {(e.file, e.qualname)}) for e in rng.sample(unique, min(n, len(unique)))]
+
+
+# a line that raises, throws, logs or fails with a message (outside its string literals): `raise ValueError(`,
+# `throw new TypeError(`, `errors.New(`, `t.Errorf(`, `panic!(`, `log.Fatalf(`, `warn(`, Perl-ish `die`
+_ERROR_LINE = re.compile(r"raise|throw|panic|error|exception|fatal|fail|abort|\bdie\b|warn|\berr\b", re.IGNORECASE)
+_LITERAL = re.compile(r"""(["'`])((?:(?!\1)[^\\\n]|\\.){12,200})\1""")
+# what a message's values are written as: `{name}`, `%s`, `%(name)s`, `${x}`, `#{x}`, `$name`, Swift's `\(x)`
+_PLACEHOLDER = re.compile(r"#?\{[^}]*\}|%(?:\([^)]*\))?[-#0-9.]*[a-zA-Z]|\$\{[^}]*\}|\$\w+|\\\([^)]*\)")
+_MID_WORD = re.compile(r"(?:^|[^\w])(?![fbruFBRU]{1,2}$)\w+$")  # text ending in a word (not a string prefix: f, b, r, u)
+_VALUES = ("foo", "42", "/tmp/data.txt", "my_value", "3.5")
+
+
+def error_messages(entities: list, languages: set[str], rng: random.Random, n: int) -> list[tuple[str, set[tuple[str, str]]]]:
+    """n messages that code of these languages raises, throws, logs or fails with, as a user pastes them: escapes
+    as spaces, each placeholder filled with a value the code does not have (`42`, `/tmp/data.txt`), at least four
+    words of the code's own. Every entity with a string that could read so counts (the string's own words, in
+    order, all in the pasted message), on an error line or not: a test that expects `invalid type for lines2: dict`
+    and the code that raises `f"invalid type for lines2: {type(lines).__name__}"` both say it, and so does
+    `msg = f"file or directory not found: {arg}"` before a `raise UsageError(msg)`."""
+    said: dict[str, set[tuple[str, str]]] = {}  # messages of error lines: what is sampled
+    written: dict[str, set[tuple[str, str]]] = {}  # every literal of four words or more: who else could say one
+    language: dict[tuple[str, str], str] = {}
+    for e in entities:
+        if e.kind == "file":
+            continue
+        language[(e.file, e.qualname)] = e.language
+        for line in e.body.splitlines():
+            error_line = bool(_ERROR_LINE.search(re.sub(r"([\"'`]).*?\1", "", line)))
+            for m in _LITERAL.finditer(line):
+                if _MID_WORD.search(line[:m.start()]):
+                    continue  # the apostrophe of "doesn't", not a quote
+                template = re.sub(r"\\[nrt]", " ", m.group(2))
+                if len(re.findall(r"[A-Za-z]{2,}", _PLACEHOLDER.sub(" ", template))) >= 4:
+                    written.setdefault(template, set()).add((e.file, e.qualname))
+                    if error_line:
+                        said.setdefault(template, set()).add((e.file, e.qualname))
+    once = sorted(t for t, keys in said.items() if len(written[t]) == 1 and language[next(iter(keys))] in languages)
+    words = {t: _words(_PLACEHOLDER.sub(" ", t)) for t in written}
+    out = []
+    for template in rng.sample(once, min(n, len(once))):
+        message = " ".join(_PLACEHOLDER.sub(lambda _: rng.choice(_VALUES), template).split()).strip(" :.,")
+        pasted = _words(message)
+        sayers = {key for t, keys in written.items() if _in_order(words[t], pasted) for key in keys}
+        if sayers:  # a value glued to a word ("{indent}Too few") makes a message no code says
+            out.append((message, sayers))
+    return out
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+def _in_order(needle: list[str], haystack: list[str]) -> bool:
+    """Whether needle's words all occur in haystack, in needle's order."""
+    rest = iter(haystack)
+    return bool(needle) and all(w in rest for w in needle)
 
 
 def famous_names(entities: list, languages: set[str], n: int) -> list[tuple[str, set[tuple[str, str]]]]:
