@@ -211,6 +211,17 @@ def test_an_answer_from_a_later_part_does_not_cite_it_as_the_definition() -> Non
     assert "- `Big` (class, part 3 of 3) (big.py:40)" in text
 
 
+def test_an_extractive_answer_quotes_the_lines_that_carry_the_question() -> None:
+    """The first lines that share a word with the question ("depth") are not the line that raises the message it quotes."""
+    strong = PassageScores(relevance=0.9, evidence=0.9, contradicts=0.0, injection=0.0)
+    body = ("def __init__(self, depth=None, width=80):\n    self._depth = depth\n    self._width = width\n"
+            "    if depth is None:\n        depth = 5\n    if depth <= 0:\n        raise ValueError(\"depth must be > 0\")\n")
+    init = cand("p", "PrettyPrinter.__init__", body, file="pprint.py", start_line=60)
+    text = extractive("Why do I get ValueError: depth must be > 0?",
+                      [RankedPassage(candidate=init, scores=strong, verdict="include", rank_score=0.8)], max_lines=1).text
+    assert "line 66: `raise ValueError(\"depth must be > 0\")`" in text
+
+
 def test_judge_none_is_the_anchor_lexical_rerank() -> None:
     th = default_thresholds("none", top_k=2)
     a = cand("a", "alpha", "def alpha():\n    pass\n", distance=0.8, fused_rank=1)

@@ -56,17 +56,24 @@ def extractive(question: str, passages: list[RankedPassage], max_lines: int = 3)
         sentences.append(f"- {lead} ({cite(rp)})")
         if c.kind in CONTAINER_KINDS or c.kind == "file":
             continue  # a container's body is a skeleton, a file's an outline: their offsets are not file lines
-        picked = 0
-        for offset, line in enumerate(c.body.splitlines()):
-            stripped = line.strip()
-            if not stripped or offset == 0 or stripped.startswith(("#", "//", '"""', "'''", "*")):
-                continue
-            if terms & set(tokenize(stripped)):
-                sentences.append(f"  - line {c.start_line + offset}: `{stripped[:160]}` ({c.file}:{c.start_line + offset})")
-                picked += 1
-                if picked >= max_lines:
-                    break
+        for offset, stripped in telling_lines(c.body, terms, max_lines):
+            sentences.append(f"  - line {c.start_line + offset}: `{stripped[:160]}` ({c.file}:{c.start_line + offset})")
     return Answer(text="\n".join(sentences), backend="extractive", cited=[cite(rp) for rp in passages])
+
+
+def telling_lines(body: str, terms: set[str], k: int) -> list[tuple[int, str]]:
+    """The k code lines (offset, text) that carry the most question terms, in file order: the line that raises
+    the message a question quotes, not the first lines that share a word with it. Comments and the first line
+    (the signature, cited already) are left out."""
+    scored = []
+    for offset, line in enumerate(body.splitlines()):
+        stripped = line.strip()
+        if not stripped or offset == 0 or stripped.startswith(("#", "//", '"""', "'''", "*")):
+            continue
+        shared = len(terms & set(tokenize(stripped)))
+        if shared:
+            scored.append((-shared, offset, stripped))
+    return sorted((offset, text) for _, offset, text in sorted(scored)[:k])
 
 
 def passage_block(rp: RankedPassage) -> str:
