@@ -153,7 +153,8 @@ def search(
     One row per entity; a file row (kind `file`) stands for a whole file. `why` says what lifted or sank a
     row: `defines` (it defines a name you asked for), `path`/`name` (your words in its file or qualified
     name), `doc` (your sentence is its doc summary), `phrase` (it says your words in your order: paste an error
-    message or log line to find the code that writes it), `central` (many files import its file), penalties
+    message or log line to find the code that writes it), `at the pasted location` (a stack frame's or
+    compiler message's file and line), `central` (many files import its file), penalties
     (test, prose, example, legacy, stub, hidden, private, re-export), and `same file xN` (a file already shown
     counts less, so more files reach the top).
     Set ASSAY_RANKING=rrf for plain reciprocal rank fusion."""

@@ -194,7 +194,7 @@ async def ask(question: str, path: str, ctx: Context, judge: str | None = None, 
 
 
 @server.tool(description=("Retrieval only: the k best entities with file:line. query: words, a name, or a pasted error "
-                          "message or log line. max_tokens: whole entities best-first within it; outline: signatures only."))
+                          "message, log line or stack frame. max_tokens: whole entities best-first within it; outline: signatures only."))
 async def search(query: str, path: str, ctx: Context, k: int = 10, max_tokens: int | None = None, outline: bool = False) -> CallToolResult:
     from stages.query.rank import explain
     from stages.query.retrieve import search as search_stage

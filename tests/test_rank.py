@@ -23,7 +23,7 @@ def order(query: str, pool: list[Candidate], **off: bool) -> list[str]:
 def only(signal: str, **extra) -> dict:
     """A config with every other signal off, so a test sees its own signal alone."""
     names = ("query_shape", "definition", "path", "file_coherence", "penalties", "entity_facts", "doc_match", "phrase",
-             "centrality", "callees", "diversity")
+             "location", "centrality", "callees", "diversity")
     return {n: n == signal for n in names} | extra
 
 

@@ -173,7 +173,7 @@ def render(results: dict) -> str:
 
 # ----------------------------------------------------------------------------- semble benchmark
 
-SEMBLE_SIGNALS = ("query_shape", "definition", "path", "file_coherence", "penalties", "entity_facts", "doc_match", "phrase", "centrality", "diversity")
+SEMBLE_SIGNALS = ("query_shape", "definition", "path", "file_coherence", "penalties", "entity_facts", "doc_match", "phrase", "location", "centrality", "diversity")
 
 
 def plain_bm25(entities: list) -> Callable[[str, int], list]:

@@ -14,6 +14,7 @@ of a few things the index knows more precisely:
   the doc in the body, and the definition signal lifts the other code the sentence names).
 - phrase: most of the query's words, in its order, in the passage's string literals: a pasted error message
   or log line comes from the code that writes it (BM25 and the model see the words, not their order).
+- location: the entity at a file and line the query pastes (a stack frame, a compiler message).
 - centrality: for a sentence, files many other files import (the code graph's import edges) are the
   ones the rest is built on, and the likelier answer to "how does X work".
 - diversity: the tenth passage from one file tells less than the first from another.
@@ -75,6 +76,8 @@ class RankConfig(BaseModel):
     phrase_min_share: float = 0.5  # of the query's words, in order
     phrase_boilerplate: int = 4  # passages of the pool that quote the same words: boilerplate, not the source
     phrase_template_share: float = 0.8  # of one string literal's words (placeholders aside), in the query in order
+    location: bool = True
+    location_boost: float = 2.0  # a pasted file and line is the user pointing at the code
 
 
 DEFINITION_KINDS = NAMING_KINDS | {"module"}
@@ -224,16 +227,16 @@ def path_kinds(path: str) -> frozenset[str]:
     return frozenset(kinds)
 
 
-def penalties(shape: QueryShape, c: Candidate, legacy: frozenset[str], quoted: bool = False) -> dict[str, float]:
+def penalties(shape: QueryShape, c: Candidate, legacy: frozenset[str], pointed_at: bool = False) -> dict[str, float]:
     """Factors <= 1 for kinds of files that rarely answer a question, unless the query asks for them.
-    They compose: a prose file in a hidden folder sinks further than either alone. `quoted`: the passage holds
-    the query's words as written (`phrase_match`) and no product code does as fully: a test's failure message
-    asks for that test."""
+    They compose: a prose file in a hidden folder sinks further than either alone. `pointed_at`: the query pastes
+    this passage's place, or its words as written (`phrase_match`) where no product code says them as fully: a
+    test's failure message or frame asks for that test."""
     if c.kind == "note":
         return {}  # the team's own recorded decisions are never noise
     kinds = path_kinds(c.file)
     found: dict[str, float] = {}
-    if "test" in kinds and not (shape.words & _TEST_WORDS) and not defines_named(shape, c) and not quoted:
+    if "test" in kinds and not (shape.words & _TEST_WORDS) and not defines_named(shape, c) and not pointed_at:
         found["test"] = 0.3  # naming a test class or function asks for it; otherwise tests rarely answer
     if c.language in PROSE_LANGUAGES and not (shape.words & _DOC_WORDS):
         found["prose"] = 0.5
@@ -452,13 +455,14 @@ def _normalise(values: dict[str, float]) -> dict[str, float]:
 def rank(
     query: str, candidates: list[Candidate], config: RankConfig | None = None, paths: Iterable[str] | None = None,
     limit: int | None = None, centrality: Mapping[str, float] | None = None,
-    callees: Collection[tuple[str, str]] | None = None,
+    callees: Collection[tuple[str, str]] | None = None, located: Collection[str] | None = None,
 ) -> list[Candidate]:
     """Order the pool best first (the first `limit` of it); each candidate carries its rank score and the
     signals behind it. `paths`: every indexed file (to recognise legacy copies); the pool's files when absent.
     `centrality`: each file's import centrality in 0..1 (`graph.import_centrality`); none when absent.
     `callees`: (file, qualname) of what the functions the query names call, when it asks where they delegate
-    (`graph.delegation_callees`); lifted only where the query does not name them itself."""
+    (`graph.delegation_callees`); lifted only where the query does not name them itself. `located`: ids of the
+    entities at the places the query pastes (`retrieve.located_entities`)."""
     if not candidates:
         return []
     cfg = config or RankConfig()
@@ -513,6 +517,9 @@ def rank(
         if pm:
             score += cfg.phrase_boost * pm
             sig["phrase"] = pm
+        if cfg.location and located and c.id in located:
+            score += cfg.location_boost
+            sig["located"] = 1.0
         if cfg.callees and callees and not named and (c.file, c.entity) in callees:  # a callee it names has its boost
             score += cfg.callee_boost
             sig["callee"] = 1.0
@@ -535,8 +542,8 @@ def rank(
         # a message that product code says too comes from there: the test that repeats it is checking it
         product_quote = max((signals[c.id].get("phrase", 0.0) for c in candidates if "test" not in path_kinds(c.file)), default=0.0)
         for c in candidates:
-            quoted = signals[c.id].get("phrase", 0.0) > product_quote
-            found = penalties(shape, c, legacy, quoted=quoted)
+            pointed = signals[c.id].get("phrase", 0.0) > product_quote or "located" in signals[c.id]
+            found = penalties(shape, c, legacy, pointed_at=pointed)
             if found:
                 factor = math.prod(found.values())
                 scores[c.id] *= factor
@@ -601,6 +608,7 @@ def explain(c: Candidate) -> str:
         return ""
     parts = ["defines"] if s.get("defines") else []
     parts += ["called by the named function"] if s.get("callee") else []
+    parts += ["at the pasted location"] if s.get("located") else []
     parts += [f"{key} {s[key]:g}" for key in ("path", "name", "doc", "phrase", "central") if s.get(key)]
     parts += [key for key in _PENALTY_NAMES if s.get(key)]
     if s.get("same_file"):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from stages.index.lexical import LexicalIndex
 from stages.index.store import Catalog, dense_distances, dense_search, lexical_dir, read_manifest
 from stages.query import freshness
 from stages.query.graph import DELEGATION_CUE, delegation_callees, workspace_centrality
+from stages.query.locate import entity_at, locations, resolve
 from stages.query.rank import DEFINITION_KINDS, QueryShape, RankConfig, query_shape, rank
 
 RRF_K = 60
@@ -108,6 +110,18 @@ def named_definers(catalog: Catalog, shape: QueryShape) -> list[str]:
     return found
 
 
+def located_entities(catalog: Catalog, query: str, files: Iterable[str]) -> list[str]:
+    """The entities at the places the query pastes (a stack frame, a compiler message): `stages.query.locate`."""
+    found: list[str] = []
+    files = list(files)
+    for path, line, name in locations(query):
+        for file in resolve(path, files):
+            hit = entity_at(catalog.by_file(file), line, name)
+            if hit is not None and hit.id not in found:
+                found.append(hit.id)
+    return found
+
+
 def ranking_for(settings) -> RankConfig | None:
     """The rank stage's configuration a Settings object names (None: plain RRF order)."""
     return RankConfig() if settings.ranking == "code" else None
@@ -162,8 +176,10 @@ def retrieve(
         definers = ranking is not None and ranking.definition
     shape = query_shape(query)
     named = named_definers(catalog, shape) if definers and mode == "hybrid" else []
+    located = located_entities(catalog, query, manifest.files) if ranking is not None and ranking.location else []
     pooled = {eid for eid, _ in fused}
-    fused = fused + [(eid, 0.0) for eid in named if eid not in pooled]
+    looked_up = [eid for eid in dict.fromkeys(named + located) if eid not in pooled]
+    fused = fused + [(eid, 0.0) for eid in looked_up]
     records = catalog.get([eid for eid, _ in fused])
     scans = valid_scans(records, catalog.scans(list(records)))
     callees = None
@@ -172,10 +188,10 @@ def retrieve(
     catalog.close()
     dist = dict(dense)
     bm25 = dict(lexical)
-    if named:  # scored by both lists, though below one list's depth (scoring every candidate so: SWE-QA 0.89 -> 0.85)
-        bm25.update(load_lexical(root).scores_for(query, [e for e in named if e not in bm25]))
+    if looked_up:  # scored by both lists, though below one list's depth (scoring every candidate so: SWE-QA 0.89 -> 0.85)
+        bm25.update(load_lexical(root).scores_for(query, looked_up))
         if dense_ok:
-            dist.update(dense_distances(root, chroma_url, manifest.collection, query_vector, [e for e in named if e not in dist]))
+            dist.update(dense_distances(root, chroma_url, manifest.collection, query_vector, looked_up))
     dense_rank = {eid: r for r, (eid, _) in enumerate(dense, start=1)}
     lex_rank = {eid: r for r, (eid, _) in enumerate(lexical, start=1)}
     candidates: list[Candidate] = []
@@ -193,7 +209,7 @@ def retrieve(
     if ranking is not None:
         central = workspace_centrality(root) if ranking.centrality else None
         candidates = rank(query, candidates, ranking, paths=manifest.files.keys(), limit=pool, centrality=central,
-                          callees=callees)
+                          callees=callees, located=located)
     fresh, stale = checked.result()
     candidates = [c.model_copy(update={"stale": True}) if c.file in stale else c for c in candidates[:pool]]
     return Retrieval(query=query, candidates=candidates, dense_available=dense_ok, note=note, freshness=fresh)

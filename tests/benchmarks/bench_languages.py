@@ -1,4 +1,4 @@
-"""Search on languages the dev sets lack: a registry package's Kotlin, Swift, C#, Java..., queried six ways.
+"""Search on languages the dev sets lack: a registry package's Kotlin, Swift, C#, Java..., queried seven ways.
 
     python -m tests.benchmarks.bench_languages [--package expo-modules-core@1.12.26] [--languages kotlin,swift]
     python -m tests.benchmarks.bench_languages --registry pypi --package pythonnet@3.2.1 --languages csharp
@@ -13,7 +13,8 @@ samples definitions of those languages (seed 7, 60 per row): a *symbol* query is
 one of the 30 names used by the most passages (`Context` in gin), where any of its definitions counts; an
 *Owner.name* query names a member as a user does (`Lint.each`); a *file stem* asks for a module (`params` for
 `params.rb`), where any passage of the file counts; an *error message* is a message the code raises, throws,
-logs or fails a test with, pasted as a user sees it (placeholders filled with values). `--rows` picks rows,
+logs or fails a test with, pasted as a user sees it (placeholders filled with values); a *location* is a stack
+frame or compiler message that names a definition's file and first line. `--rows` picks rows,
 `--ablate` adds Assay with rank signals switched off, `--misses ROW` prints that row's misses. Each prints hit@1,
 hit@10 and MRR of that definition for `assay search` beside the semble suite's in-run baseline (bm25s, stock
 tokenizer, over the same passages). It prints figures; it is not a test.
@@ -132,6 +133,7 @@ def main() -> None:
         "Owner.name": lambda: owned_names(defs, rng, args.per_row // 2),
         "file stem": lambda: file_stems(entities, languages, rng, args.per_row // 2),
         "error message": lambda: error_messages(entities, languages, rng, args.per_row),
+        "location": lambda: pasted_locations(defs, rng, args.per_row // 2),
     }
     chosen = [r.strip() for r in args.rows.split(",")] if args.rows else list(samplers)
     rows = [(label, samplers[label]()) for label in samplers if label in chosen]  # in this order: one seed, same samples
@@ -245,6 +247,20 @@ def _in_order(needle: list[str], haystack: list[str]) -> bool:
     """Whether needle's words all occur in haystack, in needle's order."""
     rest = iter(haystack)
     return bool(needle) and all(w in rest for w in needle)
+
+
+def pasted_locations(defs: list, rng: random.Random, n: int) -> list[tuple[str, set[tuple[str, str]]]]:
+    """n functions and methods named by a place a user pastes: a Python frame under another root, a compiler's
+    `path:line:col`, or a Java/JS frame with the file's name only; the line is the definition's first."""
+    members = [e for e in defs if e.kind in ("function", "method")]
+    out = []
+    for e in rng.sample(members, min(n, len(members))):
+        owner = f"{re.split(r'[.:]+', e.parent)[-1]}." if e.parent else ""
+        frame = rng.choice((f'File "/srv/app/{e.file}", line {e.start_line}, in {e.name}',
+                            f"{e.file}:{e.start_line}:5: error: expected expression",
+                            f"at {owner}{e.name} ({e.file.rsplit('/', 1)[-1]}:{e.start_line})"))
+        out.append((frame, {(e.file, e.qualname)}))
+    return out
 
 
 def famous_names(entities: list, languages: set[str], n: int) -> list[tuple[str, set[tuple[str, str]]]]:

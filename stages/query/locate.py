@@ -1,0 +1,68 @@
+"""Locate stage: the file and line a query pastes, and the entity that spans that line.
+
+A stack frame, a compiler message or a grep hit names a place (`File "/srv/app/pkg/mod.py", line 82`,
+`src/lib.rs:12:5`, `at Foo.bar (Foo.java:123)`, `Program.cs(12,5)`); the code at that place is what the user
+is looking at, whatever words surround it. Paths are matched by their longest suffix of whole segments, so a
+frame from an installed copy (`site-packages/_pytest/_io/pprint.py`) finds the workspace's
+`src/_pytest/_io/pprint.py`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from stages.core.artifacts import Entity
+
+MAX_LOCATIONS = 8  # a pasted traceback's frames; more are a log, not a question about one place
+MAX_FILES_PER_PATH = 3  # a bare `utils.py:12` among more files of that name names none of them
+
+# a path with an extension, then a line: Python's `File "x.py", line 12`; `x.go:12`, `x.rs:12:5` (gcc, rustc,
+# tsc, Go, Node, Ruby, grep); MSVC and C#'s `x.cs(12,5)`
+_LOCATION = re.compile(
+    r'File "(?P<a>[^"\n]+)", line (?P<a_line>\d+)(?:, in (?P<a_name>[\w<>]+))?'
+    r'|(?:at (?P<b_name>[\w$.<>]+) ?\()?(?P<b>[\w.~@+\-/\\]*[\w\-]\.[A-Za-z][\w+]{0,5}):(?P<b_line>\d+)'
+    r'|(?P<c>[\w.~@+\-/\\]*[\w\-]\.[A-Za-z][\w+]{0,5})\((?P<c_line>\d+)(?:,\d+)?\)'
+)
+
+
+def locations(query: str) -> list[tuple[str, int, str]]:
+    """(path, line, function name or '') for each place the query names, in the order it names them, each once.
+    A frame's name (Python's `, in send`, a JVM or Node frame's `at Foo.send (`) tells apart definitions that
+    share a line."""
+    found: list[tuple[str, int, str]] = []
+    for m in _LOCATION.finditer(query):
+        for group in "abc":
+            if m.group(group):
+                name = (m.groupdict().get(f"{group}_name") or "").rsplit(".", 1)[-1]
+                place = (m.group(group).replace("\\", "/"), int(m.group(f"{group}_line")), name)
+                if place not in found:
+                    found.append(place)
+                break
+        if len(found) >= MAX_LOCATIONS:
+            break
+    return found
+
+
+def resolve(path: str, files: Iterable[str]) -> list[str]:
+    """The indexed files a pasted path names: those sharing its longest suffix of whole segments (none when more
+    than a few tie, as a bare `utils.py` among many)."""
+    parts = [p for p in path.split("/") if p and p not in (".", "..")]
+    if not parts:
+        return []
+    named = [f for f in files if f == parts[-1] or f.endswith("/" + parts[-1])]
+    for k in range(len(parts), 0, -1):
+        suffix = "/".join(parts[-k:])
+        matches = [f for f in named if f == suffix or f.endswith("/" + suffix)]
+        if matches:
+            return matches if len(matches) <= MAX_FILES_PER_PATH else []
+    return []
+
+
+def entity_at(entities: Iterable[Entity], line: int, name: str = "") -> Entity | None:
+    """The innermost entity (or part of one) that spans the line, among those called `name` if any are; a file
+    row only when nothing else does."""
+    spanning = [e for e in entities if e.start_line <= line <= e.end_line]
+    inner = [e for e in spanning if e.kind != "file"] or spanning
+    inner = [e for e in inner if name and e.name == name] or inner
+    return min(inner, key=lambda e: (e.end_line - e.start_line, e.start_line), default=None)
