@@ -112,9 +112,12 @@ def named_definers(catalog: Catalog, shape: QueryShape) -> list[str]:
 
 def located_entities(catalog: Catalog, query: str, files: Iterable[str]) -> list[str]:
     """The entities at the places the query pastes (a stack frame, a compiler message): `stages.query.locate`."""
+    places = locations(query)
+    if not places:
+        return []
     found: list[str] = []
     files = list(files)
-    for path, line, name in locations(query):
+    for path, line, name in places:
         for file in resolve(path, files):
             hit = entity_at(catalog.by_file(file), line, name)
             if hit is not None and hit.id not in found:
