@@ -408,7 +408,7 @@ def phrase_match(quotation: Quotation, body: str) -> tuple[float, str]:
 LiteralLine = tuple[frozenset[str], tuple[str, ...], tuple[tuple[str, ...], ...]]
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=4096)
 def _literal_lines(body: str) -> tuple[frozenset[str], tuple[LiteralLine, ...]]:
     """A passage's string literals, read once per passage (a long-lived server asks about the same code again):
     every literal word, and per line that has literals, its words as a set, in order, and literal by literal
