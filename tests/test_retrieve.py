@@ -160,8 +160,8 @@ def test_a_named_definition_joins_the_pool_below_both_lists_depth(project: Path)
     run_index(str(project))
     manifest, emb = load_manifest(project), embedder_for(Settings())
 
-    def pool(definers: bool) -> list:
-        return retrieve(project, "Channel", manifest, emb, pool=10, ranking=RankConfig(), depth=3, definers=definers).candidates
+    def pool(look_up: bool) -> list:
+        return retrieve(project, "Channel", manifest, emb, pool=10, ranking=RankConfig(), depth=3, look_up=look_up).candidates
 
     assert "Channel" not in [c.entity for c in pool(False)]  # the lists alone miss it at this depth
     top = pool(True)[0]

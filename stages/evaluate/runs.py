@@ -19,7 +19,7 @@ from stages.index.embed import embedder_for
 from stages.index.store import Catalog, load_manifest
 from stages.query.graph import workspace_centrality
 from stages.query.judge.local import passage_injection
-from stages.query.retrieve import DEFAULT_DEPTH, ranking_for, retrieve, to_candidate
+from stages.query.retrieve import DEFAULT_DEPTH, located_entities, ranking_for, retrieve, to_candidate
 from stages.query.threshold import default_thresholds, select
 
 Judge = Callable[[str, list[Candidate]], Judgment]
@@ -226,6 +226,7 @@ def evaluate_semble(root: Path, repo: str, queries: list, settings: Settings, ab
     catalog = Catalog(root)
     entities = list(catalog.all())
     callees = {q.query: delegation_callees(catalog, q.query, query_shape(q.query).identifiers) for q in queries}
+    located = {q.query: located_entities(catalog, q.query, manifest.files) for q in queries}  # as `retrieve` reads them
     catalog.close()
     baseline = plain_bm25(entities)
     spans = _entity_spans(entities)
@@ -237,10 +238,10 @@ def evaluate_semble(root: Path, repo: str, queries: list, settings: Settings, ab
     for q in queries:
         hits = {"BM25 (plain, in-run)": _entity_hits(baseline(q.query, 100), spans)}
         pool = retrieve(root, q.query, manifest, embedder, pool=10**6, depth=DEFAULT_DEPTH, chroma_url=settings.chroma_url,
-                        definers=True).candidates
+                        look_up=True).candidates
         for name, config in configs.items():
             ordered = pool if config is None else rank(q.query, pool, config, paths=manifest.files.keys(), centrality=central,
-                                                       callees=callees[q.query])
+                                                       callees=callees[q.query], located=located[q.query])
             hits[name] = _entity_hits(ordered, spans)
         for name, found in hits.items():
             rows.append({"repo": repo, "query": q.query, "category": q.category, "config": name,

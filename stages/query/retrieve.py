@@ -143,11 +143,12 @@ def search(root: Path, query: str, settings, k: int = 10, mode: str = "hybrid", 
 def retrieve(
     root: Path, query: str, manifest: IndexManifest, embedder: Embedder, pool: int = 30,
     distance_floor: float | None = None, chroma_url: str | None = None, mode: str = "hybrid",
-    ranking: RankConfig | None = None, depth: int | None = None, definers: bool | None = None,
+    ranking: RankConfig | None = None, depth: int | None = None, look_up: bool | None = None,
 ) -> Retrieval:
     """The `pool` best passages. Each list (dense, BM25) is read `depth` deep (default max(pool, 60));
-    with `ranking` the union is ordered by the code-aware rank stage, else by plain RRF. `definers`: add the
-    definitions of the names the query uses to the union (default: when `ranking` has its definition signal).
+    with `ranking` the union is ordered by the code-aware rank stage, else by plain RRF. `look_up`: add to the
+    union the definitions of the names a bare-name query uses and the entities at the places a query pastes
+    (default: each when `ranking` has its signal, definition or location).
     mode: hybrid (default), dense or bm25 (the latter two for evaluation)."""
     depth = depth or max(pool, DEFAULT_DEPTH)
     checked = _freshness_worker.submit(freshness.check, root, manifest)
@@ -175,11 +176,12 @@ def retrieve(
     if ranking is None:
         fused = fused[:pool]  # only the rank stage needs the whole union; RRF order is final here
     catalog = Catalog(root)
-    if definers is None:
-        definers = ranking is not None and ranking.definition
+    def wanted(signal: str) -> bool:
+        return look_up if look_up is not None else ranking is not None and getattr(ranking, signal)
+
     shape = query_shape(query)
-    named = named_definers(catalog, shape) if definers and mode == "hybrid" else []
-    located = located_entities(catalog, query, manifest.files) if ranking is not None and ranking.location else []
+    named = named_definers(catalog, shape) if wanted("definition") and mode == "hybrid" else []
+    located = located_entities(catalog, query, manifest.files) if wanted("location") else []
     pooled = {eid for eid, _ in fused}
     looked_up = [eid for eid in dict.fromkeys(named + located) if eid not in pooled]
     fused = fused + [(eid, 0.0) for eid in looked_up]
