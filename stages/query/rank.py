@@ -103,6 +103,9 @@ _EXAMPLE_WORDS = frozenset({"example", "examples", "sample", "demo", "tutorial",
 _LEGACY_WORDS = frozenset({"deprecated", "legacy", "compat", "compatibility", "v1", "v2", "v3", "backport", "migration", "old"})
 
 
+_WORD = re.compile(r"[A-Za-z0-9]+")  # a query's words, as `QueryShape.words` and `phrase_match` read them
+
+
 @dataclass(frozen=True)
 class QueryShape:
     """What the query asks for, read once per query."""
@@ -112,6 +115,7 @@ class QueryShape:
     identifiers: tuple[str, ...]
     terms: frozenset[str]
     words: frozenset[str]
+    word_sequence: tuple[str, ...]  # the words in order, lower-cased (`phrase_match` finds them in string literals)
 
     @cached_property
     def short_names(self) -> frozenset[str]:
@@ -122,11 +126,6 @@ class QueryShape:
         """A bare dotted name (`Context.JSON`, `Foo::bar`, `Foo#bar`) in dotted form; else ''."""
         name = self.text.rstrip("()")
         return re.sub(r"[:#]+", ".", name) if self.symbol and re.search(r"[.:#]", name) else ""
-
-    @cached_property
-    def word_sequence(self) -> tuple[str, ...]:
-        """The query's words in order, lower-cased (`phrase_match` finds them in string literals)."""
-        return tuple(w.lower() for w in _WORD.findall(self.text))
 
     @cached_property
     def cased_names(self) -> frozenset[str]:
@@ -148,8 +147,8 @@ def query_shape(query: str) -> QueryShape:
         if name[-1] in "?!='":  # `info?` names itself only, not its twin `info`
             idents = [i for i in idents if i != name[:-1]]
         idents.append(name)
-    words = frozenset(w.lower() for w in re.findall(r"[A-Za-z0-9]+", text))
-    return QueryShape(text, symbol, tuple(dict.fromkeys(idents)), frozenset(tokenize(text)), words)
+    sequence = tuple(w.lower() for w in _WORD.findall(text))
+    return QueryShape(text, symbol, tuple(dict.fromkeys(idents)), frozenset(tokenize(text)), frozenset(sequence), sequence)
 
 
 @lru_cache(maxsize=65536)
@@ -343,7 +342,6 @@ def _summary_terms(docstring: str) -> frozenset[str]:
     return frozenset(tokenize(docstring.strip().split("\n\n", 1)[0]))
 
 
-_WORD = re.compile(r"[A-Za-z0-9]+")
 # how code writes a value into a message: `{name}`, `%s`, `%(name)s`, `${x}`, `#{x}`, `$name`, Swift's `\(x)`
 _PLACEHOLDER = re.compile(r"#?\{[^}]*\}|%(?:\([^)]*\))?[-#0-9.]*[a-zA-Z]|\$\{[^}]*\}|\$\w+|\\\([^)]*\)")
 # a string literal within one line, in any of the quotes the parsed languages use
@@ -540,7 +538,7 @@ def rank(
             signals[c.id]["file"] = mass[c.file]
     if cfg.penalties:
         # a message that product code says too comes from there: the test that repeats it is checking it
-        product_quote = max((signals[c.id].get("phrase", 0.0) for c in candidates if "test" not in path_kinds(c.file)), default=0.0)
+        product_quote = max((quotes[c.id] for c in candidates if c.id in quotes and "test" not in path_kinds(c.file)), default=0.0)
         for c in candidates:
             pointed = signals[c.id].get("phrase", 0.0) > product_quote or "located" in signals[c.id]
             found = penalties(shape, c, legacy, pointed_at=pointed)
