@@ -154,9 +154,9 @@ def search(
     row: `defines` (it defines a name you asked for), `path`/`name` (your words in its file or qualified
     name), `doc` (your sentence is its doc summary), `phrase` (it says your words in your order: paste an error
     message or log line to find the code that writes it), `at the pasted location` (a stack frame's or
-    compiler message's file and line), `central` (many files import its file), penalties
-    (test, prose, example, legacy, stub, hidden, private, re-export), and `same file xN` (a file already shown
-    counts less, so more files reach the top).
+    compiler message's file and line), `central` (many files import its file), penalties (test, prose,
+    example, legacy, stub, built: a build's copy of an indexed source, hidden, private, re-export), and
+    `same file xN` (a file already shown counts less, so more files reach the top).
     Set ASSAY_RANKING=rrf for plain reciprocal rank fusion."""
     from stages.query.rank import explain
     from stages.query.retrieve import search as search_stage

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from stages.core.artifacts import Candidate
-from stages.query.rank import Quotation, RankConfig, explain, legacy_version_dirs, phrase_match, query_shape, rank
+from stages.query.rank import (Quotation, RankConfig, built_copies, explain, legacy_version_dirs, phrase_match, query_shape,
+                               rank)
 
 _n = 0
 
@@ -360,3 +361,20 @@ def test_delegation_callees_come_from_the_graph_only_for_a_delegation_question(i
         assert delegation_callees(catalog, "what does `nothing_here` invoke?", ["nothing_here"]) == frozenset()
     finally:
         catalog.close()
+
+
+def test_what_a_build_wrote_sinks_below_its_indexed_source() -> None:
+    """Found on zod's npm tarball, which ships `v4/core/schemas.js`, `.cjs`, `.d.ts` and `.d.cts` beside
+    `src/v4/core/schemas.ts`: each twin repeats every name and doc of the source."""
+    paths = ["package/src/v4/core/schemas.ts", "package/v4/core/schemas.js", "package/v4/core/schemas.d.cts",
+             "dist/index.js", "src/index.ts", "build/lib/pkg/mod.py", "pkg/mod.py", "lib/util.js", "src/helper.js"]
+    assert built_copies(paths) == {"package/v4/core/schemas.js", "package/v4/core/schemas.d.cts", "dist/index.js",
+                                   "build/lib/pkg/mod.py"}
+    pool = [cand("package/v4/core/schemas.js", "ZodString", kind="class", bm25=10.0, distance=0.3, language="javascript"),
+            cand("package/src/v4/core/schemas.ts", "ZodString", kind="class", bm25=9.0, distance=0.35, language="typescript")]
+    ranked = rank("ZodString", pool, RankConfig(**only("penalties")), paths=paths)
+    assert ranked[0].file == "package/src/v4/core/schemas.ts"
+    assert "built" in explain(ranked[1])
+    assert rank("ZodString", pool, RankConfig(**only("penalties", built_copies=False)), paths=paths)[0].file.endswith(".js")
+    frame = "at ZodString.parse (package/v4/core/schemas.js:12:3)"  # a frame in the built file asks for it
+    assert rank(frame, pool, RankConfig(**only("penalties", location=True)), paths=paths, located={pool[0].id})[0].file.endswith(".js")

@@ -7,8 +7,8 @@ of a few things the index knows more precisely:
 - definition: the passage that *defines* a name the query uses beats passages that mention it.
 - path: file and folder names are the author's own summary (`websockets.py`, `openapi/`).
 - file coherence: several good passages in one file make that file the likely answer.
-- penalties: tests, prose docs, type stubs, examples and translations, legacy/compat copies and
-  re-export shims answer few questions, unless the query asks for them.
+- penalties: tests, prose docs, type stubs, examples and translations, legacy/compat copies, built copies
+  of an indexed source and re-export shims answer few questions, unless the query asks for them.
 - entity facts: a passage whose qualified name (parent class included) carries the query's words.
 - doc match: a sentence that is nearly the passage's own doc summary describes that passage (BM25 dilutes
   the doc in the body, and the definition signal lifts the other code the sentence names).
@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left
+import posixpath
 import re
+from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -77,6 +78,7 @@ class RankConfig(BaseModel):
     phrase_boilerplate: int = 4  # passages of the pool that quote the same words: boilerplate, not the source
     phrase_template_share: float = 0.8  # of one string literal's words (placeholders aside), in the query in order
     location: bool = True
+    built_copies: bool = True  # sink what a build wrote from an indexed source (a penalty: off with `penalties` too)
     location_boost: float = 2.0  # a pasted file and line is the user pointing at the code
 
 
@@ -198,10 +200,46 @@ def legacy_version_dirs(paths: Iterable[str]) -> frozenset[str]:
     return frozenset(legacy)
 
 
+_COMPILED_SUFFIXES = (".d.ts", ".d.mts", ".d.cts", ".js", ".mjs", ".cjs")  # what tsc and bundlers write
+_TYPESCRIPT_SUFFIXES = (".ts", ".tsx", ".mts", ".cts")
+_OUTPUT_DIRS = frozenset({"dist", "build", "out"})
+_LAYOUT_DIRS = _OUTPUT_DIRS | {"src", "lib", "esm", "cjs", "umd", "es", "types", "typings"}
+
+
+def _layout_key(path: str, suffix: str) -> tuple[str, ...]:
+    """The path without `suffix` and without the folders a build lays out (`src/`, `dist/`, `esm/`...)."""
+    return tuple(p for p in path[: len(path) - len(suffix)].split("/") if p not in _LAYOUT_DIRS)
+
+
+def built_copies(paths: Iterable[str]) -> frozenset[str]:
+    """Files a build wrote from a source that is indexed too: a `.js`, `.cjs` or `.d.ts` beside or below the
+    TypeScript module it was compiled from (an npm tarball ships `v4/core/schemas.js` with
+    `src/v4/core/schemas.ts`), and a copy under `dist/`, `build/` or `out/` of a file outside them (`build/lib/`).
+    The source is where a question's answer is written; its copies repeat every name and sentence in it."""
+    typescript: set[tuple[str, ...]] = set()
+    outside: set[tuple[tuple[str, ...], str]] = set()
+    compiled: list[tuple[str, tuple[str, ...]]] = []
+    in_output: list[tuple[str, tuple[str, ...], str]] = []
+    for path in paths:
+        suffix = posixpath.splitext(path)[1]
+        if path.endswith(_COMPILED_SUFFIXES):
+            full = next(x for x in _COMPILED_SUFFIXES if path.endswith(x))
+            compiled.append((path, _layout_key(path, full)))
+        elif suffix in _TYPESCRIPT_SUFFIXES:
+            typescript.add(_layout_key(path, suffix))
+        if _OUTPUT_DIRS.isdisjoint(path.split("/")[:-1]):
+            outside.add((_layout_key(path, suffix), suffix))
+        else:
+            in_output.append((path, _layout_key(path, suffix), suffix))
+    built = {path for path, key in compiled if key in typescript}
+    built.update(path for path, key, suffix in in_output if (key, suffix) in outside)
+    return frozenset(built)
+
+
 @lru_cache(maxsize=8)
-def _legacy_for(paths: frozenset[str]) -> frozenset[str]:
-    """Legacy folders of one index's file set, computed once per set (the same for every query)."""
-    return legacy_version_dirs(paths)
+def _copies_for(paths: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """Legacy folders and built files of one index's file set, computed once per set (the same for every query)."""
+    return legacy_version_dirs(paths), built_copies(paths)
 
 
 @lru_cache(maxsize=65536)
@@ -226,7 +264,8 @@ def path_kinds(path: str) -> frozenset[str]:
     return frozenset(kinds)
 
 
-def penalties(shape: QueryShape, c: Candidate, legacy: frozenset[str], pointed_at: bool = False) -> dict[str, float]:
+def penalties(shape: QueryShape, c: Candidate, legacy: frozenset[str], pointed_at: bool = False,
+              built: frozenset[str] = frozenset()) -> dict[str, float]:
     """Factors <= 1 for kinds of files that rarely answer a question, unless the query asks for them.
     They compose: a prose file in a hidden folder sinks further than either alone. `pointed_at`: the query pastes
     this passage's place, or its words as written (`phrase_match`) where no product code says them as fully: a
@@ -245,6 +284,8 @@ def penalties(shape: QueryShape, c: Candidate, legacy: frozenset[str], pointed_a
         found["legacy"] = 0.55
     if "stub" in kinds:
         found["stub"] = 0.6
+    if c.file in built and not pointed_at:  # a frame in `dist/index.js` asks for that file
+        found["built"] = 0.5
     if "hidden" in kinds:
         found["hidden"] = 0.5
     if "private" in kinds:
@@ -474,7 +515,10 @@ def rank(
         weight = 1.0
     elif not any(lex.values()):
         weight = 0.0
-    legacy = _legacy_for(frozenset(paths) if paths is not None else frozenset(c.file for c in candidates)) if cfg.penalties else frozenset()
+    legacy, built = (_copies_for(frozenset(paths) if paths is not None else frozenset(c.file for c in candidates))
+                     if cfg.penalties else (frozenset(), frozenset()))
+    if not cfg.built_copies:
+        built = frozenset()
     scores: dict[str, float] = {}
     signals: dict[str, dict[str, float]] = {}
     central = centrality if (cfg.centrality and centrality and not shape.symbol) else None  # a bare name wants its definition
@@ -541,7 +585,7 @@ def rank(
         product_quote = max((quotes[c.id] for c in candidates if c.id in quotes and "test" not in path_kinds(c.file)), default=0.0)
         for c in candidates:
             pointed = signals[c.id].get("phrase", 0.0) > product_quote or "located" in signals[c.id]
-            found = penalties(shape, c, legacy, pointed_at=pointed)
+            found = penalties(shape, c, legacy, pointed_at=pointed, built=built)
             if found:
                 factor = math.prod(found.values())
                 scores[c.id] *= factor
@@ -596,7 +640,7 @@ def _diversify(
     return out, spread
 
 
-_PENALTY_NAMES = ("test", "prose", "example", "legacy", "stub", "hidden", "private", "re-export")
+_PENALTY_NAMES = ("test", "prose", "example", "legacy", "stub", "built", "hidden", "private", "re-export")
 
 
 def explain(c: Candidate) -> str:

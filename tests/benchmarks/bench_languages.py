@@ -9,7 +9,9 @@ The dev sets are Python, JavaScript and TypeScript. This indexes a registry pack
 (with the defaults; Debian's `-dev` and library packages carry Go, Rust, Ruby, PHP, Lua, Haskell and shell
 sources; the `ziglang` wheel carries Zig's standard library, of which `--include` keeps some folders) and
 samples definitions of those languages (seed 7, 60 per row): a *symbol* query is the definition's own name
-(names defined once only); a *doc sentence* query is the first sentence of its doc comment; a *famous name* is
+(names defined once only); a *doc sentence* query is the first sentence of its doc comment (left out
+when under five words, such as a `//// ZodMap ////` banner; each definition whose doc opens with it counts); a
+*famous name* is
 one of the 30 names used by the most passages (`Context` in gin), where any of its definitions counts; an
 *Owner.name* query names a member as a user does (`Lint.each`); a *file stem* asks for a module (`params` for
 `params.rb`), where any passage of the file counts; an *error message* is a message the code raises, throws,
@@ -125,10 +127,15 @@ def main() -> None:
     rng = random.Random(7)
     symbols = [e for e in defs if by_name[e.name] == 1 and len(e.name) > 3]
     documented = [e for e in defs if len(e.docstring.split()) >= 5]
+    said: dict[str, set[tuple[str, str]]] = {}  # a doc sentence, and every definition whose doc opens with it
+    for e in defs:
+        sentence = first_sentence(e.docstring)
+        if len(re.findall(r"[A-Za-z]{2,}", sentence)) >= 5:  # a sentence, not a `//////// ZodMap ////` banner
+            said.setdefault(sentence, set()).add((e.file, e.qualname))
     samplers = {
         "symbol": lambda: [(e.name, {(e.file, e.qualname)}) for e in rng.sample(symbols, min(args.per_row, len(symbols)))],
-        "doc sentence": lambda: [(first_sentence(e.docstring), {(e.file, e.qualname)})
-                                 for e in rng.sample(documented, min(args.per_row, len(documented)))],
+        "doc sentence": lambda: [(sentence, said[sentence]) for e in rng.sample(documented, min(args.per_row, len(documented)))
+                                 if (sentence := first_sentence(e.docstring)) in said],
         "famous name": lambda: famous_names(entities, languages, args.per_row // 2),
         "Owner.name": lambda: owned_names(defs, rng, args.per_row // 2),
         "file stem": lambda: file_stems(entities, languages, rng, args.per_row // 2),
