@@ -181,6 +181,19 @@ def test_a_pasted_message_finds_the_code_that_says_it() -> None:
     assert quoted("for field names", 'raise KeyError("for field names")') == 0.0
 
 
+def test_a_message_written_over_several_lines_is_quoted_whole() -> None:
+    """Python, C and C++ join literals side by side, and most languages join them with `+`: a long message is
+    written over lines whose parts are each too short to be a quotation, and pasted whole."""
+    message = "could not parse the config section named by path /etc/app.toml"
+    python = 'raise ConfigError(\n    "could not parse "\n    f"the config section "\n    "named by {path}"\n)'
+    java = 'throw new ConfigException("could not parse "\n    + "the config section "\n    + "named by " + path);'
+    for body in (python, java):
+        assert quoted(message, body) > 0.6, body
+        assert quoted(message, body.replace("\n", "\n;\n")) == 0.0, body  # a statement between: three short literals
+    listed = '["could not parse",\n "the config section",\n "named by path"]'  # a list's items are separate strings
+    assert quoted(message, listed) == 0.0
+
+
 def test_words_that_many_passages_quote_alike_are_boilerplate() -> None:
     """A pasted traceback holds "Traceback (most recent call last):", which many tests write; its message line is
     what one passage raises."""

@@ -386,6 +386,8 @@ def _summary_terms(docstring: str) -> frozenset[str]:
 # how code writes a value into a message: `{name}`, `%s`, `%(name)s`, `${x}`, `#{x}`, `$name`, Swift's `\(x)`
 _PLACEHOLDER = re.compile(r"#?\{[^}]*\}|%(?:\([^)]*\))?[-#0-9.]*[a-zA-Z]|\$\{[^}]*\}|\$\w+|\\\([^)]*\)")
 # a string literal within one line, in any of the quotes the parsed languages use
+_OPENS_WITH_LITERAL = re.compile(r"^\s*(?:\+|\.\.|\.)?\s*(?:[rbfu]{1,2}|@|\$)?[\"'`]$")  # `f"`, `@"`, `+ "` (lower-cased)
+_CONTINUES = re.compile(r"\s*(?:\+|\.\.|\.|\\)?\s*$")  # after a line's last literal: the statement goes on
 _STRING_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`(?:[^`\\]|\\.)*`')
 
 
@@ -451,15 +453,23 @@ LiteralLine = tuple[frozenset[str], tuple[str, ...], tuple[tuple[str, ...], ...]
 def _literal_lines(body: str) -> tuple[frozenset[str], tuple[LiteralLine, ...]]:
     """A passage's string literals, read once per passage (a long-lived server asks about the same code again):
     every literal word, and per line that has literals, its words as a set, in order, and literal by literal
-    (lower-cased, placeholders left out)."""
+    (lower-cased, placeholders left out). A literal that the next line continues (adjacent literals, which
+    Python, C and C++ join, or a `+`, `.`, `..` or `\\` between them) is read with that line's first one as
+    one literal there: a long message is written over several lines and pasted whole."""
     lines: list[LiteralLine] = []
+    continued: list[tuple[str, ...]] = []  # the literals of a statement so far, its last one left open
     for line in body.lower().splitlines():
         if '"' not in line and "'" not in line and "`" not in line:
+            continued = []
             continue
-        literals = tuple(tuple(_WORD.findall(_PLACEHOLDER.sub(" ", m.group()))) for m in _STRING_LITERAL.finditer(line))
+        found = list(_STRING_LITERAL.finditer(line))
+        literals = [tuple(_WORD.findall(_PLACEHOLDER.sub(" ", m.group()))) for m in found]
+        if continued and found and _OPENS_WITH_LITERAL.match(line[: found[0].start() + 1]):
+            literals = continued[:-1] + [continued[-1] + literals[0]] + literals[1:]  # one message over two lines
+        continued = literals if found and _CONTINUES.match(line, found[-1].end()) else []
         quoted = tuple(w for words in literals for w in words)
         if quoted:
-            lines.append((frozenset(quoted), quoted, literals))
+            lines.append((frozenset(quoted), quoted, tuple(literals)))
     return frozenset(w for on_line, _, _ in lines for w in on_line), tuple(lines)
 
 

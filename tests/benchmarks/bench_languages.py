@@ -1,4 +1,4 @@
-"""Search on languages the dev sets lack: a registry package's Kotlin, Swift, C#, Java..., queried seven ways.
+"""Search on languages the dev sets lack: a registry package's Kotlin, Swift, C#, Java..., queried eight ways.
 
     python -m tests.benchmarks.bench_languages [--package expo-modules-core@1.12.26] [--languages kotlin,swift]
     python -m tests.benchmarks.bench_languages --registry pypi --package pythonnet@3.2.1 --languages csharp
@@ -16,7 +16,8 @@ one of the 30 names used by the most passages (`Context` in gin), where any of i
 *Owner.name* query names a member as a user does (`Lint.each`); a *file stem* asks for a module (`params` for
 `params.rb`), where any passage of the file counts; an *error message* is a message the code raises, throws,
 logs or fails a test with, pasted as a user sees it (placeholders filled with values); a *location* is a stack
-frame or compiler message that names a definition's file and first line. `--rows` picks rows,
+frame or compiler message that names a definition's file and first line; a *split message* is an error
+message written over several lines (literals side by side, or joined by `+`), pasted whole. `--rows` picks rows,
 `--ablate` adds Assay with rank signals switched off, `--misses ROW` prints that row's misses. Each prints hit@1,
 hit@10 and MRR of that definition for `assay search` beside the semble suite's in-run baseline (bm25s, stock
 tokenizer, over the same passages). It prints figures; it is not a test.
@@ -141,6 +142,7 @@ def main() -> None:
         "file stem": lambda: file_stems(entities, languages, rng, args.per_row // 2),
         "error message": lambda: error_messages(entities, languages, rng, args.per_row),
         "location": lambda: pasted_locations(defs, rng, args.per_row // 2),
+        "split message": lambda: split_messages(entities, languages, rng, args.per_row // 2),
     }
     chosen = [r.strip() for r in args.rows.split(",")] if args.rows else list(samplers)
     rows = [(label, samplers[label]()) for label in samplers if label in chosen]  # in this order: one seed, same samples
@@ -243,6 +245,55 @@ def error_messages(entities: list, languages: set[str], rng: random.Random, n: i
         sayers = {key for t, keys in written.items() if _in_order(words[t], pasted) for key in keys}
         if sayers:  # a value glued to a word ("{indent}Too few") makes a message no code says
             out.append((message, sayers))
+    return out
+
+
+_LITERAL_ANY = re.compile(r"""(["'`])((?:(?!\1)[^\\\n]|\\.)*)\1""")
+_GOES_ON = re.compile(r"""\s*(?:\+|\.\.|\.|\\)?\s*$""")  # after a line's last literal: the statement goes on
+_OPENS = re.compile(r"""^\s*(?:\+|\.\.|\.)?\s*(?:[fbruFBRU]{1,2}|@|\$)?$""")  # before a line's first literal: it continues one
+
+
+def split_messages(entities: list, languages: set[str], rng: random.Random, n: int) -> list[tuple[str, set[tuple[str, str]]]]:
+    """n messages written over two or more lines (literals side by side, which Python, C and C++ join, or joined
+    by `+`, `.`, `..` or a backslash) on an error line or just below one, pasted whole as a user sees them.
+    Sayers as for `error_messages`: every literal of four words or more whose words the message holds in order,
+    and the entity that writes the whole message."""
+    said: dict[str, set[tuple[str, str]]] = {}
+    written: dict[str, set[tuple[str, str]]] = {}
+    language: dict[tuple[str, str], str] = {}
+    for e in entities:
+        if e.kind == "file":
+            continue
+        key = (e.file, e.qualname)
+        language[key] = e.language
+        lines = e.body.splitlines()
+        run: list[str] = []  # the parts of the message being read, and the line it starts on
+        first = 0
+        for i, line in enumerate(lines + [""]):
+            found = list(_LITERAL_ANY.finditer(line))
+            if run and found and _OPENS.match(line[: found[0].start()]):
+                run.append(found[0].group(2))
+            else:
+                if len(run) >= 2:
+                    template = re.sub(r"\\[nrt]", " ", "".join(run))
+                    around = re.sub(r"([\"'`]).*?\1", "", " ".join(lines[max(0, first - 1): first + 1]))
+                    if _ERROR_LINE.search(around) and len(re.findall(r"[A-Za-z]{2,}", _PLACEHOLDER.sub(" ", template))) >= 6:
+                        said.setdefault(template, set()).add(key)
+                run, first = ([found[-1].group(2)], i) if found else ([], i)
+            for m in found:
+                template = re.sub(r"\\[nrt]", " ", m.group(2))
+                if len(re.findall(r"[A-Za-z]{2,}", _PLACEHOLDER.sub(" ", template))) >= 4:
+                    written.setdefault(template, set()).add(key)
+            if not (found and _GOES_ON.match(line, found[-1].end())):
+                run = []
+    once = sorted(t for t, keys in said.items() if len(keys) == 1 and language[next(iter(keys))] in languages)
+    words = {t: _words(_PLACEHOLDER.sub(" ", t)) for t in written}
+    out = []
+    for template in rng.sample(once, min(n, len(once))):
+        message = " ".join(_PLACEHOLDER.sub(lambda _: rng.choice(_VALUES), template).split()).strip(" :.,")
+        pasted = _words(message)
+        sayers = {key for t, keys in written.items() if _in_order(words[t], pasted) for key in keys} | said[template]
+        out.append((message, sayers))
     return out
 
 
