@@ -148,6 +148,16 @@ def test_a_sentence_that_is_a_passages_doc_summary_finds_that_passage() -> None:
     other = cand("openapi/utils.py", "get_openapi", bm25=6.0, distance=0.45)
     assert order("OpenAPI schema generation", [long_doc, other], **only("doc_match"))[0] == "openapi/utils.py:get_openapi"
     assert "doc" not in rank("OpenAPI schema generation", [long_doc], RankConfig(**only("doc_match")))[0].rank_signals
+    # a doc whose summary sentence runs on into its parameters with no blank line: the sentence is the summary
+    splitlines = cand("pl/stringx.lua", "stringx.splitlines", bm25=5.1, distance=0.45, language="lua")
+    splitlines.docstring = ("Split a string into a list of lines.\n`\"\\n\"` and `\"\\r\\n\"` are considered line ends.\n"
+                            "They are not included in the lines unless `keepends` is passed.\n@string s the string.\n"
+                            "@bool[opt] keep_ends include line ends.\n@return List of lines")
+    split = cand("pl/List.lua", "List.split", bm25=5.0, distance=0.39, language="lua")
+    split.docstring = "Split a string using a delimiter."
+    query = "Split a string into a list of lines."
+    assert order(query, [split, splitlines], **only("doc_match"))[0] == "pl/stringx.lua:stringx.splitlines"
+    assert order(query, [split, splitlines], **only(""))[0] == "pl/List.lua:List.split"
 
 
 def quoted(query: str, body: str) -> float:
@@ -230,6 +240,22 @@ def test_a_tests_failure_message_asks_for_that_test_unless_product_code_says_it(
     assert order(message, pool(False), **only("phrase", penalties=True))[0] == "binding/binding_test.go:testProtoBodyBindingFail"
     assert order(message, pool(False), **only("penalties"))[0] == "binding/protobuf.go:protobufBinding.BindBody"
     assert order(message, pool(True), **only("phrase", penalties=True))[0] == "binding/protobuf.go:protobufBinding.BindBody"
+
+
+def test_a_tests_whole_doc_summary_asks_for_that_test_unless_product_code_has_it() -> None:
+    """pytest documents its regression tests ("Fix infinite recursion when writing pyc files: ..."); a query that is
+    all of one's doc summary asks for that test, which the test penalty had sunk below the code it exercises."""
+    doc = "Writing pyc files no longer recurses when an import hook triggers another write."
+
+    def pool(product_doc: str) -> list[Candidate]:
+        test = cand("testing/test_rewrite.py", "test_rewrite_recursion", bm25=9.0, distance=0.35).model_copy(
+            update={"docstring": doc})
+        product = cand("src/rewrite.py", "write_pyc", bm25=8.0, distance=0.4).model_copy(update={"docstring": product_doc})
+        return [product, test]
+
+    assert order(doc, pool("Write the pyc file."), **only("doc_match", penalties=True))[0] == "testing/test_rewrite.py:test_rewrite_recursion"
+    assert order(doc, pool("Write the pyc file."), **only("penalties"))[0] == "src/rewrite.py:write_pyc"
+    assert order(doc, pool(doc), **only("doc_match", penalties=True))[0] == "src/rewrite.py:write_pyc"
 
 
 def test_file_and_folder_names_that_carry_the_query_lift_a_passage() -> None:

@@ -41,6 +41,7 @@ from stages.core.artifacts import DEFINITION_KINDS as NAMING_KINDS
 from stages.core.path_roles import is_test_path
 from stages.index.tokens import tokenize
 from stages.query.judge.local import question_identifiers
+from stages.query.synthesize import first_sentence
 
 
 class RankConfig(BaseModel):
@@ -67,7 +68,7 @@ class RankConfig(BaseModel):
     callee_boost: float = 0.6
     diversity_decay: float = 0.5
     diversity_floor: float = 0.25
-    doc_boost: float = 0.6  # as much as defining a name the query uses: 0.3 lost to the definition of a name the doc cites
+    doc_boost: float = 0.9  # more than defining a name the query uses: at 0.3 and 0.6 the definition of a name the doc cites won
     doc_min_words: int = 4  # a sentence, not a phrase: "OpenAPI schema generation" matches many summaries
     doc_min_recall: float = 0.75  # of the query's terms, in the summary
     doc_min_precision: float = 0.5  # of the summary's terms, in the query
@@ -369,18 +370,23 @@ def doc_match(shape: QueryShape, docstring: str, cfg: RankConfig) -> float:
     """How much of the query the passage's doc summary says (0 unless the two are nearly the same sentence): the
     passage the query *describes*. A doc line often names other code ("Like `find_nfa`, but fills in
     captures."), and without this the definition of the named code won."""
-    summary = _summary_terms(docstring)
-    common = len(shape.terms & summary)
-    recall = common / len(shape.terms) if shape.terms else 0.0
-    if recall >= cfg.doc_min_recall and common >= cfg.doc_min_precision * len(summary):
-        return recall
-    return 0.0
+    best = 0.0
+    for summary in _summary_terms(docstring):
+        common = len(shape.terms & summary)
+        recall = common / len(shape.terms) if shape.terms else 0.0
+        if recall >= cfg.doc_min_recall and common >= cfg.doc_min_precision * len(summary):
+            best = max(best, recall)
+    return best
 
 
 @lru_cache(maxsize=65536)
-def _summary_terms(docstring: str) -> frozenset[str]:
-    """The doc's first paragraph, as the lexical index tokenizes it; a long doc's later paragraphs would match any query."""
-    return frozenset(tokenize(docstring.strip().split("\n\n", 1)[0]))
+def _summary_terms(docstring: str) -> tuple[frozenset[str], ...]:
+    """The doc's summary, as the lexical index tokenizes it: its first paragraph, and its first sentence, which
+    Javadoc, rustdoc, JSDoc and LDoc make the summary when no blank line ends it (penlight's `splitlines` doc runs
+    on into its `@param` lines). A long doc's later paragraphs would match any query."""
+    paragraph = docstring.strip().split("\n\n", 1)[0]
+    sentence = first_sentence(paragraph)
+    return tuple(frozenset(tokenize(text)) for text in dict.fromkeys((paragraph, sentence)))
 
 
 # how code writes a value into a message: `{name}`, `%s`, `%(name)s`, `${x}`, `#{x}`, `$name`, Swift's `\(x)`
@@ -593,8 +599,11 @@ def rank(
     if cfg.penalties:
         # a message that product code says too comes from there: the test that repeats it is checking it
         product_quote = max((quotes[c.id] for c in candidates if c.id in quotes and "test" not in path_kinds(c.file)), default=0.0)
+        # a query that is all of a test's doc summary, and no product code's, asks for that test
+        product_doc = max((signals[c.id].get("doc", 0.0) for c in candidates if "test" not in path_kinds(c.file)), default=0.0)
         for c in candidates:
-            pointed = signals[c.id].get("phrase", 0.0) > product_quote or "located" in signals[c.id]
+            pointed = (signals[c.id].get("phrase", 0.0) > product_quote or "located" in signals[c.id]
+                       or signals[c.id].get("doc", 0.0) >= 1.0 > product_doc)
             found = penalties(shape, c, legacy, pointed_at=pointed, built=built)
             if found:
                 factor = math.prod(found.values())

@@ -129,7 +129,7 @@ def main() -> None:
     symbols = [e for e in defs if by_name[e.name] == 1 and len(e.name) > 3]
     documented = [e for e in defs if len(e.docstring.split()) >= 5]
     said: dict[str, set[tuple[str, str]]] = {}  # a doc sentence, and every definition whose doc opens with it
-    for e in defs:
+    for e in entities:  # in any language: expo's Objective-C protocol and its Java interface share their docs
         sentence = first_sentence(e.docstring)
         if len(re.findall(r"[A-Za-z]{2,}", sentence)) >= 5:  # a sentence, not a `//////// ZodMap ////` banner
             said.setdefault(sentence, set()).add((e.file, e.qualname))
