@@ -288,6 +288,11 @@ def test_tests_docs_examples_stubs_legacy_and_shims_sink_unless_asked_for() -> N
         pool = [noise, cand("pkg/cache.py", "evict_entries", bm25=8.0, distance=0.45)]
         assert order("cache eviction", pool, **only("penalties"))[0] == "pkg/cache.py:evict_entries", noise.file
         assert order("cache eviction", pool, **only(""))[0] != "pkg/cache.py:evict_entries", noise.file
+    guards = cand("lib/lz4.h", "lib/lz4.h (top-level 116-125)", kind="window", bm25=10.0, distance=0.4, language="c",
+                  body='#if !defined(LZ4_memset)\n#  error "LZ4_FREESTANDING requires macro LZ4_memset"\n#endif\n#define LZ4_HEAPMODE 0')
+    assert "re-export" not in rank("cache eviction", [guards], RankConfig(**only("penalties")))[0].rank_signals  # no shim
+    includes = guards.model_copy(update={"body": '#include "lz4.h"\n#include "lz4hc.h"\n#include "lz4frame.h"'})
+    assert "re-export" in rank("cache eviction", [includes], RankConfig(**only("penalties")))[0].rank_signals  # an umbrella header
     note = cand(".assay/notes", "note: cache decisions", kind="note", bm25=10.0, distance=0.4)  # a hidden folder, yet kept
     assert order("cache eviction", [cand("pkg/cache.py", "evict_entries", bm25=8.0, distance=0.45), note], **only("penalties"))[0].startswith(".assay")
     named = [cand("tests/test_cache.py", "TestCache", kind="class", bm25=10.0, distance=0.4),

@@ -98,7 +98,7 @@ _LEGACY_PART = re.compile(r"^(deprecated|legacy|compat|_?compat\w*|backports?|ol
 _REEXPORT_LINE = re.compile(
     r"^\s*(from\s+\S+\s+import\b|import\b|export\s+(\*|\{|type\s+\{|\w+\s+from\b)|export\s+\*|__all__\b|"
     r"(pub(\([^)]*\))?\s+)?(use|mod)\s+[\w:{}, *]+;|extern\s+crate\b|"  # Rust's lib.rs / mod.rs
-    r"module\.exports\s*=\s*require|(const|let|var)\s+\w+\s*=\s*require\(|\}\s*from\s|[\w\s]+,\s*$|[)}\]];?\s*$|#|//|\"\"\"|''')"
+    r"module\.exports\s*=\s*require|(const|let|var)\s+\w+\s*=\s*require\(|\}\s*from\s|[\w\s]+,\s*$|[)}\]];?\s*$|#(?!\s*(?:if|ifdef|ifndef|elif|else|endif|define|undef|error|warning|pragma)\b)|//|\"\"\"|''')"
 )
 _TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "fixture", "fixtures", "mock", "pytest"})
 _DOC_WORDS = frozenset({"doc", "docs", "documentation", "readme", "guide", "tutorial", "changelog", "skill"})
