@@ -24,6 +24,19 @@ def test_frames_and_compiler_messages_name_places() -> None:
     assert locations("version 1.2:3 of the API") == []  # no extension-like suffix: not a file
 
 
+def test_a_file_without_an_extension_is_a_place_when_the_index_has_it() -> None:
+    """bats' scripts and Makefiles have no extension; `name:number` is read last, and only an indexed file of that
+    name makes it a place (`localhost:8080` is none)."""
+    assert locations("libexec/bats-core/bats-exec-test:291:5: error: unexpected token") == [
+        ("libexec/bats-core/bats-exec-test", 291, "")]
+    assert locations("make: *** [Makefile:12: all] Error 1") == [("Makefile", 12, "")]
+    assert locations("tool:3 failed after src/lib.rs:12:5") == [("src/lib.rs", 12, ""), ("tool", 3, "")]
+    assert locations("GET http://localhost:8080/users at 12:30:45") == []
+    files = ["libexec/bats-core/bats-exec-test", "Makefile", "src/lib.rs"]
+    assert resolve("/usr/libexec/bats-core/bats-exec-test", files) == ["libexec/bats-core/bats-exec-test"]
+    assert resolve("localhost", files) == []
+
+
 def test_a_pasted_path_finds_the_workspace_file_by_its_longest_suffix() -> None:
     files = ["src/_pytest/_io/pprint.py", "src/_pytest/python.py", "testing/python/approx.py", "a/utils.py", "b/utils.py",
              "c/utils.py", "d/utils.py"]

@@ -24,10 +24,14 @@ _LOCATION = re.compile(
     r'|(?:at (?P<b_name>[\w$.<>]+) ?\()?(?P<b>[\w.~@+\-/\\]*[\w\-]\.[A-Za-z][\w+]{0,5}):(?P<b_line>\d+)'
     r'|(?P<c>[\w.~@+\-/\\]*[\w\-]\.[A-Za-z][\w+]{0,5})\((?P<c_line>\d+)(?:,\d+)?\)'
 )
+# a file without an extension, then a line (`libexec/bats-core/bats-exec-test:291`, `Makefile:12`): a place only
+# if an indexed file has that name, so it is read after the others and `resolve` decides
+_BARE_LOCATION = re.compile(r"(?<![\w.~@+\-/\\:])(?P<d>/?(?:[\w.~@+\-]+/)*[A-Za-z_][\w\-]*):(?P<d_line>\d+)\b")
 
 
 def locations(query: str) -> list[tuple[str, int, str]]:
-    """(path, line, function name or '') for each place the query names, in the order it names them, each once.
+    """(path, line, function name or '') for each place the query names, in the order it names them, each once
+    (paths without an extension after the others).
     A frame's name (Python's `, in send`, a JVM or Node frame's `at Foo.send (`) tells apart definitions that
     share a line."""
     found: list[tuple[str, int, str]] = []
@@ -39,9 +43,11 @@ def locations(query: str) -> list[tuple[str, int, str]]:
                 if place not in found:
                     found.append(place)
                 break
-        if len(found) >= MAX_LOCATIONS:
-            break
-    return found
+    for m in _BARE_LOCATION.finditer(query):
+        place = (m.group("d"), int(m.group("d_line")), "")
+        if place not in found:
+            found.append(place)
+    return found[:MAX_LOCATIONS]
 
 
 def resolve(path: str, files: Iterable[str]) -> list[str]:
