@@ -79,8 +79,8 @@ class RankConfig(BaseModel):
     phrase_boilerplate: int = 4  # passages of the pool that quote the same words: boilerplate, not the source
     phrase_template_share: float = 0.8  # of one string literal's words (placeholders aside), in the query in order
     location: bool = True
-    built_copies: bool = True  # sink what a build wrote from an indexed source (a penalty: off with `penalties` too)
     location_boost: float = 2.0  # a pasted file and line is the user pointing at the code
+    built_copies: bool = True  # sink what a build wrote from an indexed source (a penalty: off with `penalties` too)
 
 
 DEFINITION_KINDS = NAMING_KINDS | {"module"}
@@ -269,8 +269,9 @@ def penalties(shape: QueryShape, c: Candidate, legacy: frozenset[str], pointed_a
               built: frozenset[str] = frozenset()) -> dict[str, float]:
     """Factors <= 1 for kinds of files that rarely answer a question, unless the query asks for them.
     They compose: a prose file in a hidden folder sinks further than either alone. `pointed_at`: the query pastes
-    this passage's place, or its words as written (`phrase_match`) where no product code says them as fully: a
-    test's failure message or frame asks for that test."""
+    this passage's place, or its words as written (`phrase_match`) where no product code says them as fully, or
+    is all of its doc summary where no product code's is: a test's failure message, frame or doc asks for that
+    test, and a frame in a built file for that file."""
     if c.kind == "note":
         return {}  # the team's own recorded decisions are never noise
     kinds = path_kinds(c.file)
@@ -391,9 +392,9 @@ def _summary_terms(docstring: str) -> tuple[frozenset[str], ...]:
 
 # how code writes a value into a message: `{name}`, `%s`, `%(name)s`, `${x}`, `#{x}`, `$name`, Swift's `\(x)`
 _PLACEHOLDER = re.compile(r"#?\{[^}]*\}|%(?:\([^)]*\))?[-#0-9.]*[a-zA-Z]|\$\{[^}]*\}|\$\w+|\\\([^)]*\)")
-# a string literal within one line, in any of the quotes the parsed languages use
 _OPENS_WITH_LITERAL = re.compile(r"^\s*(?:\+|\.\.|\.)?\s*(?:[rbfu]{1,2}|@|\$)?[\"'`]$")  # `f"`, `@"`, `+ "` (lower-cased)
 _CONTINUES = re.compile(r"\s*(?:\+|\.\.|\.|\\)?\s*$")  # after a line's last literal: the statement goes on
+# a string literal within one line, in any of the quotes the parsed languages use
 _STRING_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`(?:[^`\\]|\\.)*`')
 
 

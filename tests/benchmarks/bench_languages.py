@@ -269,23 +269,29 @@ def split_messages(entities: list, languages: set[str], rng: random.Random, n: i
         lines = e.body.splitlines()
         run: list[str] = []  # the parts of the message being read, and the line it starts on
         first = 0
-        for i, line in enumerate(lines + [""]):
+
+        def flush() -> None:
+            if len(run) >= 2:
+                template = re.sub(r"\\[nrt]", " ", "".join(run))
+                around = re.sub(r"([\"'`]).*?\1", "", " ".join(lines[max(0, first - 1): first + 1]))
+                if _ERROR_LINE.search(around) and len(re.findall(r"[A-Za-z]{2,}", _PLACEHOLDER.sub(" ", template))) >= 6:
+                    said.setdefault(template, set()).add(key)
+
+        for i, line in enumerate(lines):
             found = list(_LITERAL_ANY.finditer(line))
             if run and found and _OPENS.match(line[: found[0].start()]):
                 run.append(found[0].group(2))
             else:
-                if len(run) >= 2:
-                    template = re.sub(r"\\[nrt]", " ", "".join(run))
-                    around = re.sub(r"([\"'`]).*?\1", "", " ".join(lines[max(0, first - 1): first + 1]))
-                    if _ERROR_LINE.search(around) and len(re.findall(r"[A-Za-z]{2,}", _PLACEHOLDER.sub(" ", template))) >= 6:
-                        said.setdefault(template, set()).add(key)
+                flush()
                 run, first = ([found[-1].group(2)], i) if found else ([], i)
             for m in found:
                 template = re.sub(r"\\[nrt]", " ", m.group(2))
                 if len(re.findall(r"[A-Za-z]{2,}", _PLACEHOLDER.sub(" ", template))) >= 4:
                     written.setdefault(template, set()).add(key)
             if not (found and _GOES_ON.match(line, found[-1].end())):
+                flush()  # the message ends on this line (`"...")`)
                 run = []
+        flush()
     once = sorted(t for t, keys in said.items() if len(keys) == 1 and language[next(iter(keys))] in languages)
     words = {t: _words(_PLACEHOLDER.sub(" ", t)) for t in written}
     out = []
