@@ -598,10 +598,11 @@ def rank(
             scores[c.id] += cfg.coherence_boost * mass[c.file]
             signals[c.id]["file"] = mass[c.file]
     if cfg.penalties:
+        product = [signals[c.id] for c in candidates if "test" not in path_kinds(c.file)]
         # a message that product code says too comes from there: the test that repeats it is checking it
-        product_quote = max((quotes[c.id] for c in candidates if c.id in quotes and "test" not in path_kinds(c.file)), default=0.0)
+        product_quote = max((sig.get("phrase", 0.0) for sig in product), default=0.0)
         # a query that is all of a test's doc summary, and no product code's, asks for that test
-        product_doc = max((signals[c.id].get("doc", 0.0) for c in candidates if "test" not in path_kinds(c.file)), default=0.0)
+        product_doc = max((sig.get("doc", 0.0) for sig in product), default=0.0)
         for c in candidates:
             pointed = (signals[c.id].get("phrase", 0.0) > product_quote or "located" in signals[c.id]
                        or signals[c.id].get("doc", 0.0) >= 1.0 > product_doc)
