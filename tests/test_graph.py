@@ -302,6 +302,23 @@ def test_importing_a_submodule_by_name_counts_for_the_submodule(tmp_path: Path) 
     assert graph.file_importers(catalog) == {"pkg/util.py": 2, "pkg/__init__.py": 1}
 
 
+def test_a_go_import_names_a_package_folder_not_a_file_and_never_the_standard_library(tmp_path: Path) -> None:
+    """`import "errors"` is Go's own package, not the workspace's `errors.go`; an import path brings in its
+    package's files (found by the path's tail in a module checkout, or by the whole path in a GOPATH tree) but not
+    their tests."""
+    pkg = "package web\n\nfunc Handle() int { return 1 }\n"
+    catalog = load(tmp_path, {
+        "errors.go": "package web\n\ntype Error struct{}\n",
+        "binding/json.go": "package binding\n\nfunc Decode() int { return 1 }\n",
+        "binding/json_test.go": "package binding\n\nfunc TestDecode() {}\n",
+        "src/github.com/acme/kit/render/html.go": "package render\n\nfunc HTML() int { return 1 }\n",
+        "context.go": pkg.replace("Handle", "Context").replace('package web\n', 'package web\n\nimport (\n\t"errors"\n\t"net/http"\n)\n'),
+        "router.go": pkg.replace('package web\n', 'package web\n\nimport (\n\t"errors"\n\t"example.com/web/binding"\n)\n'),
+        "render.go": pkg.replace('package web\n', 'package web\n\nimport "github.com/acme/kit/render"\n'),
+    })
+    assert graph.file_importers(catalog) == {"binding/json.go": 1, "src/github.com/acme/kit/render/html.go": 1}
+
+
 def test_commonjs_requires_are_imports() -> None:
     src = (b"var methods = require('./utils').methods;\nvar View = require('./view');\nconst { a, b: c } = require('./u2');\n"
            b"var debug = require('debug')('app');\nconst x = load('./not-a-require');\n")

@@ -33,6 +33,14 @@ _JS_SUFFIX = re.compile(r"\.(?:js|jsx|mjs|cjs|ts|tsx|mts|cts)$")
 _SOURCE_SUFFIXES = (".py", ".pyi", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", "/index.ts", "/index.js", "/__init__.py",
                     ".go", ".rs", "/mod.rs", ".java")
 
+# the first element of every Go standard library import path (go1.23); a module's own paths start with its domain or name
+_GO_STANDARD = frozenset({
+    "archive", "bufio", "builtin", "bytes", "cmp", "compress", "container", "context", "crypto", "database", "debug",
+    "embed", "encoding", "errors", "expvar", "flag", "fmt", "go", "hash", "html", "image", "index", "io", "iter", "log",
+    "maps", "math", "mime", "net", "os", "path", "plugin", "reflect", "regexp", "runtime", "slices", "sort", "strconv",
+    "strings", "structs", "sync", "syscall", "testing", "text", "time", "unicode", "unique", "unsafe", "weak", "C",
+})
+
 
 class GraphRow(BaseModel):
     """One site: the definition it sits in (or reaches), where, and how sure the link is."""
@@ -68,6 +76,7 @@ class Graph:
         self.catalog = catalog
         self._files: list[str] | None = None
         self._keys: dict[str, list[tuple[str, str]]] | None = None
+        self._go_folders: dict[str, list[str]] | None = None
         self.by_file = lru_cache(maxsize=512)(self._by_file)
         self.by_name = lru_cache(maxsize=4096)(self._by_name)
         self.imports = lru_cache(maxsize=512)(self._imports)
@@ -116,12 +125,26 @@ class Graph:
                 rest = module.lstrip(".").replace(".", "/")
                 base = posixpath.join(folder, rest) if rest else folder
             return sorted({f for key, f in self._module_keys().get(base.rsplit("/", 1)[-1], []) if key == base})
+        if from_file.endswith(".go"):
+            return self._go_package(module)
         path = module.replace("::", "/").replace(".", "/").removeprefix("crate/").removeprefix("self/")
-        found = sorted({f for key, f in self._module_keys().get(path.rsplit("/", 1)[-1], [])
-                        if key == path or key.endswith("/" + path)})
-        if not found and "/" in module:  # Go: an import path names a package folder
-            found = [f for f in self.files if f.endswith(".go") and posixpath.dirname(f).endswith(module.rsplit("/", 1)[-1])]
-        return found
+        return sorted({f for key, f in self._module_keys().get(path.rsplit("/", 1)[-1], [])
+                       if key == path or key.endswith("/" + path)})
+
+    def _go_package(self, path: str) -> list[str]:
+        """A Go import path names a package folder, and brings in its files but not their tests. The folder is the
+        import path's tail (`binding` in a checkout of `github.com/gin-gonic/gin`) or ends with it (a GOPATH tree);
+        the standard library's packages (`errors`, `net/http`) are never the workspace's own `errors.go`."""
+        if path.split("/", 1)[0] in _GO_STANDARD:
+            return []
+        if self._go_folders is None:
+            self._go_folders = {}
+            for f in self.files:
+                if f.endswith(".go") and not f.endswith("_test.go"):
+                    self._go_folders.setdefault(posixpath.dirname(f), []).append(f)
+        return sorted(f for folder, files in self._go_folders.items()
+                      if folder and (folder == path or folder.endswith("/" + path) or path.endswith("/" + folder))
+                      for f in files)
 
     def defined_in(self, files: list[str], name: str, hops: int = 1) -> list[Entity]:
         """Top-level `name` in the given files, following one re-export (`from .x import name` in `__init__`)."""
