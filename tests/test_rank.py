@@ -265,6 +265,14 @@ def test_file_and_folder_names_that_carry_the_query_lift_a_passage() -> None:
     assert order("websocket endpoint", pool, **only(""))[0] == "app/routing.py:add_route"
 
 
+def test_a_file_stem_that_runs_two_query_words_together_or_is_private_carries_them() -> None:
+    """`pikevm.rs` is named by "Pike VM" as much as `pike_vm.rs` would be; `_classpath.py` names the class path."""
+    for query, named in (("Pike VM simulation", "src/pikevm.rs"), ("building the class path", "jpype/_classpath.py")):
+        pool = [cand("src/exec.rs", "exec", bm25=10.0, distance=0.4), cand(named, "run", bm25=9.0, distance=0.42)]
+        assert order(query, pool, **only("path"))[0] == f"{named}:run", query
+        assert order(query, pool, **only(""))[0] == "src/exec.rs:exec", query
+
+
 def test_several_good_passages_in_one_file_lift_the_file() -> None:
     pool = [cand("b.py", "lone", bm25=10.0, distance=0.4),
             *[cand("a.py", f"part{i}", bm25=9.0, distance=0.42) for i in range(3)]]

@@ -121,6 +121,11 @@ class QueryShape:
     word_sequence: tuple[str, ...]  # the words in order, lower-cased (`phrase_match` finds them in string literals)
 
     @cached_property
+    def compounds(self) -> frozenset[str]:
+        """Two adjacent words run together, as a lower-case file stem writes them (`Pike VM`: `pikevm.rs`)."""
+        return frozenset(a + b for a, b in zip(self.word_sequence, self.word_sequence[1:]))
+
+    @cached_property
     def short_names(self) -> frozenset[str]:
         return frozenset(re.split(r"[.:#]+", i.rstrip("()"))[-1] for i in self.identifiers)
 
@@ -159,9 +164,11 @@ def path_tokens(path: str) -> tuple[frozenset[str], frozenset[str]]:
     """(file-stem tokens, folder tokens), stemmed like the lexical index."""
     parts = PurePosixPath(path).parts
     stem = PurePosixPath(path).stem
-    return frozenset(tokenize(stem.replace("-", "_").replace(".", "_"))), frozenset(
-        t for d in parts[:-1] for t in tokenize(d.replace("-", "_").replace(".", "_"))
-    )
+
+    def words(part: str) -> list[str]:  # a private module's `_classpath` names the class path too
+        return tokenize(part.replace("-", "_").replace(".", "_").strip("_"))
+
+    return frozenset(words(stem)), frozenset(t for d in parts[:-1] for t in words(d))
 
 
 def path_match(shape: QueryShape, path: str) -> float:
@@ -170,6 +177,7 @@ def path_match(shape: QueryShape, path: str) -> float:
         return 0.0
     stem, dirs = path_tokens(path)
     score = sum(1.0 if t in stem else 0.5 if t in dirs else 0.0 for t in shape.terms)
+    score += 2.0 * len(stem & shape.compounds)  # both words are named
     return min(1.0, score / len(shape.terms))
 
 
