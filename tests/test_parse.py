@@ -303,6 +303,11 @@ def test_doc_comments_reach_definitions_however_the_grammar_nests_them() -> None
     assert ents["Rack.BodyProxy"].docstring == "Proxy for response bodies."
     assert ents["Rack.BodyProxy.initialize"].docstring == "Wraps the body."
     assert windows == [] and ents["body_proxy.rb"].docstring == ""
+    spaced = (b"# frozen_string_literal: true\n\nclass Top\nend\n\nmodule Rack\n  # Rack::URLMap maps paths to apps.\n"
+              b"  # It dispatches accordingly.\n\n  class URLMap\n  end\nend\n")
+    ents, windows = parsed(spaced, "urlmap.rb", "ruby")  # YARD's rule: one blank line may part a doc from its class
+    assert ents["Rack.URLMap"].docstring == "Rack::URLMap maps paths to apps.\nIt dispatches accordingly."
+    assert ents["Top"].docstring == "" and windows == []  # the magic comment above `class Top` is no doc
 
 
 def test_a_function_written_as_several_equations_is_one_definition() -> None:

@@ -38,8 +38,8 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 # of block words only; 16: Ruby wrapper modules are namespaces; 17: TypeScript namespaces; 18: doc-comment link
 # targets dropped; 19: Go package-level vars; 20: PHP namespaces; 21: a C++ definition outside its class is named
 # by its own name under its owner's, a C typedef by its name without pointer or function declarators; 22: so are
-# Ruby's `class A::B` and Lua's `function M.f` / `M:f`).
-PARSER_VERSION = 22
+# Ruby's `class A::B` and Lua's `function M.f` / `M:f`; 23: a Ruby doc comment may sit one blank line above).
+PARSER_VERSION = 23
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -301,6 +301,9 @@ class _Extractor:
                 continue
             break
         line = first = lead.start_point[0]
+        if self.language == "ruby" and prev is not None and prev.type in self.spec.comment_types \
+                and not _is_banner("ruby", [prev]):
+            line -= 1  # YARD reads a comment one blank line above as the doc too (rack writes every class's so)
         while self.language in ("kotlin", "haskell") and prev is not None and prev.type not in self.spec.comment_types and prev.named_children:
             prev = prev.named_children[-1]  # both grammars file the doc of the first definition under the imports
         while prev is not None and prev.type in self.spec.comment_types and _end_line(prev) >= line and not self._trails_code(prev):
