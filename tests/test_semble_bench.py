@@ -175,3 +175,16 @@ def test_a_cached_sdist_under_its_normalised_name_is_found(tmp_path: Path, monke
     assert sb.download(sb.Source("pypi", "JPype1", "1.7.1"), tmp_path) == tmp_path / "jpype1-1.7.1.tar.gz"
     with pytest.raises(RuntimeError, match="could not download Missing 2.0"):
         sb.download(sb.Source("pypi", "Missing", "2.0"), tmp_path)
+
+
+def test_every_topic_file_loads_as_semble_queries_and_names_its_package() -> None:
+    """`bench_topics`' questions in words: each file is in the benchmark's shape, with a package to fetch."""
+    from tests.benchmarks import bench_topics
+
+    files = sorted(p.stem for p in bench_topics.TOPICS.glob("*.json"))
+    assert files and set(files) == set(bench_topics.PACKAGES)
+    for topic in files:
+        queries = bench_topics.load(topic)
+        assert len(queries) >= 10, topic
+        assert all(q.targets and q.category in sb.CATEGORIES and q.query.strip() for q in queries), topic
+        assert len({q.query for q in queries}) == len(queries), topic
