@@ -308,6 +308,8 @@ def test_doc_comments_reach_definitions_however_the_grammar_nests_them() -> None
     ents, windows = parsed(spaced, "urlmap.rb", "ruby")  # YARD's rule: one blank line may part a doc from its class
     assert ents["Rack.URLMap"].docstring == "Rack::URLMap maps paths to apps.\nIt dispatches accordingly."
     assert ents["Top"].docstring == "" and windows == []  # the magic comment above `class Top` is no doc
+    licensed = b"# Copyright 2020 Acme Inc.\n# See the LICENSE file.\n\nclass Top\nend\n"
+    assert parsed(licensed, "top.rb", "ruby")[0]["Top"].docstring == ""  # nor is a licence, whatever its last line
 
 
 def test_a_function_written_as_several_equations_is_one_definition() -> None:

@@ -300,16 +300,19 @@ class _Extractor:
                 prev = span.prev_sibling
                 continue
             break
-        line = first = lead.start_point[0]
-        if self.language == "ruby" and prev is not None and prev.type in self.spec.comment_types \
-                and not _is_banner("ruby", [prev]):
+        line = first = top = lead.start_point[0]
+        if self.language == "ruby":
             line -= 1  # YARD reads a comment one blank line above as the doc too (rack writes every class's so)
         while self.language in ("kotlin", "haskell") and prev is not None and prev.type not in self.spec.comment_types and prev.named_children:
             prev = prev.named_children[-1]  # both grammars file the doc of the first definition under the imports
+        nodes: list[Node] = []
         while prev is not None and prev.type in self.spec.comment_types and _end_line(prev) >= line and not self._trails_code(prev):
             comments.append(node_text(prev).rstrip())  # a Rust line comment holds its newline
+            nodes.append(prev)
             line = first = prev.start_point[0]
             prev = prev.prev_sibling
+        if nodes and _end_line(nodes[0]) < top and _is_banner(self.language, nodes[::-1]):
+            return [], top  # a magic comment or a licence one blank line above a class is no doc
         return comments, first
 
     def _trails_code(self, comment: Node) -> bool:
