@@ -285,6 +285,7 @@ def test_tests_docs_examples_stubs_legacy_and_shims_sink_unless_asked_for() -> N
         cand("tests/test_cache.py", "test_evict", bm25=10.0, distance=0.4),
         cand("docs/cache.md", "Cache", kind="section", language="markdown", bm25=10.0, distance=0.4),
         cand("examples/cache_demo.py", "main", bm25=10.0, distance=0.4),
+        cand("doc/api/cache.py", "evict", bm25=10.0, distance=0.4),  # a docs tree's code shows the product
         cand("pkg/cache.pyi", "evict", bm25=10.0, distance=0.4),
         cand("pkg/deprecated/cache.py", "evict", bm25=10.0, distance=0.4),
         cand("pkg/__init__.py", "pkg/__init__.py (top-level 1-3)", kind="window", bm25=10.0, distance=0.4,
@@ -301,6 +302,11 @@ def test_tests_docs_examples_stubs_legacy_and_shims_sink_unless_asked_for() -> N
     assert "re-export" not in rank("cache eviction", [guards], RankConfig(**only("penalties")))[0].rank_signals  # no shim
     includes = guards.model_copy(update={"body": '#include "lz4.h"\n#include "lz4hc.h"\n#include "lz4frame.h"'})
     assert "re-export" in rank("cache eviction", [includes], RankConfig(**only("penalties")))[0].rank_signals  # an umbrella header
+    guide = cand("docs/cache.md", "Eviction", kind="section", language="markdown", bm25=10.0, distance=0.4)
+    readme = guide.model_copy(update={"file": "README.md", "id": "readme"})
+    assert rank("cache eviction", [guide], RankConfig(**only("penalties")))[0].rank_score < \
+        rank("cache eviction", [readme], RankConfig(**only("penalties")))[0].rank_score  # a docs tree's prose sinks further
+    assert "docs" not in rank("cache eviction docs", [guide], RankConfig(**only("penalties")))[0].rank_signals
     note = cand(".assay/notes", "note: cache decisions", kind="note", bm25=10.0, distance=0.4)  # a hidden folder, yet kept
     assert order("cache eviction", [cand("pkg/cache.py", "evict_entries", bm25=8.0, distance=0.45), note], **only("penalties"))[0].startswith(".assay")
     named = [cand("tests/test_cache.py", "TestCache", kind="class", bm25=10.0, distance=0.4),

@@ -94,6 +94,7 @@ _CAMEL_WORD = re.compile(r"\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b|\b[A-Z]{2,}[a-z][
 _NAME_WORD = re.compile(r"(?<=\w )[A-Z][a-z][A-Za-z0-9]+\b")  # a capitalised word inside a sentence names a class
 _VERSION_DIR = re.compile(r"^v(\d+)$")
 _EXAMPLE_PART = re.compile(r"^(examples?|samples?|demos?|docs_src|tutorials?|benchmarks?|benches|locales?|i18n|l10n|translations?)$")
+_DOCS_PART = re.compile(r"^(docs?|documentation)$")  # a docs tree's code is its examples and build scripts
 _LEGACY_PART = re.compile(r"^(deprecated|legacy|compat|_?compat\w*|backports?|old)$")
 _REEXPORT_LINE = re.compile(
     r"^\s*(from\s+\S+\s+import\b|import\b|export\s+(\*|\{|type\s+\{|\w+\s+from\b)|export\s+\*|__all__\b|"
@@ -253,7 +254,7 @@ def _copies_for(paths: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
 
 @lru_cache(maxsize=65536)
 def path_kinds(path: str) -> frozenset[str]:
-    """What a file's path says it is (test, example, legacy-named, stub, hidden, private); cached per path."""
+    """What a file's path says it is (test, example, docs, legacy-named, stub, hidden, private); cached per path."""
     parts = [p.lower() for p in PurePosixPath(path).parts]
     folders = parts[:-1]
     name = parts[-1] if parts else ""
@@ -262,6 +263,8 @@ def path_kinds(path: str) -> frozenset[str]:
         kinds.add("test")
     if any(_EXAMPLE_PART.match(p) for p in folders):
         kinds.add("example")
+    if any(_DOCS_PART.match(p) for p in folders):
+        kinds.add("docs")
     if any(_LEGACY_PART.match(p) for p in folders):
         kinds.add("legacy")
     if name.endswith((".pyi", ".d.ts", ".d.mts", ".d.cts")):
@@ -290,6 +293,8 @@ def penalties(shape: QueryShape, c: Candidate, legacy: frozenset[str], pointed_a
         found["prose"] = 0.5
     if "example" in kinds and not (shape.words & _EXAMPLE_WORDS):
         found["example"] = 0.5
+    elif "docs" in kinds and not (shape.words & (_DOC_WORDS | _EXAMPLE_WORDS)):
+        found["docs"] = 0.5  # JPype's `doc/java/util.py`, pytest's `doc/en/example/`: code that shows, not the product
     if not (shape.words & _LEGACY_WORDS) and ("legacy" in kinds or any(c.file.startswith(d + "/") for d in legacy)):
         found["legacy"] = 0.55
     if "stub" in kinds:
@@ -669,7 +674,7 @@ def _diversify(
     return out, spread
 
 
-_PENALTY_NAMES = ("test", "prose", "example", "legacy", "stub", "built", "hidden", "private", "re-export")
+_PENALTY_NAMES = ("test", "prose", "example", "docs", "legacy", "stub", "built", "hidden", "private", "re-export")
 
 
 def explain(c: Candidate) -> str:
