@@ -160,10 +160,14 @@ def load_repos(folder: Path) -> dict[str, dict]:
 
 
 def load_queries(folder: Path, repo: str) -> list[SembleQuery]:
-    rows = json.loads((folder / "annotations" / f"{repo}.json").read_text())
+    return read_queries(folder / "annotations" / f"{repo}.json", repo)
+
+
+def read_queries(path: Path, repo: str) -> list[SembleQuery]:
+    """One annotation file (a list of `{query, relevant, secondary, category}`) as the repository's queries."""
     return [
         SembleQuery(repo, r["query"], r["category"], tuple(_target(t) for t in [*r["relevant"], *r.get("secondary", [])]))
-        for r in rows
+        for r in json.loads(path.read_text())
     ]
 
 

@@ -288,7 +288,6 @@ class _Extractor:
 
     def _leading_comments(self, span: Node) -> tuple[list[str], int]:
         """The comments right above a definition (nearest first) and the row the first of them starts on."""
-        comments: list[str] = []
         lead, prev = span, span.prev_sibling  # lead: where the definition starts, what it carries above it included
         while True:
             while prev is not None and (prev.type in self.spec.doc_skip or (self.language == "zig" and not prev.is_named)):
@@ -307,13 +306,12 @@ class _Extractor:
             prev = prev.named_children[-1]  # both grammars file the doc of the first definition under the imports
         nodes: list[Node] = []
         while prev is not None and prev.type in self.spec.comment_types and _end_line(prev) >= line and not self._trails_code(prev):
-            comments.append(node_text(prev).rstrip())  # a Rust line comment holds its newline
             nodes.append(prev)
             line = first = prev.start_point[0]
             prev = prev.prev_sibling
         if nodes and _end_line(nodes[0]) < top and _is_banner(self.language, nodes[::-1]):
             return [], top  # a magic comment or a licence one blank line above a class is no doc
-        return comments, first
+        return [node_text(n).rstrip() for n in nodes], first  # a Rust line comment holds its newline
 
     def _trails_code(self, comment: Node) -> bool:
         """`x = f(y)  -- remark` remarks on its own line, not on the definition below it."""

@@ -76,7 +76,7 @@ class Graph:
         self.catalog = catalog
         self._files: list[str] | None = None
         self._keys: dict[str, list[tuple[str, str]]] | None = None
-        self._go_folders: dict[str, list[str]] | None = None
+        self._go_folders: dict[str, list[tuple[str, list[str]]]] | None = None
         self.by_file = lru_cache(maxsize=512)(self._by_file)
         self.by_name = lru_cache(maxsize=4096)(self._by_name)
         self.imports = lru_cache(maxsize=512)(self._imports)
@@ -137,13 +137,16 @@ class Graph:
         the standard library's packages (`errors`, `net/http`) are never the workspace's own `errors.go`."""
         if path.split("/", 1)[0] in _GO_STANDARD:
             return []
-        if self._go_folders is None:
-            self._go_folders = {}
+        if self._go_folders is None:  # package folders by their last part, which each way of matching shares
+            packages: dict[str, list[str]] = {}
             for f in self.files:
-                if f.endswith(".go") and not f.endswith("_test.go"):
-                    self._go_folders.setdefault(posixpath.dirname(f), []).append(f)
-        return sorted(f for folder, files in self._go_folders.items()
-                      if folder and (folder == path or folder.endswith("/" + path) or path.endswith("/" + folder))
+                if f.endswith(".go") and not f.endswith("_test.go") and "/" in f:
+                    packages.setdefault(posixpath.dirname(f), []).append(f)
+            self._go_folders = {}
+            for folder, files in packages.items():
+                self._go_folders.setdefault(folder.rsplit("/", 1)[-1], []).append((folder, files))
+        return sorted(f for folder, files in self._go_folders.get(path.rsplit("/", 1)[-1], [])
+                      if folder == path or folder.endswith("/" + path) or path.endswith("/" + folder)
                       for f in files)
 
     def defined_in(self, files: list[str], name: str, hops: int = 1) -> list[Entity]:

@@ -15,29 +15,26 @@ each rank signal switched off. It prints figures; it is not a test.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from pathlib import Path
 
 TOPICS = Path(__file__).with_name("topics")
 
-# topic file -> (registry, package@version, wheel folders to keep)
-PACKAGES: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "gin": ("debian", "golang-github-gin-gonic-gin-dev@1.8.1-1", ()),
-    "regex": ("debian", "librust-regex-dev@1.7.1-1", ()),
-    "rack": ("debian", "ruby-rack@2.2.22-0+deb12u1", ()),
-    "symfony-console": ("debian", "php-symfony-console@5.4.53+dfsg-0+deb12u1", ()),
-    "penlight": ("debian", "lua-penlight@1.13.1-3", ()),
-    "jpype": ("pypi", "JPype1@1.7.1", ()),
+# topic file -> (registry, package@version), fetched as `bench_languages` fetches them
+PACKAGES: dict[str, tuple[str, str]] = {
+    "gin": ("debian", "golang-github-gin-gonic-gin-dev@1.8.1-1"),
+    "regex": ("debian", "librust-regex-dev@1.7.1-1"),
+    "rack": ("debian", "ruby-rack@2.2.22-0+deb12u1"),
+    "symfony-console": ("debian", "php-symfony-console@5.4.53+dfsg-0+deb12u1"),
+    "penlight": ("debian", "lua-penlight@1.13.1-3"),
+    "jpype": ("pypi", "JPype1@1.7.1"),
 }
 
 
 def load(topic: str) -> list:
-    from stages.evaluate.semble import SembleQuery, _target
+    from stages.evaluate.semble import read_queries
 
-    rows = json.loads((TOPICS / f"{topic}.json").read_text())
-    return [SembleQuery(topic, r["query"], r["category"], tuple(_target(t) for t in [*r["relevant"], *r.get("secondary", [])]))
-            for r in rows]
+    return read_queries(TOPICS / f"{topic}.json", topic)
 
 
 def main() -> None:
@@ -55,8 +52,8 @@ def main() -> None:
     settings = Settings(orchestration="direct")
     rows: list[dict] = []
     for topic in args.topics.split(","):
-        registry, package, include = PACKAGES[topic]
-        root = unpack(package, registry, reuse=True, include=include)
+        registry, package = PACKAGES[topic]
+        root = unpack(package, registry, reuse=True)
         run_index(str(root), settings)  # incremental: nothing to do when the last run's index is current
         found = evaluate_semble(root, topic, load(topic), settings, ablate=args.ablate)
         rows += [r for r in found if r["config"] != "hybrid (RRF)"]
