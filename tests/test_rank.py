@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from stages.core.artifacts import Candidate
 from stages.query.rank import (Quotation, RankConfig, built_copies, explain, legacy_version_dirs, phrase_match, query_shape,
-                               rank)
+                               rank, word_roots)
 
 _n = 0
 
@@ -271,6 +271,17 @@ def test_a_file_stem_that_runs_two_query_words_together_or_is_private_carries_th
         pool = [cand("src/exec.rs", "exec", bm25=10.0, distance=0.4), cand(named, "run", bm25=9.0, distance=0.42)]
         assert order(query, pool, **only("path"))[0] == f"{named}:run", query
         assert order(query, pool, **only(""))[0] == "src/exec.rs:exec", query
+
+
+def test_a_file_named_for_the_doer_is_named_by_the_doing() -> None:
+    """The stemmer keeps `parser`, `handler` and `logger` whole: "parsing" must still name `parser.rb`."""
+    for query, named in (("parsing multipart form uploads", "lib/multipart/parser.rb"),
+                         ("request validation and error handling", "app/exception_handlers.py"),
+                         ("structured logging of requests", "pkg/logger.go"),
+                         ("formatting numbers", "src/formatter.ts")):
+        pool = [cand("lib/utils.rb", "escape", bm25=10.0, distance=0.4), cand(named, "run", bm25=9.0, distance=0.42)]
+        assert order(query, pool, **only("path"))[0] == f"{named}:run", query
+    assert word_roots("parser") >= {"pars"} and word_roots("scanner") >= {"scan"} and word_roots("parse") == {"parse"}
 
 
 def test_several_good_passages_in_one_file_lift_the_file() -> None:

@@ -24,6 +24,7 @@ STOPWORDS = frozenset(
 TOKENIZER_VERSION = 1  # bump when `tokenize` changes: the catalog's cached tokens are keyed by it
 _STEMMER = Stemmer.Stemmer("english")
 _stem = _STEMMER.stemWord
+stem_word = _stem  # the stemmer the index uses, for the rank stage's word roots
 
 
 def word_parts(word: str) -> list[str]:

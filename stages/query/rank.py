@@ -39,7 +39,7 @@ from pydantic import BaseModel
 from stages.core.artifacts import Candidate, short_name
 from stages.core.artifacts import DEFINITION_KINDS as NAMING_KINDS
 from stages.core.path_roles import is_test_path
-from stages.index.tokens import tokenize
+from stages.index.tokens import stem_word, tokenize
 from stages.query.judge.local import question_identifiers
 from stages.query.synthesize import first_sentence
 
@@ -172,12 +172,36 @@ def path_tokens(path: str) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(words(stem)), frozenset(t for d in parts[:-1] for t in words(d))
 
 
+_DOUBLED = re.compile(r"([b-df-hj-km-np-rtv-y])\1$")  # `emitt`, `formatt`, `logg` (not l, s, z: `install`, `class`)
+
+
+@lru_cache(maxsize=65536)
+def word_roots(term: str) -> frozenset[str]:
+    """A stemmed term and the verb an agent noun or a doubled consonant hides. The Snowball stemmer keeps
+    `parser`, `handler` and `logger` whole, so "parsing" (`pars`) never named `parser.rb` nor "logging" `logger.go`."""
+    found = {term}
+    if _DOUBLED.search(term):  # `formatt` (formatter) -> `format`
+        found.add(term[:-1])
+    if len(term) >= 5 and term.endswith(("er", "or")):
+        base = term[:-2]
+        if _DOUBLED.search(base):  # `scanner` -> `scan`
+            base = base[:-1]
+        found.update((stem_word(base), stem_word(base + "e")))  # `parser` -> `parse` -> `pars`; `writer` -> `write`
+    return frozenset(found)
+
+
+@lru_cache(maxsize=65536)
+def _roots_of(terms: frozenset[str]) -> frozenset[str]:
+    return frozenset(r for t in terms for r in word_roots(t))
+
+
 def path_match(shape: QueryShape, path: str) -> float:
     """Share of the query's terms named by the file (1 each) or its folders (0.5 each)."""
     if not shape.terms:
         return 0.0
     stem, dirs = path_tokens(path)
-    score = sum(1.0 if t in stem else 0.5 if t in dirs else 0.0 for t in shape.terms)
+    stem_roots, dir_roots = _roots_of(stem), _roots_of(dirs)
+    score = sum(1.0 if word_roots(t) & stem_roots else 0.5 if word_roots(t) & dir_roots else 0.0 for t in shape.terms)
     score += 2.0 * len(stem & shape.compounds)  # both words are named
     return min(1.0, score / len(shape.terms))
 
