@@ -302,6 +302,17 @@ def test_importing_a_submodule_by_name_counts_for_the_submodule(tmp_path: Path) 
     assert graph.file_importers(catalog) == {"pkg/util.py": 2, "pkg/__init__.py": 1}
 
 
+def test_tests_that_import_a_module_do_not_make_it_central(tmp_path: Path) -> None:
+    """A test imports what it tests; lz4's tests made its `frame/__init__.py` wrapper the most central file, above
+    the C library everything is built on."""
+    catalog = load(tmp_path, {"pkg/util.py": "def helper(x):\n    return x\n",
+                              "pkg/wrapper.py": "def wrap(x):\n    return x\n",
+                              "pkg/core.py": "from pkg import util\n\n\ndef run():\n    return util.helper(1)\n",
+                              **{f"tests/test_wrap{i}.py": "from pkg import wrapper\n\n\ndef test_wrap():\n    assert wrapper.wrap(1)\n"
+                                 for i in range(3)}})
+    assert graph.file_importers(catalog) == {"pkg/util.py": 1}
+
+
 def test_a_go_import_names_a_package_folder_not_a_file_and_never_the_standard_library(tmp_path: Path) -> None:
     """`import "errors"` is Go's own package, not the workspace's `errors.go`; an import path brings in its
     package's files (found by the path's tail in a module checkout, or by the whole path in a GOPATH tree) but not

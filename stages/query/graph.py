@@ -418,6 +418,8 @@ def file_importers(catalog) -> dict[str, int]:
     graph = Graph(catalog)
     importers: dict[str, set[str]] = {}
     for source, module, name in catalog.import_modules():
+        if is_test_path(source):
+            continue  # a test imports what it tests, not what the code is built on
         targets: list[str] = []
         if name and source.endswith((".py", ".pyi")):
             targets = graph.module_files(module + ("" if module.endswith(".") else ".") + name, source)

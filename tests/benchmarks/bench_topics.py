@@ -28,6 +28,13 @@ PACKAGES: dict[str, tuple[str, str]] = {
     "symfony-console": ("debian", "php-symfony-console@5.4.53+dfsg-0+deb12u1"),
     "penlight": ("debian", "lua-penlight@1.13.1-3"),
     "jpype": ("pypi", "JPype1@1.7.1"),
+    "pythonnet": ("pypi", "pythonnet@3.2.1"),
+    "zig-std": ("wheel", "ziglang@0.17.1"),
+    "lz4": ("pypi", "lz4@4.4.5"),
+}
+# a wheel's members to unpack (the whole Zig toolchain is ~300 MB): the std folders `bench_languages` indexes
+INCLUDE: dict[str, tuple[str, ...]] = {
+    "zig-std": tuple(f"ziglang/lib/std/{d}" for d in ("json", "http", "fmt", "hash", "heap", "compress", "Random", "math")),
 }
 
 
@@ -53,7 +60,7 @@ def main() -> None:
     rows: list[dict] = []
     for topic in args.topics.split(","):
         registry, package = PACKAGES[topic]
-        root = unpack(package, registry, reuse=True)
+        root = unpack(package, registry, reuse=True, include=INCLUDE.get(topic, ()))
         run_index(str(root), settings)  # incremental: nothing to do when the last run's index is current
         found = evaluate_semble(root, topic, load(topic), settings, ablate=args.ablate)
         rows += [r for r in found if r["config"] != "hybrid (RRF)"]
