@@ -284,6 +284,18 @@ def test_a_file_named_for_the_doer_is_named_by_the_doing() -> None:
     assert word_roots("parser") >= {"pars"} and word_roots("scanner") >= {"scan"} and word_roots("parse") == {"parse"}
 
 
+def test_a_file_named_by_an_abbreviation_is_named_by_the_word() -> None:
+    """`fmt.zig` formats, `config.py` holds the configuration, `big/int.zig` is integer arithmetic."""
+    for query, named in (("formatting values with a format string", "std/fmt.zig"),
+                         ("model configuration and settings", "pydantic/config.py"),
+                         ("arbitrary precision integer arithmetic", "std/math/big/int.zig"),
+                         ("the request context", "pkg/ctx.go")):
+        pool = [cand("std/json.zig", "stringify", bm25=10.0, distance=0.4), cand(named, "run", bm25=9.0, distance=0.42)]
+        assert order(query, pool, **only("path"))[0] == f"{named}:run", query
+    assert order("the source tree", [cand("src/a.py", "a", bm25=10.0, distance=0.4),
+                                      cand("src/b.py", "b", bm25=9.0, distance=0.42)], **only("path"))[0] == "src/a.py:a"
+
+
 def test_several_good_passages_in_one_file_lift_the_file() -> None:
     pool = [cand("b.py", "lone", bm25=10.0, distance=0.4),
             *[cand("a.py", f"part{i}", bm25=9.0, distance=0.42) for i in range(3)]]

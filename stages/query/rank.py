@@ -40,6 +40,7 @@ from stages.core.artifacts import Candidate, short_name
 from stages.core.artifacts import DEFINITION_KINDS as NAMING_KINDS
 from stages.core.path_roles import is_test_path
 from stages.index.tokens import stem_word, tokenize
+from stages.query.abbreviations import expansions
 from stages.query.judge.local import question_identifiers
 from stages.query.synthesize import first_sentence
 
@@ -192,7 +193,8 @@ def word_roots(term: str) -> frozenset[str]:
 
 @lru_cache(maxsize=65536)
 def _roots_of(terms: frozenset[str]) -> frozenset[str]:
-    return frozenset(r for t in terms for r in word_roots(t))
+    """A path's terms, their roots, and the roots of the words their abbreviations stand for (`fmt`: format)."""
+    return frozenset(r for t in terms for w in (t, *expansions(t)) for r in word_roots(w))
 
 
 def path_match(shape: QueryShape, path: str) -> float:
