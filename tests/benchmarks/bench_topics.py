@@ -31,6 +31,7 @@ PACKAGES: dict[str, tuple[str, str]] = {
     "pythonnet": ("pypi", "pythonnet@3.2.1"),
     "zig-std": ("wheel", "ziglang@0.17.1"),
     "lz4": ("pypi", "lz4@4.4.5"),
+    "expo-modules-core": ("npm", "expo-modules-core@1.12.26"),
 }
 # a wheel's members to unpack (the whole Zig toolchain is ~300 MB): the std folders `bench_languages` indexes
 INCLUDE: dict[str, tuple[str, ...]] = {
