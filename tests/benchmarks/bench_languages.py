@@ -4,10 +4,12 @@
     python -m tests.benchmarks.bench_languages --registry pypi --package pythonnet@3.2.1 --languages csharp
     python -m tests.benchmarks.bench_languages --registry debian --package golang-github-gin-gonic-gin-dev@1.8.1-1 --languages go
     python -m tests.benchmarks.bench_languages --registry wheel --package ziglang@0.17.1 --include ziglang/lib/std/json,... --languages zig
+    python -m tests.benchmarks.bench_languages --registry debian-source --package elixir-lang@1.14.0.dfsg-2 --include elixir-1.14.0/lib --languages elixir
 
 The dev sets are Python, JavaScript and TypeScript. This indexes a registry package that ships other languages
 (with the defaults; Debian's `-dev` and library packages carry Go, Rust, Ruby, PHP, Lua, Haskell and shell
-sources; the `ziglang` wheel carries Zig's standard library, of which `--include` keeps some folders) and
+sources; the `ziglang` wheel carries Zig's standard library, of which `--include` keeps some folders; a Debian
+source package's upstream tarball, `debian-source`, carries what a binary package ships compiled: Elixir) and
 samples definitions of those languages (seed 7, 60 per row): a *symbol* query is the definition's own name
 (names defined once only); a *doc sentence* query is the first sentence of its doc comment (left out
 when under five words, such as a `//// ZodMap ////` banner; each definition whose doc opens with it counts); a
@@ -40,7 +42,7 @@ from tests.benchmarks.common import CACHE
 
 def unpack(spec: str, registry: str = "npm", reuse: bool = False, include: tuple[str, ...] = ()) -> Path:
     """Fetch the package once (`npm pack`, a PyPI sdist or wheel, or a Debian package), then a fresh copy of its
-    tree per run (or the last run's copy and index, with `reuse`); a wheel's members under `include` only."""
+    tree per run (or the last run's copy and index, with `reuse`); a wheel's or tarball's members under `include` only."""
     from stages.evaluate.semble import Source, download
 
     package, version = spec.rsplit("@", 1)
@@ -49,6 +51,8 @@ def unpack(spec: str, registry: str = "npm", reuse: bool = False, include: tuple
         return target
     if registry == "debian":
         archive = debian_download(package, version)
+    elif registry == "debian-source":
+        archive = debian_source_download(package, version)
     elif registry == "wheel":
         archive = wheel_download(package, version)
     else:
@@ -66,7 +70,8 @@ def unpack(spec: str, registry: str = "npm", reuse: bool = False, include: tuple
             wheel.extractall(target, [m for m in wheel.namelist() if not include or m.startswith(include)])
         return target
     with tarfile.open(archive) as tar:
-        tar.extractall(target, filter="data")
+        members = [m for m in tar.getmembers() if not include or m.name.startswith(include)]
+        tar.extractall(target, members, filter="data")
     return target
 
 
@@ -80,6 +85,24 @@ def debian_download(package: str, version: str) -> Path:
     """`apt-get download`, once: the .deb is named `package_version_arch.deb`, an epoch's colon as `%3a`."""
     return _fetch_once(f"{package}_{version.replace(':', '%3a')}_*.deb", ["apt-get", "download", f"{package}={version}"],
                        f"{package} {version} from Debian")
+
+
+DEBIAN_POOL = "http://deb.debian.org/debian/pool/main"
+_ORIG_TARBALL = re.compile(r"\s(\S+\.orig\.tar\.\w+)$", re.MULTILINE)
+
+
+def debian_source_download(package: str, version: str) -> Path:
+    """A Debian source package's upstream tarball (`.orig.tar.*`, named in its `.dsc`), once, from the pool."""
+    folder = f"{DEBIAN_POOL}/{package[:4] if package.startswith('lib') else package[0]}/{package}"
+    upstream = version.split(":")[-1].rsplit("-", 1)[0]
+    fetch = [sys.executable, "-c", "import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])"]
+    dsc = _fetch_once(f"{package}_{upstream}-*.dsc", [*fetch, f"{folder}/{package}_{version}.dsc", f"{package}_{version}.dsc"],
+                      f"{package} {version}'s source description from Debian")
+    found = _ORIG_TARBALL.search(dsc.read_text(encoding="utf-8", errors="replace"))
+    if not found:
+        raise SystemExit(f"{dsc.name} names no upstream tarball")
+    name = found.group(1)
+    return _fetch_once(name, [*fetch, f"{folder}/{name}", name], f"{name} from Debian")
 
 
 def _fetch_once(pattern: str, command: list[str], what: str) -> Path:
@@ -97,10 +120,10 @@ def _fetch_once(pattern: str, command: list[str], what: str) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--registry", choices=("npm", "pypi", "wheel", "debian"), default="npm")
+    parser.add_argument("--registry", choices=("npm", "pypi", "wheel", "debian", "debian-source"), default="npm")
     parser.add_argument("--package", default="expo-modules-core@1.12.26", help="name@version")
     parser.add_argument("--languages", default="kotlin,swift")
-    parser.add_argument("--include", default="", help="a wheel's folders to keep, comma-separated (default: all)")
+    parser.add_argument("--include", default="", help="a wheel's or tarball's folders to keep, comma-separated (default: all)")
     parser.add_argument("--per-row", type=int, default=60)
     parser.add_argument("--rows", default="", help="only these rows, comma-separated (`error message`); a row drawn alone gets other samples")
     parser.add_argument("--misses", default="", help="print the queries of this row (`error message`) that Assay ranks below first")

@@ -32,10 +32,12 @@ PACKAGES: dict[str, tuple[str, str]] = {
     "zig-std": ("wheel", "ziglang@0.17.1"),
     "lz4": ("pypi", "lz4@4.4.5"),
     "expo-modules-core": ("npm", "expo-modules-core@1.12.26"),
+    "elixir": ("debian-source", "elixir-lang@1.14.0.dfsg-2"),
 }
-# a wheel's members to unpack (the whole Zig toolchain is ~300 MB): the std folders `bench_languages` indexes
+# a wheel's or tarball's members to unpack (the whole Zig toolchain is ~300 MB): the std folders `bench_languages` indexes
 INCLUDE: dict[str, tuple[str, ...]] = {
     "zig-std": tuple(f"ziglang/lib/std/{d}" for d in ("json", "http", "fmt", "hash", "heap", "compress", "Random", "math")),
+    "elixir": ("elixir-1.14.0/lib",),  # Elixir's own library (not the Erlang compiler, tests aside)
 }
 
 
