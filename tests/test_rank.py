@@ -189,6 +189,10 @@ def test_a_pasted_message_finds_the_code_that_says_it() -> None:
     # the words must keep their order, and a run shorter than four words is a common phrase
     assert quoted("nil non handle Expected route for mismatch", go) == 0.0
     assert quoted("for field names", 'raise KeyError("for field names")') == 0.0
+    # a question that shares just over half its words with a literal (a C extension's docstring) asks; it quotes nothing
+    docstring = 'PyDoc_STRVAR(compress__doc, "Compress with a dictionary of earlier blocks.");'
+    assert quoted("compressing with a dictionary of previous data", docstring) == 0.0
+    assert quoted("compress with a dictionary of earlier data", docstring) > 0.6
 
 
 def test_a_message_written_over_several_lines_is_quoted_whole() -> None:

@@ -76,7 +76,7 @@ class RankConfig(BaseModel):
     phrase: bool = True
     phrase_boost: float = 1.5
     phrase_min_words: int = 4  # fewer words in common ("for field names") are a common phrase, not a quotation
-    phrase_min_share: float = 0.5  # of the query's words, in order
+    phrase_min_share: float = 0.6  # of the query's words, in order
     phrase_boilerplate: int = 4  # passages of the pool that quote the same words: boilerplate, not the source
     phrase_template_share: float = 0.8  # of one string literal's words (placeholders aside), in the query in order
     location: bool = True
