@@ -37,7 +37,7 @@ PACKAGES: dict[str, tuple[str, str]] = {
 # a wheel's or tarball's members to unpack (the whole Zig toolchain is ~300 MB): the std folders `bench_languages` indexes
 INCLUDE: dict[str, tuple[str, ...]] = {
     "zig-std": tuple(f"ziglang/lib/std/{d}" for d in ("json", "http", "fmt", "hash", "heap", "compress", "Random", "math")),
-    "elixir": ("elixir-1.14.0/lib",),  # Elixir's own library (not the Erlang compiler, tests aside)
+    "elixir": ("elixir-1.14.0/lib",),  # the repository's lib/: Elixir's library, its tests and the compiler's Erlang
 }
 
 
