@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 from stages.core.artifacts import Candidate
 from stages.query.rank import (Quotation, RankConfig, built_copies, explain, legacy_version_dirs, phrase_match, query_shape,
                                rank, word_roots)
@@ -269,10 +271,15 @@ def test_file_and_folder_names_that_carry_the_query_lift_a_passage() -> None:
     assert order("websocket endpoint", pool, **only(""))[0] == "app/routing.py:add_route"
 
 
+def named_against(rival: str, named: str) -> list:
+    """A pool where `rival` (its stem as the entity) leads on both lists and only the path can lift `named`'s `run`."""
+    return [cand(rival, PurePosixPath(rival).stem, bm25=10.0, distance=0.4), cand(named, "run", bm25=9.0, distance=0.42)]
+
+
 def test_a_file_stem_that_runs_two_query_words_together_or_is_private_carries_them() -> None:
     """`pikevm.rs` is named by "Pike VM" as much as `pike_vm.rs` would be; `_classpath.py` names the class path."""
     for query, named in (("Pike VM simulation", "src/pikevm.rs"), ("building the class path", "jpype/_classpath.py")):
-        pool = [cand("src/exec.rs", "exec", bm25=10.0, distance=0.4), cand(named, "run", bm25=9.0, distance=0.42)]
+        pool = named_against("src/exec.rs", named)
         assert order(query, pool, **only("path"))[0] == f"{named}:run", query
         assert order(query, pool, **only(""))[0] == "src/exec.rs:exec", query
 
@@ -283,8 +290,7 @@ def test_a_file_named_for_the_doer_is_named_by_the_doing() -> None:
                          ("request validation and error handling", "app/exception_handlers.py"),
                          ("structured logging of requests", "pkg/logger.go"),
                          ("formatting numbers", "src/formatter.ts")):
-        pool = [cand("lib/utils.rb", "escape", bm25=10.0, distance=0.4), cand(named, "run", bm25=9.0, distance=0.42)]
-        assert order(query, pool, **only("path"))[0] == f"{named}:run", query
+        assert order(query, named_against("lib/utils.rb", named), **only("path"))[0] == f"{named}:run", query
     assert word_roots("parser") >= {"pars"} and word_roots("scanner") >= {"scan"} and word_roots("parse") == {"parse"}
 
 
@@ -294,10 +300,8 @@ def test_a_file_named_by_an_abbreviation_is_named_by_the_word() -> None:
                          ("model configuration and settings", "pydantic/config.py"),
                          ("arbitrary precision integer arithmetic", "std/math/big/int.zig"),
                          ("the request context", "pkg/ctx.go")):
-        pool = [cand("std/json.zig", "stringify", bm25=10.0, distance=0.4), cand(named, "run", bm25=9.0, distance=0.42)]
-        assert order(query, pool, **only("path"))[0] == f"{named}:run", query
-    assert order("the source tree", [cand("src/a.py", "a", bm25=10.0, distance=0.4),
-                                      cand("src/b.py", "b", bm25=9.0, distance=0.42)], **only("path"))[0] == "src/a.py:a"
+        assert order(query, named_against("std/json.zig", named), **only("path"))[0] == f"{named}:run", query
+    assert order("the source tree", named_against("src/a.py", "src/b.py"), **only("path"))[0] == "src/a.py:a"
 
 
 def test_several_good_passages_in_one_file_lift_the_file() -> None:

@@ -440,7 +440,7 @@ def import_centrality(catalog, full_at: int = CENTRALITY_FULL_AT) -> dict[str, f
     30, regex 0.772 -> 0.808; semble dev 0.870 either way; SWE-QA unchanged; 50 cost requests a hit, 100 zod's
     architecture)."""
     counts = file_importers(catalog)
-    top = math.log1p(max(max(counts.values(), default=0), full_at if counts else 0))
+    top = math.log1p(max([*counts.values(), full_at]))
     return {f: math.log1p(n) / top for f, n in counts.items()} if top else {}
 
 
