@@ -366,3 +366,90 @@ def test_an_index_from_an_older_parser_with_edges_still_answers_graph_questions(
         else:
             with pytest.raises(ValueError, match="before the code graph existed"):
                 graph.query_workspace(project, "callers", "retry_call")
+
+
+# language -> (files, importers expected): an import that names a file by path or by namespace, and ones that do not
+PATH_IMPORT_PROJECTS: dict[str, tuple[dict[str, str], dict[str, int]]] = {
+    # `"lz4.h"` beside the includer, `"common/xxhash.h"` under an include folder; including a header depends on the
+    # source file beside it; `<stdio.h>` is the system's, and `stdio.h` in the tree is not it
+    "c": ({"lib/lz4.h": "int LZ4_compress(int x);\n", "lib/lz4.c": '#include "lz4.h"\nint LZ4_compress(int x) { return x; }\n',
+           "lib/common/xxhash.h": "int XXH32(int x);\n", "stdio.h": "int printf(int x);\n",
+           "lib/lz4frame.c": '#include <stdio.h>\n#include "lz4.h"\n#include "common/xxhash.h"\nint f(int x) { return LZ4_compress(x); }\n',
+           "programs/cli.c": '#include "xxhash.h"\n#include "lz4.h"\nint main(void) { return LZ4_compress(1); }\n'},
+          {"lib/lz4.h": 3, "lib/lz4.c": 2, "lib/common/xxhash.h": 2}),  # lz4.c does not depend on itself
+    # `require "rack/utils"` from the load path (lib/), `require_relative "utils"` beside the file, `autoload`
+    "ruby": ({"lib/rack/utils.rb": "module Rack\n  module Utils\n  end\nend\n", "lib/rack/request.rb": "module Rack\nend\n",
+              "lib/rack.rb": "module Rack\n  autoload :Request, 'rack/request'\nend\n",
+              "lib/rack/response.rb": "require 'rack/utils'\nrequire 'json'\nmodule Rack\nend\n",
+              "lib/rack/files.rb": "require_relative 'utils'\nmodule Rack\nend\n"},
+             {"lib/rack/utils.rb": 2, "lib/rack/request.rb": 1}),
+    # PSR-4: the namespace's tail names the file under a prefix the import does not show; a bare class name counts
+    # only when one file has it
+    "php": ({"Output/OutputInterface.php": "<?php\nnamespace Symfony\\Component\\Console\\Output;\ninterface OutputInterface {}\n",
+             "Application.php": "<?php\nnamespace Symfony\\Component\\Console;\nuse Symfony\\Component\\Console\\Output\\OutputInterface;\n"
+                                "use Psr\\Log\\LoggerInterface;\nclass Application {}\n",
+             "Command/Command.php": "<?php\nnamespace Symfony\\Component\\Console\\Command;\nuse Symfony\\Component\\Console\\Application;\n"
+                                    "use Symfony\\Component\\Console\\Output\\OutputInterface;\nclass Command {}\n",
+             "Logger/LoggerInterface.php": "<?php\nnamespace Other;\ninterface LoggerInterface {}\n",
+             "Log/LoggerInterface.php": "<?php\nnamespace Mine;\ninterface LoggerInterface {}\n"},
+            {"Output/OutputInterface.php": 2, "Application.php": 1, "Log/LoggerInterface.php": 1}),
+    "lua": ({"pl/utils.lua": "local M = {}\nfunction M.quote(s) return s end\nreturn M\n", "pl/init.lua": "return {}\n",
+             "pl/tablex.lua": 'local utils = require "pl.utils"\nlocal x = require("lpeg")\nreturn {}\n',
+             "pl/app.lua": 'local utils = require("pl.utils")\nlocal pl = require "pl"\nreturn {}\n'},
+            {"pl/utils.lua": 2, "pl/init.lua": 1}),
+    "zig": ({"std/json.zig": 'const std = @import("std");\nconst Scanner = @import("json/Scanner.zig");\n',
+             "std/json/Scanner.zig": 'const std = @import("std");\nconst json = @import("../json.zig");\n'},
+            {"std/json/Scanner.zig": 1, "std/json.zig": 1}),
+    # Mix lays `Mix.Project` out as `mix/project.ex`, `HTTPServer` as `http_server.ex`
+    "elixir": ({"lib/mix/lib/mix/project.ex": "defmodule Mix.Project do\nend\n",
+                "lib/mix/lib/mix/http_server.ex": "defmodule Mix.HTTPServer do\nend\n",
+                "lib/mix/lib/mix/tasks/compile.ex": "defmodule Mix.Tasks.Compile do\n  alias Mix.Project\n  import Mix.HTTPServer\n"
+                                                    "  use GenServer\nend\n"},
+               {"lib/mix/lib/mix/project.ex": 1, "lib/mix/lib/mix/http_server.ex": 1}),
+    # `import a.b.C`: the module `a.b` is a folder, the class `C` its file
+    "java": ({"src/org/jpype/manager/TypeManager.java": "package org.jpype.manager;\npublic class TypeManager {}\n",
+              "src/org/jpype/JPypeContext.java": "package org.jpype;\nimport org.jpype.manager.TypeManager;\nimport java.util.List;\n"
+                                                 "public class JPypeContext {}\n"},
+             {"src/org/jpype/manager/TypeManager.java": 1}),
+    "kotlin": ({"expo/modules/kotlin/Promise.kt": "package expo.modules.kotlin\nclass Promise\n",
+                "expo/modules/kotlin/AppContext.kt": "package expo.modules.kotlin\nimport expo.modules.kotlin.Promise\n"
+                                                     "import kotlinx.coroutines.Job\nclass AppContext\n"},
+               {"expo/modules/kotlin/Promise.kt": 1}),
+}
+
+
+@pytest.mark.parametrize("language", sorted(PATH_IMPORT_PROJECTS))
+def test_imports_by_path_or_namespace_count_for_the_file_they_name(tmp_path: Path, language: str) -> None:
+    files, expected = PATH_IMPORT_PROJECTS[language]
+    catalog = load(tmp_path, files)
+    assert graph.file_importers(catalog) == expected
+    # centrality counts module imports only: these languages import types and headers, and their hubs are
+    # interfaces, exceptions and umbrella headers (measured in `graph.CENTRAL_SOURCES`)
+    assert graph.import_centrality(catalog) == {}
+
+
+def test_a_module_bound_by_a_path_import_resolves_its_callees(tmp_path: Path) -> None:
+    """`local utils = require "pl.utils"` then `utils.quote(s)`, `const Scanner = @import("Scanner.zig")` then
+    `Scanner.init()`: the call resolves into the file the import names."""
+    catalog = load(tmp_path, {"pl/utils.lua": "local M = {}\nfunction M.quote(s) return s end\nreturn M\n",
+                              "pl/app.lua": 'local utils = require("pl.utils")\nlocal function run(s) return utils.quote(s) end\n'
+                                            "return run\n",
+                              "json/Scanner.zig": "pub fn init() u8 {\n    return 1;\n}\n",
+                              "json.zig": 'const Scanner = @import("json/Scanner.zig");\npub fn parse() u8 {\n    return Scanner.init();\n}\n'})
+    assert [r.site_file for r in graph.callers(catalog, "quote").rows if r.resolved] == ["pl/app.lua"]
+    assert [r.site_file for r in graph.callers(catalog, "init").rows if r.resolved] == ["json.zig"]
+
+
+def test_qualified_receivers_and_php_self_calls_resolve(tmp_path: Path) -> None:
+    """`Mix.Utils.bar()` and, after `alias Mix.Utils`, `Utils.foo()` name Elixir's `Mix.Utils`; Ruby's
+    `Rack::Utils.escape` names `Rack::Utils`; PHP's `$this->step()` and `static::step()` the enclosing class."""
+    catalog = load(tmp_path, {
+        "lib/mix/utils.ex": "defmodule Mix.Utils do\n  def foo(x), do: x\n  def bar, do: 1\nend\n",
+        "lib/mix/project.ex": "defmodule Mix.Project do\n  alias Mix.Utils\n  def config do\n    Utils.foo(1)\n    Mix.Utils.bar()\n  end\nend\n",
+        "lib/rack/utils.rb": "module Rack\n  module Utils\n    def self.escape(s)\n      s\n    end\n  end\nend\n",
+        "lib/rack/request.rb": "module Rack\n  class Request\n    def path\n      Rack::Utils.escape('/')\n    end\n  end\nend\n",
+        "src/Foo.php": "<?php\nnamespace A;\nclass Foo {\n  public function run() { return $this->step() + static::step(); }\n"
+                       "  public function step() { return 1; }\n}\n"})
+    resolved = {q: [(r.entity, r.site_line) for r in graph.callers(catalog, q).rows if r.resolved] for q in ("foo", "bar", "escape", "step")}
+    assert resolved == {"foo": [("Mix.Project.config", 4)], "bar": [("Mix.Project.config", 5)],
+                        "escape": [("Rack.Request.path", 4)], "step": [("A.Foo.run", 4), ("A.Foo.run", 4)]}

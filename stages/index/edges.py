@@ -7,7 +7,9 @@ definition it sits in. Names are resolved to entities only when asked (`stages.q
 of the moment, so an edit in one file never leaves stale resolutions in another.
 
 Supported: Python, JavaScript, TypeScript/TSX, Go, Rust, Java (calls, imports, inheritance, references);
-C, C++, C#, Ruby, PHP, Kotlin, Swift, Scala, Dart, Objective-C, Lua, Elixir, Haskell, Zig, shell (calls and inheritance only). Markdown, HTML, CSS and text have no edges.
+C, C++, Objective-C (`#include "..."`), Ruby (`require`, `require_relative`, `autoload`), PHP (`use`), Kotlin, Lua
+(`require`), Elixir (`alias`, `import`, `use`, `require`), Zig (`@import`) (calls, imports, inheritance); C#, Swift,
+Scala, Dart, Haskell, shell (calls and inheritance only). Markdown, HTML, CSS and text have no edges.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ _CALLS: dict[str, tuple[str, ...]] = {
                 "(invocation_expression function: (member_access_expression expression: (_) @recv name: (identifier) @name)) @site"),
     "ruby": ("(call receiver: (_) @recv method: (identifier) @name) @site", "(call !receiver method: (identifier) @name) @site"),
     "php": ("(function_call_expression function: (name) @name) @site",
-            "(member_call_expression object: (_) @recv name: (name) @name) @site"),
+            "(member_call_expression object: (_) @recv name: (name) @name) @site",
+            "(scoped_call_expression scope: (_) @recv name: (name) @name) @site"),  # `self::f()`, `Foo::create()`
     "kotlin": ("(call_expression (simple_identifier) @name) @site",
                "(call_expression (navigation_expression (_) @recv (navigation_suffix (simple_identifier) @name))) @site"),
     "swift": ("(call_expression (simple_identifier) @name) @site",
@@ -82,6 +85,10 @@ _REQUIRE = ('(variable_declarator {target} value: (call_expression function: (id
 _REQUIRE_MEMBER = ('(variable_declarator name: (identifier) @alias value: (member_expression object: (call_expression '
                    'function: (identifier) @req arguments: (arguments . (string (string_fragment) @module) .)) '
                    'property: (property_identifier) @name) (#eq? @req "require"))')
+_LUA_REQUIRE = ('(function_call name: (identifier) @req arguments: (arguments . (string content: (string_content) @module) .) '
+                '(#eq? @req "require"))')
+_ZIG_IMPORT = ('(SuffixExpr (BUILTINIDENTIFIER) @req . (FnCallArguments . (ErrorUnionExpr (SuffixExpr (STRINGLITERALSINGLE) @module)) .) '
+               '(#eq? @req "@import"))')
 _IMPORTS: dict[str, tuple[str, ...]] = {
     "python": ("(import_from_statement module_name: (_) @module name: (dotted_name) @name)",
                "(import_from_statement module_name: (_) @module name: (aliased_import name: (dotted_name) @name alias: (identifier) @alias))",
@@ -100,9 +107,23 @@ _IMPORTS: dict[str, tuple[str, ...]] = {
            "(import_spec !name path: (interpreted_string_literal) @module)"),
     "rust": ("(use_declaration argument: (_) @module)",),
     "java": ("(import_declaration (scoped_identifier) @module)",),
+    "kotlin": ("(import_header (identifier) @module)",),
+    # a path or a namespace that names a file; the graph stage resolves it by the importer's language
+    "c": ('(preproc_include path: (string_literal (string_content) @module))',),  # `<...>`: the system's headers
+    "ruby": ('(call !receiver method: (identifier) @req arguments: (argument_list . (string (string_content) @module) .) '
+             '(#match? @req "^require(_relative)?$"))',
+             '(call !receiver method: (identifier) @req arguments: (argument_list . (simple_symbol) . (string (string_content) @module) .) '
+             '(#eq? @req "autoload"))'),
+    "php": ("(namespace_use_clause (qualified_name) @module)",),
+    "lua": (_LUA_REQUIRE,
+            f"(assignment_statement (variable_list name: (identifier) @alias) (expression_list value: {_LUA_REQUIRE}))"),
+    "zig": (_ZIG_IMPORT, f"(VarDecl variable_type_function: (IDENTIFIER) @alias (ErrorUnionExpr {_ZIG_IMPORT}))"),
+    "elixir": ('(call target: (identifier) @req (arguments . (alias) @module) (#match? @req "^(alias|import|use|require)$"))',),
 }
+_IMPORTS["cpp"] = _IMPORTS["objc"] = _IMPORTS["c"]
 _IMPORTS["typescript"] = _IMPORTS["tsx"] = _IMPORTS["javascript"]
 GRAPH_LANGUAGES = frozenset(_CALLS)
+PATH_IMPORTS = frozenset({"c", "cpp", "objc", "ruby", "lua", "zig"})  # the module string is a path
 
 
 @lru_cache(maxsize=None)
@@ -214,9 +235,18 @@ def extract_edges(root: Node, language: str, entities: list[Entity]) -> list[Edg
             elif language == "rust":
                 for mod, name, als in _rust_uses(module):
                     add("import", name, line, alias=als, module=mod)
-            elif language == "java":
+            elif language in ("java", "kotlin"):
                 mod, _, name = module.rpartition(".")
                 add("import", name, line, module=mod)
+            elif language == "php":  # `use A\\B\\C;`: the class `C`, whose file the namespace path names
+                add("import", module.rsplit("\\", 1)[-1], line, module=module)
+            elif language == "elixir":  # `alias Mix.Project`: `Project` names the module, `Mix.Project` its file
+                add("import", module.rsplit(".", 1)[-1], line, module=module)
+            elif language == "ruby" and node_text(caps["req"][0]) == "require_relative":
+                path = module if module.startswith(".") else "./" + module
+                add("import", path, line, module=path)
+            elif language in PATH_IMPORTS:  # `#include "x.h"`, `require "pl.utils"`, `@import("x.zig")`: a file, whole
+                add("import", module, line, alias=alias, module=module)
             else:  # `import a.b as c`, `import * as ns from 'x'`, a Go package: the module itself
                 add("import", module.rsplit("/", 1)[-1].rsplit(".", 1)[-1] if language != "python" else module, line, alias=alias, module=module)
     for e in entities:
