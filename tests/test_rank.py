@@ -423,6 +423,19 @@ def test_a_file_the_code_is_built_on_lifts_for_a_sentence_not_for_a_name() -> No
     assert top[0].rank_signals.get("central") == 1.0 and "central 1" in explain(top[0])
 
 
+def test_a_hub_lifts_its_weak_passage_for_a_question_not_for_a_phrase_naming_a_feature() -> None:
+    """"how are enums validated" asks how the parts fit, and the hub every file imports is part of the answer;
+    "enum schema types" names a feature, and a hub's passage that barely matches it stays below the specific file
+    (zod's `util.ts` had led "enum schema types for literal value sets", semble dev 0.870 -> 0.878)."""
+    pool = [cand("src/enums.ts", "EnumSchema", bm25=10.0, distance=0.40), cand("src/util.ts", "joinValues", bm25=5.0, distance=0.50),
+            cand("src/other.ts", "noise", bm25=1.0, distance=0.90)]
+    central = {"src/util.ts": 1.0}
+    for query, first in (("how are enum schema types validated", "src/util.ts"), ("enum schema types validation", "src/enums.ts")):
+        assert query_shape(query).question == (first == "src/util.ts")
+        assert [c.file for c in rank(query, pool, RankConfig(**only("centrality")), centrality=central)][0] == first
+    assert query_shape("Does the router match trailing slashes?").question and not query_shape("router matching").question
+
+
 def test_what_a_named_function_delegates_to_lifts_for_a_delegation_question() -> None:
     """The callees the graph resolves for a named function outrank a near tie that merely matches the words."""
     pool = [cand("pkg/api.py", "submit_job", bm25=10.0, distance=0.40), cand("pkg/worker.py", "run_job", bm25=9.5, distance=0.42)]

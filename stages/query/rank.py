@@ -16,7 +16,8 @@ of a few things the index knows more precisely:
   or log line comes from the code that writes it (BM25 and the model see the words, not their order).
 - location: the entity at a file and line the query pastes (a stack frame, a compiler message).
 - centrality: for a sentence, files many other files import (the code graph's import edges) are the
-  ones the rest is built on, and the likelier answer to "how does X work".
+  ones the rest is built on, and the likelier answer to "how does X work"; for a phrase that names a feature,
+  only as far as the passage itself answers it (a hub's unrelated passage stays down).
 - diversity: the tenth passage from one file tells less than the first from another.
 Each signal can be switched off (`RankConfig`) so the evaluation can ablate it.
 """
@@ -111,6 +112,9 @@ _LEGACY_WORDS = frozenset({"deprecated", "legacy", "compat", "compatibility", "v
 _WORD = re.compile(r"[A-Za-z0-9]+")  # a query's words, as `QueryShape.words` and `phrase_match` read them
 
 
+_QUESTION_START = re.compile(r"(?i)(?:how|what|where|why|which|when|who|whose|does|do|is|are|can|should)\b")
+
+
 @dataclass(frozen=True)
 class QueryShape:
     """What the query asks for, read once per query."""
@@ -121,6 +125,13 @@ class QueryShape:
     terms: frozenset[str]
     words: frozenset[str]
     word_sequence: tuple[str, ...]  # the words in order, lower-cased (`phrase_match` finds them in string literals)
+
+    @cached_property
+    def question(self) -> bool:
+        """A question ("how does dependency injection work?") rather than a phrase that names a feature ("websocket
+        endpoint implementation"): the first asks how the parts fit, the second for the part itself."""
+        text = self.text.strip()
+        return text.endswith("?") or bool(_QUESTION_START.match(text))
 
     @cached_property
     def compounds(self) -> frozenset[str]:
@@ -621,13 +632,16 @@ def rank(
         if cfg.callees and callees and not named and (c.file, c.entity) in callees:  # a callee it names has its boost
             score += cfg.callee_boost
             sig["callee"] = 1.0
-        if central:
-            cv = central.get(c.file, 0.0)
-            if cv:
-                score += cfg.centrality_boost * cv
-                sig["central"] = cv
         scores[c.id] = score
         signals[c.id] = sig
+    if central:  # a question lifts the hubs it runs through; a phrase, only as far as the passage answers it
+        top = max(scores.values(), default=0.0)
+        for c in candidates:
+            cv = central.get(c.file, 0.0)
+            if cv and top > 0:
+                cv *= 1.0 if shape.question else max(scores[c.id], 0.0) / top
+                scores[c.id] += cfg.centrality_boost * cv
+                signals[c.id]["central"] = cv
     if cfg.file_coherence:
         per_file: dict[str, list[float]] = defaultdict(list)
         for c in candidates:
