@@ -186,6 +186,13 @@ class Graph:
         path = posixpath.normpath(path)
         return [f for f in self._suffix(path) if f == path]
 
+    def implementations(self, header: str) -> list[str]:
+        """A C header's own source files (`lz4.h` -> `lz4.c` beside it): including the header is depending on them."""
+        stem, _, ext = header.rpartition(".")
+        if ext not in ("h", "hh", "hpp", "hxx"):
+            return []
+        return [f for source_ext in _C_SOURCES for f in self._exact(f"{stem}.{source_ext}")]
+
     def _tail(self, parts: list[str], ext: str) -> list[str]:
         """The files of the longest tail of a namespace path that names any; a bare last name only when one file has it."""
         for k in range(len(parts), 0, -1):
@@ -510,18 +517,10 @@ def file_importers(catalog, sources: frozenset[str] | None = None) -> dict[str, 
         targets = targets or graph.module_files(module, source)
         if not targets and name and source.endswith(_MEMBER_IMPORTS):
             targets = graph.module_files(f"{module}.{name}", source)
-        for target in [*targets, *(s for t in targets for s in _implementations(graph, t))]:
+        for target in [*targets, *(s for t in targets for s in graph.implementations(t))]:
             if target != source:
                 importers.setdefault(target, set()).add(source)
     return {f: len(by) for f, by in importers.items()}
-
-
-def _implementations(graph: Graph, header: str) -> list[str]:
-    """A C header's own source files (`lz4.h` -> `lz4.c` beside it): including the header is depending on them."""
-    stem, _, ext = header.rpartition(".")
-    if ext not in ("h", "hh", "hpp", "hxx"):
-        return []
-    return [f for source_ext in _C_SOURCES for f in graph._exact(f"{stem}.{source_ext}")]
 
 
 CENTRALITY_FULL_AT = 30  # importers that make a file fully central, however few the top file has
