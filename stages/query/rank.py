@@ -134,6 +134,11 @@ class QueryShape:
         return text.endswith("?") or bool(_QUESTION_START.match(text))
 
     @cached_property
+    def term_roots(self) -> tuple[frozenset[str], ...]:
+        """Each term's `word_roots`, read once per query rather than once per candidate path."""
+        return tuple(word_roots(t) for t in self.terms)
+
+    @cached_property
     def compounds(self) -> frozenset[str]:
         """Two adjacent words run together, as a lower-case file stem writes them (`Pike VM`: `pikevm.rs`)."""
         return frozenset(a + b for a, b in zip(self.word_sequence, self.word_sequence[1:]))
@@ -214,7 +219,7 @@ def path_match(shape: QueryShape, path: str) -> float:
         return 0.0
     stem, dirs = path_tokens(path)
     stem_roots, dir_roots = _roots_of(stem), _roots_of(dirs)
-    score = sum(1.0 if word_roots(t) & stem_roots else 0.5 if word_roots(t) & dir_roots else 0.0 for t in shape.terms)
+    score = sum(1.0 if roots & stem_roots else 0.5 if roots & dir_roots else 0.0 for roots in shape.term_roots)
     score += 2.0 * len(stem & shape.compounds)  # both words are named
     return min(1.0, score / len(shape.terms))
 
