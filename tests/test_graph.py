@@ -122,6 +122,7 @@ for language, rel, text, caller, line in (
     ("haskell", "src/Util.hs", "module Util where\n\nhelper :: Int -> Int\nhelper x = x\n\ntwice :: Int -> Int\ntwice x = helper (helper x)\n", "twice", 7),
     ("zig", "src/util.zig", "fn helper(x: i32) i32 {\n    return x;\n}\n\nfn twice(x: i32) i32 {\n    return helper(helper(x));\n}\n", "twice", 6),
     ("dart", "lib/util.dart", "int helper(int x) {\n  return x;\n}\n\nint twice(int x) {\n  return helper(helper(x));\n}\n", "twice", 6),
+    ("csharp", "src/Util.cs", "class Util\n{\n    int helper(int x) { return x; }\n\n    int twice(int x)\n    {\n        return this.helper(this.helper(x));  // `this` is no named node in C#\n    }\n}\n", "Util.twice", 7),
     ("objc", "Util.m", "@implementation Util\n- (int)helper:(int)x {\n    return x;\n}\n- (int)twice:(int)x {\n    return [self helper:[self helper:x]];\n}\n@end\n", "Util.twice", 6),
     ("bash", "bin/util.sh", 'helper() {\n  echo "$1"\n}\n\ntwice() {\n  helper "$(helper "$1")"\n}\n', "twice", 6),
 ):
@@ -453,3 +454,16 @@ def test_qualified_receivers_and_php_self_calls_resolve(tmp_path: Path) -> None:
     resolved = {q: [(r.entity, r.site_line) for r in graph.callers(catalog, q).rows if r.resolved] for q in ("foo", "bar", "escape", "step")}
     assert resolved == {"foo": [("Mix.Project.config", 4)], "bar": [("Mix.Project.config", 5)],
                         "escape": [("Rack.Request.path", 4)], "step": [("A.Foo.run", 4), ("A.Foo.run", 4)]}
+
+
+def test_a_receiver_resolves_from_the_callers_enclosing_namespaces(tmp_path: Path) -> None:
+    """C#'s `Runtime.Call()` inside `namespace Py.Runtime` is `Py.Runtime.Runtime.Call`, in whatever file; Ruby's
+    `Utils.escape` inside `module Rack` is `Rack::Utils.escape`. A namespace the caller is not in is no match."""
+    catalog = load(tmp_path, {
+        "src/Runtime.cs": "namespace Py.Runtime\n{\n    static class Runtime\n    {\n        public static int Call(int x) { return x; }\n    }\n}\n",
+        "src/Engine.cs": "namespace Py.Runtime\n{\n    class Engine\n    {\n        int Run() { return Runtime.Call(1); }\n    }\n}\n",
+        "src/Other.cs": "namespace Elsewhere\n{\n    class Other\n    {\n        int Run() { return Runtime.Call(2); }\n    }\n}\n",
+        "lib/rack/utils.rb": "module Rack\n  module Utils\n    def self.escape(s)\n      s\n    end\n  end\nend\n",
+        "lib/rack/files.rb": "module Rack\n  class Files\n    def get\n      Utils.escape('/')\n    end\n  end\nend\n"})
+    resolved = {q: [(r.entity, r.site_line) for r in graph.callers(catalog, q).rows if r.resolved] for q in ("Call", "escape")}
+    assert resolved == {"Call": [("Py.Runtime.Engine.Run", 5)], "escape": [("Rack.Files.get", 4)]}

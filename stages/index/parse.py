@@ -39,8 +39,9 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 # targets dropped; 19: Go package-level vars; 20: PHP namespaces; 21: a C++ definition outside its class is named
 # by its own name under its owner's, a C typedef by its name without pointer or function declarators; 22: so are
 # Ruby's `class A::B` and Lua's `function M.f` / `M:f`; 23: a Ruby doc comment may sit one blank line above;
-# 24: import edges for C-family includes, Ruby, PHP, Kotlin, Lua, Elixir and Zig).
-PARSER_VERSION = 24
+# 24: import edges for C-family includes, Ruby, PHP, Kotlin, Lua, Elixir and Zig; 25: C# call edges, which a
+# misnamed grammar key had left out, and C#'s `this.f()` and `new T()`).
+PARSER_VERSION = 25
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(

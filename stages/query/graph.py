@@ -316,11 +316,13 @@ class Graph:
             for imp in self.imports(file):  # `pkg.mod.f()` after `import pkg.mod`
                 if imp.module == recv:
                     return self.defined_in(self.module_files(imp.module, file), edge.name)
-        return self._qualified(file, recv, edge.name)
+        return self._qualified(file, recv, edge.name, edge.source)
 
-    def _qualified(self, file: str, recv: str, name: str) -> list[Entity]:
+    def _qualified(self, file: str, recv: str, name: str, scope: str = "") -> list[Entity]:
         """`Mix.Utils.bar()`, or `Utils.bar()` after Elixir's `alias Mix.Utils`: the definition whose qualified name
-        is the receiver's, alias expanded, and the called name's."""
+        is the receiver's, alias expanded, and the called name's. Failing that, the receiver as seen from the
+        caller's enclosing scopes, innermost first: C#'s `Runtime.Call()` inside `namespace Python.Runtime` is
+        `Python.Runtime.Runtime.Call`, wherever that class's file is."""
         qualified = recv.replace("::", ".")
         if not re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", qualified):
             return []
@@ -329,9 +331,16 @@ class Graph:
             if (imp.alias or imp.name) == head and imp.module.endswith("." + imp.name):
                 qualified = imp.module + (f".{rest}" if rest else "")
                 break
-        if "." not in qualified:
+        parts = scope.split(".") if scope else []
+        owners = ([qualified] if "." in qualified else []) + [".".join([*parts[:i], qualified]) for i in range(len(parts), 0, -1)]
+        if not owners:
             return []
-        return [e for e in self.by_name(name) if e.qualname == f"{qualified}.{name}"]
+        defined = self.by_name(name)
+        for owner in owners:
+            hit = [e for e in defined if e.qualname == f"{owner}.{name}"]
+            if hit:
+                return hit
+        return []
 
     def _enclosing_class(self, file: str, scope: str) -> Entity | None:
         parts = scope.split(".") if scope else []
