@@ -208,6 +208,19 @@ def test_doc_comment_markup_is_reduced_to_its_words() -> None:
     assert doc(code, "a.ts", "typescript", "read") == 'Reads T["_zod"]["input"] and calls handlers[0](req) on [1, 2].'
 
 
+def test_a_python_doc_that_opens_with_an_admonition_has_its_summary_first() -> None:
+    """pydantic opens BaseModel's, Field's and validate_call's docs with `!!! abstract "Usage Documentation"` and a
+    link: that was their doc summary (what the rank stage matches a sentence against) and the first words the
+    embedder read. The aside moves after the summary, its link reduced to its words like any doc link."""
+    source = (b'def validate_call(func=None):\n    """!!! abstract "Usage Documentation"\n'
+              b'        [Validation Decorator](../concepts/validation_decorator.md)\n\n'
+              b'    Returns a wrapper that validates the arguments.\n\n    !!! note\n        Keeps `x`.\n    """\n    return func\n')
+    doc = {e.qualname: e for e in parse_source(source, "v.py", "python", "h").entities}["validate_call"].docstring
+    assert doc == "Returns a wrapper that validates the arguments.\n\nKeeps `x`.\n\nUsage Documentation\nValidation Decorator"
+    plain = b'def f():\n    """Say !!! loudly.\n\n    !!! warning "Deprecated"\n        Use g.\n    """\n'
+    assert {e.qualname: e for e in parse_source(plain, "f.py", "python", "h").entities}["f"].docstring == "Say !!! loudly.\n\nDeprecated\nUse g."
+
+
 def test_a_namespace_names_its_members_but_is_no_passage_of_its_own() -> None:
     """C#, C++, TypeScript and PHP namespaces and Ruby wrapper modules. As an entity, a C# or C++ namespace was the file's outline again plus its first class's doc comment, and it
     outranked that class for the class's own doc. Code in it outside a definition is still indexed."""

@@ -32,9 +32,27 @@ _MD_DEFINITION = re.compile(r"(?m)^\s*\[([^\[\]\n]+)\]:\s*\S+.*$\n?")
 _RST_LINK = re.compile(r"`([^`<>\n]+?)\s*<[^<>`\s]+>`__?")
 
 
+# an admonition's opening line (MkDocs Material, Python-Markdown): `!!! note`, `??? warning "Deprecated"`, `???+ tip`
+_ADMONITION = re.compile(r'^(?:!!!|\?\?\?\+?)[ \t]+[\w-]+(?:[ \t]+"([^"\n]*)")?[ \t]*$', re.M)
+
+
+def summary_first(text: str) -> str:
+    """A doc that opens with an admonition (pydantic's `!!! abstract "Usage Documentation"` and a link, on BaseModel,
+    Field, validate_call...) has its summary after it: the aside moves to the end, so the summary leads what the
+    embedder reads and what the rank stage takes for the doc summary. Each admonition's opening line keeps only
+    its title."""
+    if "!!!" not in text and "???" not in text:
+        return text
+    head, sep, rest = text.partition("\n\n")
+    if _ADMONITION.match(head) and rest.strip():
+        text = f"{rest}\n\n{head}"
+    return re.sub(r"\n{3,}", "\n\n", _ADMONITION.sub(lambda m: m.group(1) or "", text)).strip()
+
+
 def strip_doc_markup(text: str) -> str:
     """`<summary>Finds <see cref="Foo"/>.</summary>` -> `Finds Foo.`; `{@link Bar#baz}` -> `Bar#baz`;
     `[`Captures`](struct.Captures.html)` -> `` `Captures` ``: a link's target is no word a query says."""
+    text = summary_first(text)
     if "[" in text or "`_" in text:
         defined = {m.group(1).lower() for m in _MD_DEFINITION.finditer(text)}
         if defined:  # `[text][ref]` only where `[ref]: url` says it is a link: `T["_zod"]["input"]` is code

@@ -40,8 +40,9 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 # by its own name under its owner's, a C typedef by its name without pointer or function declarators; 22: so are
 # Ruby's `class A::B` and Lua's `function M.f` / `M:f`; 23: a Ruby doc comment may sit one blank line above;
 # 24: import edges for C-family includes, Ruby, PHP, Kotlin, Lua, Elixir and Zig; 25: C# call edges, which a
-# misnamed grammar key had left out, and C#'s `this.f()` and `new T()`).
-PARSER_VERSION = 25
+# misnamed grammar key had left out, and C#'s `this.f()` and `new T()`; 26: Python docstrings have their markup
+# reduced too, and a doc that opens with an admonition has its summary first).
+PARSER_VERSION = 26
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -277,7 +278,7 @@ class _Extractor:
                 if first.type == "expression_statement" and first.named_children:
                     first = first.named_children[0]
                 if first.type == "string":
-                    return _clean_doc(node_text(first)), None
+                    return strip_doc_markup(_clean_doc(node_text(first))), None
         if self.language == "elixir":
             doc = elixir_doc(node)
             return ("" if doc in ("", "false") else _clean_doc(doc)), None  # `@doc false` hides a function
@@ -843,7 +844,7 @@ def _module_doc(ex: _Extractor, root: Node, drafts: list[_Draft]) -> tuple[str, 
     if ex.language == "python":  # the grammar leaves a module docstring bare, not in an expression statement
         string = first.named_children[0] if first.type == "expression_statement" and first.named_children else first
         if string.type == "string":
-            return _clean_doc(node_text(string)), range(first.start_point[0], _end_line(first)), []
+            return strip_doc_markup(_clean_doc(node_text(string))), range(first.start_point[0], _end_line(first)), []
     blocks: list[list[Node]] = []  # runs of comment nodes, split at blank lines
     tags: list[int] = []
     for node in children:
