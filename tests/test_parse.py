@@ -221,6 +221,18 @@ def test_a_python_doc_that_opens_with_an_admonition_has_its_summary_first() -> N
     assert {e.qualname: e for e in parse_source(plain, "f.py", "python", "h").entities}["f"].docstring == "Say !!! loudly.\n\nDeprecated\nUse g."
 
 
+def test_a_comment_that_instructs_a_tool_is_no_doc_nor_a_window() -> None:
+    """`// @__NO_SIDE_EFFECTS__` sits above 200 of zod's functions and was their whole doc; a linter's or coverage
+    tool's directive above a doc comment hid nothing but was read as its first words. It still belongs to the
+    definition, so it is no window of its own either."""
+    source = (b"/** Makes a UUID schema. */\n// @__NO_SIDE_EFFECTS__\nexport function uuid(p) { return p; }\n\n"
+              b"// @__NO_SIDE_EFFECTS__\nexport function guid(p) { return p; }\n\n"
+              b"// eslint-disable-next-line no-console\n/** Logs it. */\nfunction log(x) { console.log(x); }\n")
+    ents = parse_source(source, "a.ts", "typescript", "h").entities
+    assert {e.qualname: e.docstring for e in ents if e.kind == "function"} == {"uuid": "Makes a UUID schema.", "guid": "", "log": "Logs it."}
+    assert not [e for e in ents if e.kind == "window"]
+
+
 def test_a_namespace_names_its_members_but_is_no_passage_of_its_own() -> None:
     """C#, C++, TypeScript and PHP namespaces and Ruby wrapper modules. As an entity, a C# or C++ namespace was the file's outline again plus its first class's doc comment, and it
     outranked that class for the class's own doc. Code in it outside a definition is still indexed."""

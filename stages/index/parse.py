@@ -41,8 +41,9 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 # Ruby's `class A::B` and Lua's `function M.f` / `M:f`; 23: a Ruby doc comment may sit one blank line above;
 # 24: import edges for C-family includes, Ruby, PHP, Kotlin, Lua, Elixir and Zig; 25: C# call edges, which a
 # misnamed grammar key had left out, and C#'s `this.f()` and `new T()`; 26: Python docstrings have their markup
-# reduced too, and a doc that opens with an admonition has its summary first).
-PARSER_VERSION = 26
+# reduced too, and a doc that opens with an admonition has its summary first; 27: a comment that only instructs a
+# tool, such as `// @__NO_SIDE_EFFECTS__` or `// eslint-disable-next-line`, is no part of a definition's doc).
+PARSER_VERSION = 27
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -287,10 +288,11 @@ class _Extractor:
             comments = [re.sub(r"(?m)^\s*--+\s?[|^]?\s?", "", c) for c in comments]
         elif self.language == "bash":
             comments = [c for c in comments if not c.startswith("#!")]  # the shebang is not documentation
-        return strip_doc_markup(_clean_doc("\n".join(reversed(comments)))), (row if comments else None)
+        return strip_doc_markup(_clean_doc("\n".join(reversed(comments)))), row
 
-    def _leading_comments(self, span: Node) -> tuple[list[str], int]:
-        """The comments right above a definition (nearest first) and the row the first of them starts on."""
+    def _leading_comments(self, span: Node) -> tuple[list[str], int | None]:
+        """The comments right above a definition (nearest first) and the row the first of them starts on (None:
+        there are none). A tool's directive among them is the definition's too, but no part of its doc."""
         lead, prev = span, span.prev_sibling  # lead: where the definition starts, what it carries above it included
         while True:
             while prev is not None and (prev.type in self.spec.doc_skip or (self.language == "zig" and not prev.is_named)):
@@ -312,9 +314,10 @@ class _Extractor:
             nodes.append(prev)
             line = first = prev.start_point[0]
             prev = prev.prev_sibling
-        if nodes and _end_line(nodes[0]) < top and _is_banner(self.language, nodes[::-1]):
-            return [], top  # a magic comment or a licence one blank line above a class is no doc
-        return [node_text(n).rstrip() for n in nodes], first  # a Rust line comment holds its newline
+        if not nodes or (_end_line(nodes[0]) < top and _is_banner(self.language, nodes[::-1])):
+            return [], None  # a magic comment or a licence one blank line above a class is no doc
+        # `// @__NO_SIDE_EFFECTS__` above 200 of zod's functions was their whole doc; a Rust line comment holds its newline
+        return [node_text(n).rstrip() for n in nodes if not _is_directive(n)], first
 
     def _trails_code(self, comment: Node) -> bool:
         """`x = f(y)  -- remark` remarks on its own line, not on the definition below it."""
@@ -884,7 +887,17 @@ def _is_banner(language: str, block: list[Node]) -> bool:
     return not text or text.startswith(_DIRECTIVES) or _LICENCE.search(text) is not None
 
 
-_DIRECTIVES = ("eslint", "@ts-", "prettier-ignore", "-*-", "frozen_string_literal", "vim:", "go:build", "+build", "nolint")
+# what linters, type checkers, coverage tools, formatters and bundlers read in a comment: no doc, whatever it sits on
+_DIRECTIVES = ("eslint", "@ts-", "prettier-ignore", "-*-", "frozen_string_literal", "vim:", "go:", "+build", "nolint",
+               "biome-ignore", "deno-lint-ignore", "istanbul ignore", "c8 ignore", "v8 ignore", "@__no_side_effects__",
+               "@__pure__", "#__pure__", "noqa", "type: ignore", "pragma: no cover", "pylint:", "mypy:", "fmt:",
+               "rubocop:", "swiftlint:", "noinspection", "clang-format", "nosec", "@formatter:")
+
+
+def _is_directive(comment: Node) -> bool:
+    """A comment that only instructs a tool (`// eslint-disable-next-line`, `/* @__PURE__ */`, `# noqa: E501`)."""
+    text = _clean_doc(node_text(comment)).lower()
+    return bool(text) and "\n" not in text and text.startswith(_DIRECTIVES)
 _LICENCE = re.compile(r"copyright|\(c\)|©|all rights reserved|spdx-license|licen[cs]ed under|@license|^licen[cs]e\b")
 
 
