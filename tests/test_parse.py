@@ -233,6 +233,22 @@ def test_a_comment_that_instructs_a_tool_is_no_doc_nor_a_window() -> None:
     assert not [e for e in ents if e.kind == "window"]
 
 
+def test_a_class_tells_the_dense_model_what_its_members_do() -> None:
+    """A class passage is a skeleton of its members' names; their doc summaries go to the embedder with it (not to
+    BM25, where the class then outranked the method a question described), so "where is multipart encoding done"
+    can find `RequestEncodingMixin` as well as `_encode_files`."""
+    source = (b'class RequestEncodingMixin:\n    @staticmethod\n    def _encode_params(data):\n'
+              b'        """Encode parameters in a piece of data.\n\n        Will successfully encode parameters."""\n        return data\n\n'
+              b'    @staticmethod\n    def _encode_files(files, data):\n        """Build the body for a multipart/form-data request. More."""\n'
+              b'        return files\n\n    def plain(self):\n        return 1\n')
+    ents = {e.qualname: e for e in parse_source(source, "models.py", "python", "h").entities}
+    mixin = ents["RequestEncodingMixin"]
+    assert mixin.member_docs == ("_encode_params: Encode parameters in a piece of data.\n"
+                                 "_encode_files: Build the body for a multipart/form-data request.")
+    assert mixin.member_docs in mixin.embed_text() and "multipart" not in mixin.lexical_text()
+    assert ents["RequestEncodingMixin._encode_files"].member_docs == ""
+
+
 def test_a_namespace_names_its_members_but_is_no_passage_of_its_own() -> None:
     """C#, C++, TypeScript and PHP namespaces and Ruby wrapper modules. As an entity, a C# or C++ namespace was the file's outline again plus its first class's doc comment, and it
     outranked that class for the class's own doc. Code in it outside a definition is still indexed."""

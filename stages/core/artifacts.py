@@ -104,13 +104,17 @@ class Entity(BaseModel):
     bases: list[str] = []
     params: list[str] = []
     facts: CodeFacts | None = Field(None, description="decorators, async, return type, defaults, raises (functions and classes)")
+    member_docs: str = Field("", description="a container's members' doc summaries, `name: summary` a line each")
 
     def embed_text(self) -> str:
-        """Text the dense model sees: where it is, what it is, then the code itself."""
+        """Text the dense model sees: where it is, what it is, what its members do, then the code itself. BM25 does
+        not read the members' summaries: there a class outranked the method that a question's words describe."""
         head = f"{self.kind} {self.qualname} in {self.file}"
         pieces = [head, self.signature]
         if self.docstring:
             pieces.append(self.docstring)
+        if self.member_docs:
+            pieces.append(self.member_docs)
         pieces.append(self.body)
         return "\n".join(p for p in pieces if p)
 

@@ -42,8 +42,9 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 # 24: import edges for C-family includes, Ruby, PHP, Kotlin, Lua, Elixir and Zig; 25: C# call edges, which a
 # misnamed grammar key had left out, and C#'s `this.f()` and `new T()`; 26: Python docstrings have their markup
 # reduced too, and a doc that opens with an admonition has its summary first; 27: a comment that only instructs a
-# tool, such as `// @__NO_SIDE_EFFECTS__` or `// eslint-disable-next-line`, is no part of a definition's doc).
-PARSER_VERSION = 27
+# tool, such as `// @__NO_SIDE_EFFECTS__` or `// eslint-disable-next-line`, is no part of a definition's doc; 28-30: trials not kept; 31: a
+# container carries its members' doc summaries for the dense model).
+PARSER_VERSION = 31
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -656,8 +657,11 @@ def _make_entities(
         start = d.start_row + 1
         end = d.end_line
         lines = ex.lines[start - 1 : end]
+        members = ""
         if d.kind in CONTAINER_KINDS and d.children:
             lines = _skeleton(lines, start, d.children, ex.language == "markdown")
+            if ex.language != "markdown":
+                members = "\n".join(f"{c.name}: {_summary(c.docstring)}" for c in d.children if c.docstring)
         qual = ex.joiner.join([*d.scope, d.name])
         key = f"{d.kind}:{qual}"
         ordinal = seen.get(key, 0)
@@ -674,11 +678,17 @@ def _make_entities(
                     parent=d.parent, signature=d.signature, docstring=d.docstring if i == 0 else "",
                     body="\n".join(plines), start_line=pstart if len(parts) > 1 else start, end_line=max(pend, pstart),
                     language=ex.language, file=path, content_hash=chash, part=i, parts=len(parts),
-                    bases=d.bases, params=d.params, facts=facts,
+                    bases=d.bases, params=d.params, facts=facts, member_docs=members if i == 0 else "",
                 )
             )
         entities.extend(_make_entities(d.children, ex, path, max_lines, max_chars, seen))
     return entities
+
+
+def _summary(doc: str) -> str:
+    """A doc's first sentence, within its first paragraph."""
+    flat = " ".join(doc.strip().split("\n\n", 1)[0].split())
+    return re.split(r"(?<=[.!?])\s", flat, maxsplit=1)[0][:200]
 
 
 def _skeleton(lines: list[str], first: int, children: list[_Draft], drop_children: bool) -> list[str]:
