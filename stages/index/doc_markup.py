@@ -43,7 +43,7 @@ def summary_first(text: str) -> str:
     its title."""
     if "!!!" not in text and "???" not in text:
         return text
-    head, sep, rest = text.partition("\n\n")
+    head, _, rest = text.partition("\n\n")
     if _ADMONITION.match(head) and rest.strip():
         text = f"{rest}\n\n{head}"
     return re.sub(r"\n{3,}", "\n\n", _ADMONITION.sub(lambda m: m.group(1) or "", text)).strip()

@@ -42,8 +42,8 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 # 24: import edges for C-family includes, Ruby, PHP, Kotlin, Lua, Elixir and Zig; 25: C# call edges, which a
 # misnamed grammar key had left out, and C#'s `this.f()` and `new T()`; 26: Python docstrings have their markup
 # reduced too, and a doc that opens with an admonition has its summary first; 27: a comment that only instructs a
-# tool, such as `// @__NO_SIDE_EFFECTS__` or `// eslint-disable-next-line`, is no part of a definition's doc; 28-30: trials not kept; 31: a
-# container carries its members' doc summaries for the dense model).
+# tool, such as `// @__NO_SIDE_EFFECTS__` or `// eslint-disable-next-line`, is no part of a definition's doc;
+# 28-30: trials not kept; 31: a container carries its members' doc summaries for the dense model).
 PARSER_VERSION = 31
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
@@ -908,6 +908,8 @@ def _is_directive(comment: Node) -> bool:
     """A comment that only instructs a tool (`// eslint-disable-next-line`, `/* @__PURE__ */`, `# noqa: E501`)."""
     text = _clean_doc(node_text(comment)).lower()
     return bool(text) and "\n" not in text and text.startswith(_DIRECTIVES)
+
+
 _LICENCE = re.compile(r"copyright|\(c\)|©|all rights reserved|spdx-license|licen[cs]ed under|@license|^licen[cs]e\b")
 
 
