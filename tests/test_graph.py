@@ -456,6 +456,20 @@ def test_qualified_receivers_and_php_self_calls_resolve(tmp_path: Path) -> None:
                         "escape": [("Rack.Request.path", 4)], "step": [("A.Foo.run", 4), ("A.Foo.run", 4)]}
 
 
+def test_java_and_kotlin_see_their_packages_names_without_an_import(tmp_path: Path) -> None:
+    """A class of the caller's package (its folder, by convention) needs no import in Java or Kotlin, nor does a
+    Kotlin top-level function; another package's does, and a Java bare call is a method, never another file's."""
+    catalog = load(tmp_path, {
+        "src/app/Util.java": "package app;\n\npublic class Util {\n    static int helper(int x) { return x; }\n}\n",
+        "src/app/Core.java": "package app;\n\nclass Core {\n    int run() { return Util.helper(1); }\n}\n",
+        "src/other/Far.java": "package other;\n\nclass Far {\n    int run() { return Util.helper(2); }\n}\n",
+        "src/app/text.kt": "package app\n\nfun shout(s: String) = s\n",
+        "src/app/Main.kt": "package app\n\nclass Main {\n    fun go() = shout(\"hi\")\n}\n",
+        "src/other/Away.kt": "package other\n\nfun away() = shout(\"no\")\n"})
+    resolved = {q: [(r.entity, r.site_line) for r in graph.callers(catalog, q).rows if r.resolved] for q in ("helper", "shout")}
+    assert resolved == {"helper": [("Core.run", 4)], "shout": [("Main.go", 4)]}
+
+
 def test_a_receiver_resolves_from_the_callers_enclosing_namespaces(tmp_path: Path) -> None:
     """C#'s `Runtime.Call()` inside `namespace Py.Runtime` is `Py.Runtime.Runtime.Call`, in whatever file; Ruby's
     `Utils.escape` inside `module Rack` is `Rack::Utils.escape`. A namespace the caller is not in is no match."""

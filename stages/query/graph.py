@@ -252,7 +252,8 @@ class Graph:
 
     # -- names -----------------------------------------------------------------------------------------------
     def resolve_name(self, name: str, file: str, scope: str, kinds: frozenset[str] = DEFINITION_KINDS) -> list[Entity]:
-        """A bare name as seen from `scope` in `file`: enclosing scopes, the file's top level, then its imports."""
+        """A bare name as seen from `scope` in `file`: enclosing scopes, the file's top level, its imports, then (Java,
+        Kotlin) its package's other files, which by convention share its folder."""
         local = self.by_file(file)
         parts = scope.split(".") if scope else []
         for i in range(len(parts), -1, -1):
@@ -264,6 +265,10 @@ class Graph:
             if (imp.alias or imp.name) == name and imp.name != imp.module:
                 files = self.module_files(imp.module, file) or self.module_files(f"{imp.module}.{imp.name}", file)
                 return [e for e in self.defined_in(files, imp.name) if e.kind in kinds]
+        if file.endswith(_MEMBER_IMPORTS):  # a Java or Kotlin package's classes (and Kotlin's functions) need no import
+            folder = posixpath.dirname(file)
+            return [e for e in self.by_name(name) if e.qualname == name and e.kind in kinds and e.file != file
+                    and posixpath.dirname(e.file) == folder and (e.kind in CLASS_KINDS or file.endswith(".kt"))]
         return []
 
     def imported_module(self, file: str, local: str) -> list[str]:
