@@ -456,6 +456,23 @@ def test_qualified_receivers_and_php_self_calls_resolve(tmp_path: Path) -> None:
                         "escape": [("Rack.Request.path", 4)], "step": [("A.Foo.run", 4), ("A.Foo.run", 4)]}
 
 
+def test_a_python_receiver_resolves_through_the_class_the_code_says_it_holds(tmp_path: Path) -> None:
+    """`s: Session` as a parameter, `x = Session()` in the function, `self.session = Session()` or a class-level
+    `session: Session` in the class: the call goes to `Session.send`. An object nothing types stays unresolved."""
+    catalog = load(tmp_path, {
+        "pkg/sessions.py": "class Session:\n    def send(self):\n        return 1\n",
+        "pkg/client.py": (
+            "from pkg.sessions import Session\n\n\ndef use(s: Session):\n    return s.send()\n\n\n"
+            "def make():\n    x = Session()\n    return x.send()\n\n\n"
+            "class Client:\n    def __init__(self):\n        self.session = Session()\n\n    def go(self):\n        return self.session.send()\n\n\n"
+            "class Pool:\n    spare: Session\n\n    def go(self):\n        return self.spare.send()\n\n\n"
+            "def other(y):\n    return y.send()\n\n\ndef kw(y):\n    wrap(y=Session())\n    return y.send()\n")})
+    rows = graph.callers(catalog, "Session.send").rows
+    assert sorted((r.entity, r.site_line) for r in rows if r.resolved) == [
+        ("Client.go", 18), ("Pool.go", 25), ("make", 10), ("use", 5)]
+    assert [(r.entity, r.resolved) for r in rows if r.entity in ("other", "kw")] == [("other", False), ("kw", False)]
+
+
 def test_java_and_kotlin_see_their_packages_names_without_an_import(tmp_path: Path) -> None:
     """A class of the caller's package (its folder, by convention) needs no import in Java or Kotlin, nor does a
     Kotlin top-level function; another package's does, and a Java bare call is a method, never another file's."""

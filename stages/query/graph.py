@@ -92,6 +92,7 @@ class Graph:
         self._keys: dict[str, list[tuple[str, str]]] | None = None
         self._go_folders: dict[str, list[tuple[str, list[str]]]] | None = None
         self._by_basename: dict[str, list[str]] | None = None
+        self._types: dict[tuple[str, str, str], str] = {}  # (file, receiver, scope) -> the class it holds, or ""
         self.by_file = lru_cache(maxsize=512)(self._by_file)
         self.by_name = lru_cache(maxsize=4096)(self._by_name)
         self.imports = lru_cache(maxsize=512)(self._imports)
@@ -321,7 +322,43 @@ class Graph:
             for imp in self.imports(file):  # `pkg.mod.f()` after `import pkg.mod`
                 if imp.module == recv:
                     return self.defined_in(self.module_files(imp.module, file), edge.name)
+        if file.endswith((".py", ".pyi")) and re.fullmatch(r"(?:self\.)?[A-Za-z_]\w*", recv):
+            key = (file, recv, edge.source)
+            if key not in self._types:
+                self._types[key] = self._python_type(file, recv, edge.source, holder)
+            typed = self._types[key]
+            for c in self.resolve_name(typed, file, edge.source, CLASS_KINDS) if typed else ():
+                hit = self.members(c, edge.name)
+                if hit:
+                    return hit
         return self._qualified(file, recv, edge.name, edge.source)
+
+    def _python_type(self, file: str, recv: str, scope: str, holder: Entity | None) -> str:
+        """The class a Python receiver holds, where the code says it: `s = Session()` or `s: Session` in the
+        calling function (its parameters too), `self.adapter = HTTPAdapter()` or `adapter: HTTPAdapter` in its
+        class. A class by its written name only: anything computed stays unknown."""
+        name = recv.removeprefix("self.")
+        if recv.startswith("self."):
+            owner = self._enclosing_class(file, scope)
+            if owner is None:
+                return ""
+            texts = [owner.body] + [e.body for e in self.by_file(file) if e.qualname.startswith(owner.qualname + ".")]
+            held = rf"self\.{name}"
+            annotations = (rf"self\.{name}\s*:\s*['\"]?([A-Z]\w*)", rf"^\s*{name}\s*:\s*['\"]?([A-Z]\w*)")  # class level
+        else:
+            texts = [holder.signature, holder.body] if holder is not None else []
+            held = name
+            annotations = (rf"[(,]\s*{name}\s*:\s*['\"]?([A-Z]\w*)",)  # a parameter's
+        # a statement of its own, so `f(session=Session())` is no assignment to `session`
+        assigned = re.compile(rf"^\s*{held}\s*(?::\s*['\"]?([A-Z]\w*)[^=\n]*)?=\s*([A-Z]\w*)\s*\(", re.M)
+        for text in texts:
+            if m := assigned.search(text):
+                return m.group(1) or m.group(2)
+        for pattern in annotations:
+            for text in texts:
+                if m := re.search(pattern, text, re.M):
+                    return m.group(1)
+        return ""
 
     def _qualified(self, file: str, recv: str, name: str, scope: str = "") -> list[Entity]:
         """`Mix.Utils.bar()`, or `Utils.bar()` after Elixir's `alias Mix.Utils`: the definition whose qualified name
