@@ -153,6 +153,11 @@ def load(root: Path, files: dict[str, str]) -> Catalog:
     return catalog
 
 
+
+def resolved_callers(catalog: Catalog, *names: str) -> dict[str, list[tuple[str, int]]]:
+    """Each name's resolved callers, as (holder, site line)."""
+    return {q: [(r.entity, r.site_line) for r in graph.callers(catalog, q).rows if r.resolved] for q in names}
+
 @pytest.mark.parametrize("language", sorted(PROJECTS))
 def test_hand_checked_callers_and_callees(tmp_path: Path, language: str) -> None:
     catalog = load(tmp_path, PROJECTS[language])
@@ -451,9 +456,9 @@ def test_qualified_receivers_and_php_self_calls_resolve(tmp_path: Path) -> None:
         "lib/rack/request.rb": "module Rack\n  class Request\n    def path\n      Rack::Utils.escape('/')\n    end\n  end\nend\n",
         "src/Foo.php": "<?php\nnamespace A;\nclass Foo {\n  public function run() { return $this->step() + static::step(); }\n"
                        "  public function step() { return 1; }\n}\n"})
-    resolved = {q: [(r.entity, r.site_line) for r in graph.callers(catalog, q).rows if r.resolved] for q in ("foo", "bar", "escape", "step")}
-    assert resolved == {"foo": [("Mix.Project.config", 4)], "bar": [("Mix.Project.config", 5)],
-                        "escape": [("Rack.Request.path", 4)], "step": [("A.Foo.run", 4), ("A.Foo.run", 4)]}
+    assert resolved_callers(catalog, "foo", "bar", "escape", "step") == {
+        "foo": [("Mix.Project.config", 4)], "bar": [("Mix.Project.config", 5)],
+        "escape": [("Rack.Request.path", 4)], "step": [("A.Foo.run", 4), ("A.Foo.run", 4)]}
 
 
 def test_a_python_receiver_resolves_through_the_class_the_code_says_it_holds(tmp_path: Path) -> None:
@@ -483,8 +488,7 @@ def test_java_and_kotlin_see_their_packages_names_without_an_import(tmp_path: Pa
         "src/app/text.kt": "package app\n\nfun shout(s: String) = s\n",
         "src/app/Main.kt": "package app\n\nclass Main {\n    fun go() = shout(\"hi\")\n}\n",
         "src/other/Away.kt": "package other\n\nfun away() = shout(\"no\")\n"})
-    resolved = {q: [(r.entity, r.site_line) for r in graph.callers(catalog, q).rows if r.resolved] for q in ("helper", "shout")}
-    assert resolved == {"helper": [("Core.run", 4)], "shout": [("Main.go", 4)]}
+    assert resolved_callers(catalog, "helper", "shout") == {"helper": [("Core.run", 4)], "shout": [("Main.go", 4)]}
 
 
 def test_a_receiver_resolves_from_the_callers_enclosing_namespaces(tmp_path: Path) -> None:
@@ -496,5 +500,4 @@ def test_a_receiver_resolves_from_the_callers_enclosing_namespaces(tmp_path: Pat
         "src/Other.cs": "namespace Elsewhere\n{\n    class Other\n    {\n        int Run() { return Runtime.Call(2); }\n    }\n}\n",
         "lib/rack/utils.rb": "module Rack\n  module Utils\n    def self.escape(s)\n      s\n    end\n  end\nend\n",
         "lib/rack/files.rb": "module Rack\n  class Files\n    def get\n      Utils.escape('/')\n    end\n  end\nend\n"})
-    resolved = {q: [(r.entity, r.site_line) for r in graph.callers(catalog, q).rows if r.resolved] for q in ("Call", "escape")}
-    assert resolved == {"Call": [("Py.Runtime.Engine.Run", 5)], "escape": [("Rack.Files.get", 4)]}
+    assert resolved_callers(catalog, "Call", "escape") == {"Call": [("Py.Runtime.Engine.Run", 5)], "escape": [("Rack.Files.get", 4)]}
