@@ -383,11 +383,13 @@ PATH_IMPORT_PROJECTS: dict[str, tuple[dict[str, str], dict[str, int]]] = {
            "lib/lz4frame.c": '#include <stdio.h>\n#include "lz4.h"\n#include "common/xxhash.h"\nint f(int x) { return LZ4_compress(x); }\n',
            "programs/cli.c": '#include "xxhash.h"\n#include "lz4.h"\nint main(void) { return LZ4_compress(1); }\n'},
           {"lib/lz4.h": 3, "lib/lz4.c": 2, "lib/common/xxhash.h": 2}),  # lz4.c does not depend on itself
-    # `require "rack/utils"` from the load path (lib/), `require_relative "utils"` beside the file, `autoload`
+    # `require "rack/utils"` from the load path (lib/), `require_relative "utils"` beside the file, `autoload`;
+    # `require "json"` is the standard library's, not a `json.rb` deeper in the tree
     "ruby": ({"lib/rack/utils.rb": "module Rack\n  module Utils\n  end\nend\n", "lib/rack/request.rb": "module Rack\nend\n",
               "lib/rack.rb": "module Rack\n  autoload :Request, 'rack/request'\nend\n",
               "lib/rack/response.rb": "require 'rack/utils'\nrequire 'json'\nmodule Rack\nend\n",
-              "lib/rack/files.rb": "require_relative 'utils'\nmodule Rack\nend\n"},
+              "lib/rack/files.rb": "require_relative 'utils'\nmodule Rack\nend\n",
+              "lib/rack/handler/json.rb": "require 'json'\nmodule Rack\nend\n"},
              {"lib/rack/utils.rb": 2, "lib/rack/request.rb": 1}),
     # PSR-4: the namespace's tail names the file under a prefix the import does not show; a bare class name counts
     # only when one file has it
@@ -432,6 +434,18 @@ def test_imports_by_path_or_namespace_count_for_the_file_they_name(tmp_path: Pat
     # centrality counts module imports only: these languages import types and headers, and their hubs are
     # interfaces, exceptions and umbrella headers (measured in `graph.CENTRAL_SOURCES`)
     assert graph.import_centrality(catalog) == {}
+
+
+def test_a_ruby_require_names_a_file_from_a_load_root(tmp_path: Path) -> None:
+    """`require` searches $LOAD_PATH (a gem's lib/, the spec/ or test/ folder rspec and minitest add), so
+    `require "json"` is no `json.rb` deeper in the tree, and `require "spec_helper"` is `spec/spec_helper.rb`."""
+    catalog = load(tmp_path, {"lib/rack/utils.rb": "module Rack\nend\n", "lib/rack/handler/json.rb": "module Rack\nend\n",
+                              "spec/spec_helper.rb": "require 'rack/utils'\n", "spec/rack/utils_spec.rb": "require 'spec_helper'\n"})
+    found = graph.Graph(catalog)
+    assert found.module_files("rack/utils", "spec/spec_helper.rb") == ["lib/rack/utils.rb"]
+    assert found.module_files("spec_helper", "spec/rack/utils_spec.rb") == ["spec/spec_helper.rb"]
+    assert found.module_files("json", "lib/rack/utils.rb") == []
+    assert found.module_files("handler/json", "lib/rack/utils.rb") == []  # from rack/, not a load root
 
 
 def test_a_module_bound_by_a_path_import_resolves_its_callees(tmp_path: Path) -> None:

@@ -47,6 +47,17 @@ def _underscore(name: str) -> str:
     """Elixir's file name for a module name (`Macro.underscore`): `HTTPServer` -> `http_server`."""
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
+# Ruby's `require "x/y"` searches $LOAD_PATH: a gem's `lib/`, and the `spec/` or `test/` folder rspec and minitest add
+_RUBY_LOAD_ROOTS = frozenset({"lib", "spec", "test"})
+
+
+def _on_load_path(file: str, required: str) -> bool:
+    """`file` is what `require` of `required` finds: its path from a load root (or the workspace root) on. So
+    `require "json"` (the standard library's) is not `lib/rack/handler/json.rb`, while `require "rack/utils"` is
+    `lib/rack/utils.rb`."""
+    prefix = file[: len(file) - len(required)].rstrip("/")
+    return not prefix or prefix.rsplit("/", 1)[-1] in _RUBY_LOAD_ROOTS
+
 # the first element of every Go standard library import path (go1.23); a module's own paths start with its domain or name
 _GO_STANDARD = frozenset({
     "archive", "bufio", "builtin", "bytes", "cmp", "compress", "container", "context", "crypto", "database", "debug",
@@ -162,7 +173,9 @@ class Graph:
             return self._exact(posixpath.join(folder, module)) or self._suffix(module)
         if ext == "rb":
             path = module if module.endswith(".rb") else module + ".rb"
-            return self._exact(posixpath.join(folder, path)) if module.startswith(".") else self._suffix(path)
+            if module.startswith("."):
+                return self._exact(posixpath.join(folder, path))
+            return [f for f in self._suffix(path) if _on_load_path(f, path)]
         if ext == "lua":
             path = module.replace(".", "/")
             return self._suffix(path + ".lua") or self._suffix(path + "/init.lua")
