@@ -33,6 +33,8 @@ PACKAGES: dict[str, tuple[str, str]] = {
     "lz4": ("pypi", "lz4@4.4.5"),
     "expo-modules-core": ("npm", "expo-modules-core@1.12.26"),
     "elixir": ("debian-source", "elixir-lang@1.14.0.dfsg-2"),
+    "fmt": ("debian-source", "fmtlib@9.1.0+ds1-2"),  # C++ (headers and sources)
+    "aeson": ("debian-source", "haskell-aeson@2.0.3.0-1"),  # Haskell
 }
 # a wheel's or tarball's members to unpack (the whole Zig toolchain is ~300 MB): the std folders `bench_languages` indexes
 INCLUDE: dict[str, tuple[str, ...]] = {
