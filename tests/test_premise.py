@@ -57,7 +57,8 @@ class Client(BaseClient):
 
 
 class Response:
-    pass
+    def read(self) -> bytes:
+        return b""
 
 
 MAX_REDIRECTS = 20
@@ -128,6 +129,27 @@ def test_negated_premises_and_unknowns_are_not_guessed(resolve) -> None:
     assert flagged("How does the client retry and time out?", resolve) == []
 
 
+def test_a_premise_stated_in_passing_is_read_and_an_aspect_is_no_parameter(resolve) -> None:
+    """Constructions read since stop 37: "the class named X", "the Y returned from X", "the Y X returns". And what
+    made true premises look false: the verb after a subject (`read` in "`send` read its request argument"), a
+    history verb ("was stream added to ..."), an aspect of the function ("`send`'s signature") or half of a
+    hyphenated word read as a parameter."""
+    assert flagged("What does the class named `send` do?", resolve)  # a method
+    assert flagged("What does the function named `Client` do?", resolve)  # a class
+    assert flagged("What is inside the dict returned from Client.send?", resolve)  # it returns a Response
+    assert ("returns", "Client.send", "dict") in [(p.kind, p.subject, p.value) for p in extract("What is inside the dict returned from Client.send?")]
+    assert ("returns", "Client.send", "dict") in [(p.kind, p.subject, p.value) for p in extract("Where is the dict `Client.send` returns created?")]
+    assert flagged("What is inside the Response returned from Client.send?", resolve) == []
+    assert flagged("Where does `Client.send` read its request argument?", resolve) == []
+    assert flagged("Where does `Client.send` read its chunk argument?", resolve)  # no such parameter
+    assert flagged("Why was stream added to `Client.send`'s signature?", resolve) == []
+    assert flagged("Why was the stream argument added to Client.send?", resolve) == []  # no parameter `added`
+    # found on SWE-QA pytest-33: "file-based argument input" names neither a parameter `based` nor `input`
+    assert flagged("Why does Client.send handle file-based argument input?", resolve) == []
+    assert flagged("What does the argument depth of Client.send mean?", resolve)  # "the argument X" still names one
+    assert flagged("What is `Client.send`'s signature?", resolve) == []
+
+
 def test_extraction_reads_many_phrasings() -> None:
     kinds = {q: [(p.kind, p.subject, p.param or p.value) for p in extract(q)] for q in (
         "Why does `Session` inherit from `dict`?", "Foo, a subclass of Bar, does what?", "How is get's timeout argument used?",
@@ -177,20 +199,23 @@ def test_generated_set_has_twins_and_ten_phrasings_per_kind(tmp_path: Path) -> N
     assert sum(c.false_premise for c in cases) == sum(not c.false_premise for c in cases) > 0
     table, _ = score(cases, {"fixture": resolver_for(tmp_path)})
     assert table["all"]["false_alarm"] <= 0.05 and table["all"]["recall"] >= 0.85
+    fresh = generate(tmp_path, "fixture", per_kind=10, phrasings="fresh")  # a held-back set covers only its kinds
+    assert {c.kind for c in fresh} <= {"param", "returns", "kind"} and "kind" in {c.kind for c in fresh}
+    assert sum(c.false_premise for c in fresh) == sum(not c.false_premise for c in fresh)
 
 
 def test_cue_gates_never_hide_a_premise(monkeypatch: pytest.MonkeyPatch) -> None:
     """A kind's patterns run only when the question holds one of its cue words; over every phrasing of the
-    tuned and the unseen template sets, and questions without cues, the gates change nothing."""
+    tuned, unseen and fresh template sets, and questions without cues, the gates change nothing."""
     import re
 
-    from stages.evaluate.premise_set import TEMPLATES, UNSEEN_TEMPLATES
+    from stages.evaluate.premise_set import FRESH_TEMPLATES, TEMPLATES, UNSEEN_TEMPLATES
     from stages.query import premise
 
     values = {"S": "`Session.request`", "V": "`dict`", "P": "timeout", "D": "a staticmethod", "N": "staticmethod",
               "W": "cached property", "B": "dict", "F": "sessions.py", "M": "sessions", "K": "class"}
     questions = [re.sub(r"{(\w+)}", lambda m: values[m.group(1)], t)
-                 for sets in (TEMPLATES, UNSEEN_TEMPLATES) for ts in sets.values() for t in ts]
+                 for sets in (TEMPLATES, UNSEEN_TEMPLATES, FRESH_TEMPLATES) for ts in sets.values() for t in ts]
     questions += ["How does the retry loop back off?", "Where is the connection pool emptied?", "What does prepare_body do?",
                   "Why do hooks run after the response?", "Is `send` async?", "Why does get_netrc_auth return a str?"]
     gated = [premise.extract(q) for q in questions]

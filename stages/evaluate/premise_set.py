@@ -152,6 +152,30 @@ UNSEEN_ASYNC: tuple[tuple[str, str], ...] = (
     ("Why is {S} asynchronous?", "Why does {S} execute synchronously?"),
 )
 UNSEEN_TEMPLATES["async"] = tuple(t for pair in UNSEEN_ASYNC for t in pair)
+# Written in stop 37 before the grammar read "the {K} named {S}", "{B} returned from {S}" and "the {B} {S} returns" (found
+# among the unseen phrasings' misses, which are therefore no longer a clean check for those kinds), and never tuned on:
+# the held-back check for the three kinds with the lowest unseen recall.
+FRESH_TEMPLATES: dict[str, tuple[str, ...]] = {
+    "param": (
+        "What happens to the {P} I pass to {S}?", "Why does {S} take a {P} argument?", "Is {P} required when calling {S}?",
+        "How should I choose {P} for {S}?", "What does the {P} parameter of {S} control?", "Can {S} be called with {P} set?",
+        "Where does {S} read its {P} argument?", "Why was {P} added to {S}'s signature?",
+        "Which values of {P} does {S} accept?", "What is {S} doing with {P}?",
+    ),
+    "returns": (
+        "What does the {B} returned from {S} hold?", "Why would {S} return {V} here?", "How big is the {B} {S} returns?",
+        "When {S} returns {V}, who consumes it?", "Is the {B} that comes out of {S} cached?", "Why does {S} end up returning {V}?",
+        "I get {V} back from {S}; why?", "Why is the result of {S} {V}?", "What's the {B} that {S} gives back used for?",
+        "{S}() -> {V}: why this signature?",
+    ),
+    "kind": (
+        "How is the {K} called {S} tested?", "Why is {S} defined as a {K}?", "What arguments does the {K} {S} take?",
+        "Since {S} is a {K}, can I subclass it?", "Where do we use the {S} {K}?", "Is {S} really a {K}?",
+        "Explain the {K} named {S}.", "Why did they write {S} as a {K}?", "Who calls the {K} {S}?",
+        "What's the purpose of the {S} {K}?",
+    ),
+}
+PHRASINGS = {"tuned": TEMPLATES, "unseen": UNSEEN_TEMPLATES, "fresh": FRESH_TEMPLATES}
 
 _DECO_PHRASES = {"property": ("a property", "property"), "staticmethod": ("a static method", "static method"),
                  "classmethod": ("a class method", "class method"), "cached_property": ("a cached property", "cached property")}
@@ -303,11 +327,12 @@ def _type_phrase(name: str, rng: random.Random) -> tuple[str, str]:
     return (f"a {bare}" if rng.random() < 0.5 else bare), bare
 
 
-def generate(root: Path, corpus: str, per_kind: int = 40, seed: int = 7, unseen: bool = False) -> list[PremiseCase]:
-    """False premises with a true twin each, per kind, from one unpacked sdist (`unseen`: the held-back phrasings)."""
+def generate(root: Path, corpus: str, per_kind: int = 40, seed: int = 7, phrasings: str = "tuned") -> list[PremiseCase]:
+    """False premises with a true twin each, per kind, from one unpacked sdist, in one set of `PHRASINGS` (`unseen`
+    and `fresh`: held back); a kind the set has no phrasings for gets no cases."""
     rng = random.Random(seed)
-    templates = UNSEEN_TEMPLATES if unseen else TEMPLATES
-    async_pairs = UNSEEN_ASYNC if unseen else ASYNC_TEMPLATES
+    templates = PHRASINGS[phrasings]
+    async_pairs = {"tuned": ASYNC_TEMPLATES, "unseen": UNSEEN_ASYNC}.get(phrasings, ())
     facts = collect(root)
     unique = [d for d in facts.defs if len(facts.by_name[d.name]) == 1 and not d.name.startswith("__")]
     functions = [d for d in unique if isinstance(d.node, (ast.FunctionDef, ast.AsyncFunctionDef))]
@@ -316,12 +341,14 @@ def generate(root: Path, corpus: str, per_kind: int = 40, seed: int = 7, unseen:
     counters: dict[str, int] = defaultdict(int)
 
     def add(kind: str, subject: _Def, false_q: str, true_q: str) -> None:
+        if kind not in templates and not (kind == "async" and async_pairs):
+            return
         cases.append(PremiseCase(kind, false_q, True, corpus, subject.qual))
         cases.append(PremiseCase(kind, true_q, False, corpus, subject.qual))
         counters[kind] += 1
 
     def template(kind: str) -> str:
-        ts = templates[kind]
+        ts = templates.get(kind, ("",))  # no phrasings: `add` keeps no case
         return ts[counters[kind] % len(ts)]
 
     class_names = sorted(facts.class_bases)
@@ -384,7 +411,7 @@ def generate(root: Path, corpus: str, per_kind: int = 40, seed: int = 7, unseen:
     async_defs = [f for f in functions if isinstance(f.node, ast.AsyncFunctionDef)]
     sync_defs = rng.sample([f for f in functions if not isinstance(f.node, ast.AsyncFunctionDef)], min(len(async_defs) or 5, len(functions)))
     mixed = [x for pair_ in zip(async_defs, sync_defs) for x in pair_] or sync_defs  # as many sync subjects as async ones
-    for pair, d in enumerate(mixed[:per_kind]):
+    for pair, d in enumerate(mixed[:per_kind] if async_pairs else []):
         is_async = isinstance(d.node, ast.AsyncFunctionDef)
         a, sy = async_pairs[pair % len(async_pairs)]
         s = _render_subject(d, rng)
@@ -491,22 +518,26 @@ def evaluate(roots: dict[str, Path], per_kind: int = 40) -> dict:
     """Both phrasing sets over every corpus: the table per kind, and the first misses of each."""
     resolvers = {name: resolver_for(root) for name, root in roots.items()}
     out: dict = {"corpora": sorted(roots), "flag_at": FLAG_AT}
-    for label, unseen in (("tuned", False), ("unseen", True)):
-        cases = [c for name, root in roots.items() for c in generate(root, name, per_kind=per_kind, unseen=unseen)]
+    for label in PHRASINGS:
+        cases = [c for name, root in roots.items() for c in generate(root, name, per_kind=per_kind, phrasings=label)]
         table, misses = score(cases, resolvers)
         out[label] = {"cases": len(cases), "table": table, "misses": misses[:40]}
     return out
 
 
 def render(result: dict) -> str:
-    """Markdown: recall and false alarms per kind, for the tuned and the held-back phrasings."""
+    """Markdown: recall and false alarms per kind, for the tuned and the two held-back sets of phrasings."""
     lines = ["## Premise checking (generated from `ast` facts of " + ", ".join(result["corpora"]) + ")", "",
-             "| kind | pairs | recall (tuned) | false alarm (tuned) | recall (unseen phrasings) | false alarm (unseen) |",
-             "|---|---|---|---|---|---|"]
-    tuned, unseen = result["tuned"]["table"], result["unseen"]["table"]
+             "| kind | pairs | recall (tuned) | false alarm (tuned) | recall (unseen phrasings) | false alarm (unseen) "
+             "| recall (fresh phrasings) | false alarm (fresh) |",
+             "|---|---|---|---|---|---|---|---|"]
+    tuned = result["tuned"]["table"]
+
+    def cells(label: str, kind: str) -> str:
+        row = result.get(label, {}).get("table", {}).get(kind)
+        return f"{row['recall']:.3f} | {row['false_alarm']:.3f}" if row else "- | -"
+
     for kind in [*KINDS, "all"]:
         if kind in tuned:
-            t, u = tuned[kind], unseen.get(kind, {})
-            lines.append(f"| {kind} | {t['pairs']} | {t['recall']:.3f} | {t['false_alarm']:.3f} | "
-                         f"{u.get('recall', 0):.3f} | {u.get('false_alarm', 0):.3f} |")
+            lines.append(f"| {kind} | {tuned[kind]['pairs']} | {cells('tuned', kind)} | {cells('unseen', kind)} | {cells('fresh', kind)} |")
     return "\n".join(lines) + "\n"

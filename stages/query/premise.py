@@ -37,7 +37,8 @@ _STOP = _FUNCTION_WORDS | frozenset(  # never a subject: nouns and verbs of the 
 )
 _VERBS = frozenset("async sync asynchronous synchronous blocking coroutine default defaulting property back await awaiting "
                    "have has had do does done be use uses used get gets mean means control controls work works change changes "
-                   "call calls called make makes want need go goes come comes run runs happen happens expect see know".split())
+                   "call calls called make makes want need go goes come comes run runs happen happens expect see know "
+                   "added removed renamed changed introduced dropped deprecated moved replaced".split())
 _PARAM_ADJECTIVES = frozenset("optional keyword positional required extra named called additional boolean".split())
 _NOT_PARAM = r"(?!(?:parameter|argument|arg|kwarg|param|keyword|option|flag|input|value|default)s?\b)"
 _NOT_SUBJECT = r"(?!(?:" + "|".join(sorted(w for w in _FUNCTION_WORDS if "'" not in w)) + r")\b)"
@@ -183,7 +184,8 @@ _GRAMMAR: dict[str, tuple[re.Pattern[str], ...]] = {
         _g(r"{S}'s\s+return\s+(?:type|value|annotation)\s+(?:is\s+|being\s+|of\s+type\s+|of\s+|as\s+)?(?:an?\s+)?{T}"),
         _g(r"{S}\s*(?:\([^)]*\))?\s*->\s*{T}"),
         _g(r"\b(?:the\s+)?{T}\s+(?:that|which)\s+{S}\s+returns"),
-        _g(r"{T}\s+(?:returned|produced)\s+by\s+(?:the\s+)?{S}"),
+        _g(r"\bthe\s+{T}\s+{S}\s+returns\b"),
+        _g(r"{T}\s+(?:returned|produced)\s+(?:by|from)\s+(?:the\s+)?{S}"),
         _g(r"{S}{ADV}\s+(?:is\s+)?(?:annotated|typed|declared|hinted)\s+(?:as\s+|to\s+)?return(?:ing)?\s+(?:an?\s+)?{T}"),
         _g(r"{S}{ADV}\s+(?:has|with)\s+(?:an?\s+|the\s+)?return\s+(?:type|annotation)\s+(?:of\s+)?{T}"),
     ),
@@ -206,7 +208,7 @@ _GRAMMAR: dict[str, tuple[re.Pattern[str], ...]] = {
     "kind": (
         _g(r"{S0}{ADV}\s+(?:is|was|being)\s+(?:a|an)\s+(?:[\w-]+\s+)?{KIND}\b"),
         _g(r"\bis\s+{S0}\s+(?:a|an)\s+(?:[\w-]+\s+)?{KIND}\b(?!\s+or\b)"),
-        _g(r"\b(?:the|a|an)\s+{KIND}\s+{S0}"),
+        _g(r"\b(?:the|a|an)\s+{KIND}\s+(?:named\s+|called\s+)?{S0}"),
         _g(r"\bthe\s+{S0}\s+{KIND}\b"),
         _g(r"{S0}\s+(?:is\s+)?(?:defined|declared|implemented|written)\s+as\s+(?:a|an)\s+(?:[\w-]+\s+)?{KIND}\b"),
         _g(r"\b(?:make|makes|made|making|turn|turns|turned|declare|declares|declared|write|wrote|implement|implemented|keep|keeps|kept)\s+{S0}\s+(?:as\s+|into\s+)?(?:a|an)\s+(?:[\w-]+\s+)?{KIND}\b"),
@@ -253,6 +255,8 @@ def _negated(question: str, start: int, end: int) -> bool:
 def extract(question: str) -> list[Premise]:
     """Every premise the question states, in order; duplicates removed. Pure text: no index needed."""
     found: list[Premise] = []
+    coded: set[tuple[str, str]] = set()  # (kind, param) of premises whose subject is written as code
+    plain: list[int] = []  # indexes of premises whose subject is a plain word
     low = question.lower()
     for kind, patterns in _GRAMMAR.items():
         if not any(cue in low for cue in _GATES[kind]):
@@ -279,7 +283,14 @@ def extract(question: str) -> list[Premise]:
                 if kind in ("param", "default") and (param.lower() in _FUNCTION_WORDS | _PARAM_ADJECTIVES | _VERBS or param == subject):
                     continue
                 found.append(Premise(kind=kind, subject=subject, value=value, param=param, negated=negated, text=text))  # type: ignore[arg-type]
-    return _dedupe(found)
+                if _codeish(g.get("S") or "", m.start("S")):
+                    coded.add((kind, param))
+                else:
+                    plain.append(len(found) - 1)
+    # "`request_context` read its request argument": the try that starts at `read` takes the verb as the subject;
+    # where the same parameter also has a subject written as code, that one is meant
+    dropped = {i for i in plain if found[i].kind in ("param", "default") and (found[i].kind, found[i].param) in coded}
+    return _dedupe([p for i, p in enumerate(found) if i not in dropped])
 
 
 def _slot_values(kind: str, g: dict, phrase: str) -> tuple[str, str] | None:
@@ -608,6 +619,10 @@ def check(premises: Iterable[Premise], resolve: Resolver) -> list[PremiseFinding
 
 _TOKEN = re.compile(r"`[^`\n]{1,80}`|@?[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*(?:\(\))?|-?\d+(?:\.\d+)?|'[^'\n]{0,40}'|\"[^\"\n]{0,40}\"|\S")
 _INHERIT_CUE = re.compile(r"^(inherit\w*|subclass\w*|extend\w*|deriv\w*|parent|superclass\w*|super|base|descend\w*|mro)$", re.I)
+# what a function has besides parameters: "`f`'s signature?" asks about `f`, it names no parameter `signature`
+_ASPECT_NOUNS = frozenset("signature name purpose job role body doc docs docstring definition implementation behaviour "
+                          "behavior output result results return type source code caller callers callee callees test tests "
+                          "usage location file module class owner cost speed".split())
 _PARAM_NOUN = re.compile(r"^(parameters?|arguments?|args?|kwargs?|params?|keywords?|options?|flags?)$", re.I)
 _PARAM_VERB = re.compile(r"^(pass\w*|accept\w*|take\w*|receiv\w*|need\w*|requir\w*|set|setting|without|omit\w*|support\w*)$", re.I)
 _RETURN_CUE = re.compile(r"^(returns?|returned|produces?|produced|yields?|hands?|gives?|back)$", re.I)
@@ -738,16 +753,19 @@ def infer(question: str, resolve: Resolver, stated: list[Premise]) -> list[Premi
         for i, t in enumerate(toks):
             if (i in defs and (t.strip("`")[:1].isupper() or len(functions) == 1 and i in functions)) or len(low[i]) < 2 or t[:1].isupper() or (i > 0 and toks[i - 1] == "'") or low[i] in _STOP or low[i] in _PARAM_ADJECTIVES or low[i] in _VERBS or not re.fullmatch(r"`?[A-Za-z_]\w*`?", t):
                 continue
+            if question[spans[i][0] - 1 : spans[i][0]] == "-" or question[spans[i][1] : spans[i][1] + 1] == "-":
+                continue  # half of a hyphenated word: "file-based argument" names no parameter `based`
             following = toks[i + 1] if i + 1 < len(toks) else ""
             after = low[i + 1] if i + 1 < len(low) else ""
             def is_noun(k: int) -> bool:  # `Parameter` the class is not the word "parameter"
                 return 0 <= k < len(toks) and bool(_PARAM_NOUN.match(low[k])) and toks[k].islower()
 
-            noun = is_noun(i + 1) or is_noun(i - 1) or (i > 1 and low[i - 1] in ("named", "called") and is_noun(i - 2)) or (
+            named_after = is_noun(i - 1) and (i < 2 or low[i - 2] in ("the", "its", "a", "an", "this", "that") or _identifierish(t, following))
+            noun = is_noun(i + 1) or named_after or (i > 1 and low[i - 1] in ("named", "called") and is_noun(i - 2)) or (
                 after in ("a", "an", "the", "is") and is_noun(i + 2))
             verb = near(i, _PARAM_VERB, 3, 2)
             possessive = i > 2 and toks[i - 2] == "'" and low[i - 1] == "s" and (i - 3) in functions and after in (
-                "for", "do", "does", "mean", "means", "control", "controls", "used", "?")
+                "for", "do", "does", "mean", "means", "control", "controls", "used", "?") and low[i] not in _ASPECT_NOUNS
             plain = i > 0 and (i - 1) not in defs and _PARAM_VERB.match(low[i - 1]) and not low[i].endswith("ing") and after in ("when", "to", "into", "?", "for", "")
             if following == "=" or noun or possessive or plain or (verb is not None and _identifierish(t, following)):
                 others = [f for f in functions if f != i]
