@@ -153,8 +153,9 @@ UNSEEN_ASYNC: tuple[tuple[str, str], ...] = (
 )
 UNSEEN_TEMPLATES["async"] = tuple(t for pair in UNSEEN_ASYNC for t in pair)
 # Written in stop 37 before the grammar read "the {K} named {S}", "{B} returned from {S}" and "the {B} {S} returns" (found
-# among the unseen phrasings' misses, which are therefore no longer a clean check for those kinds), and never tuned on:
-# the held-back check for the three kinds with the lowest unseen recall.
+# among the unseen phrasings' misses, which are therefore no longer a clean check for those kinds): the held-back check
+# for the three kinds with the lowest unseen recall. No pattern was added for them; the parameter false alarms they
+# raised were read and mended, so only that one figure is no longer held out.
 FRESH_TEMPLATES: dict[str, tuple[str, ...]] = {
     "param": (
         "What happens to the {P} I pass to {S}?", "Why does {S} take a {P} argument?", "Is {P} required when calling {S}?",
@@ -515,7 +516,7 @@ def score(cases: list[PremiseCase], resolvers: dict) -> tuple[dict[str, dict[str
 
 
 def evaluate(roots: dict[str, Path], per_kind: int = 40) -> dict:
-    """Both phrasing sets over every corpus: the table per kind, and the first misses of each."""
+    """Every set of phrasings over every corpus: the table per kind, and the first misses of each."""
     resolvers = {name: resolver_for(root) for name, root in roots.items()}
     out: dict = {"corpora": sorted(roots), "flag_at": FLAG_AT}
     for label in PHRASINGS:

@@ -47,6 +47,7 @@ def _underscore(name: str) -> str:
     """Elixir's file name for a module name (`Macro.underscore`): `HTTPServer` -> `http_server`."""
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
+
 # Ruby's `require "x/y"` searches $LOAD_PATH: a gem's `lib/`, and the `spec/` or `test/` folder rspec and minitest add
 _RUBY_LOAD_ROOTS = frozenset({"lib", "spec", "test"})
 
@@ -57,6 +58,7 @@ def _on_load_path(file: str, required: str) -> bool:
     `lib/rack/utils.rb`."""
     prefix = file[: len(file) - len(required)].rstrip("/")
     return not prefix or prefix.rsplit("/", 1)[-1] in _RUBY_LOAD_ROOTS
+
 
 # the first element of every Go standard library import path (go1.23); a module's own paths start with its domain or name
 _GO_STANDARD = frozenset({
