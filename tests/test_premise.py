@@ -8,6 +8,7 @@ import pytest
 
 from flows.query import run_query
 from stages.core.artifacts import Candidate
+from stages.evaluate import premise_set
 from stages.evaluate.premise_set import FLAG_AT, generate, resolver_for, score
 from stages.index.parse import parse_source
 from stages.query.judge.local import judge_local
@@ -66,6 +67,10 @@ MAX_REDIRECTS = 20
 
 class Mounted(external.Adapter):
     pass
+
+
+def stop(client: Client, args: list) -> None:
+    client.close()
 '''
 
 
@@ -132,8 +137,8 @@ def test_negated_premises_and_unknowns_are_not_guessed(resolve) -> None:
 def test_a_premise_stated_in_passing_is_read_and_an_aspect_is_no_parameter(resolve) -> None:
     """Constructions read since stop 37: "the class named X", "the Y returned from X", "the Y X returns". And what
     made true premises look false: the verb after a subject (`read` in "`send` read its request argument"), a
-    history verb ("was stream added to ..."), an aspect of the function ("`send`'s signature") or half of a
-    hyphenated word read as a parameter."""
+    history verb ("was stream added to ...", "take a args argument"), an aspect of the function ("`send`'s
+    signature") or half of a hyphenated word read as a parameter, and a verb read as the subject of an inheritance."""
     assert flagged("What does the class named `send` do?", resolve)  # a method
     assert flagged("What does the function named `Client` do?", resolve)  # a class
     assert flagged("What is inside the dict returned from Client.send?", resolve)  # it returns a Response
@@ -148,6 +153,9 @@ def test_a_premise_stated_in_passing_is_read_and_an_aspect_is_no_parameter(resol
     assert flagged("Why does Client.send handle file-based argument input?", resolve) == []
     assert flagged("What does the argument depth of Client.send mean?", resolve)  # "the argument X" still names one
     assert flagged("What is `Client.send`'s signature?", resolve) == []
+    # the verb is no subject ("Client stop inheriting": there is a function `stop`), nor a parameter ("take a args")
+    assert flagged("Could Client stop inheriting from BaseClient?", resolve) == []
+    assert flagged("Why does `stop` take a args argument?", resolve) == []
 
 
 def test_extraction_reads_many_phrasings() -> None:
@@ -190,7 +198,7 @@ def test_report_guidance_and_answer_state_the_correction(indexed_project: Path) 
     assert "premise:" not in plain.text and not plain.answer.text.startswith("Note:")
 
 
-def test_generated_set_has_twins_and_ten_phrasings_per_kind(tmp_path: Path) -> None:
+def test_generated_set_has_twins_and_ten_phrasings_per_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "core.py").write_text(SOURCE.decode())
@@ -199,9 +207,10 @@ def test_generated_set_has_twins_and_ten_phrasings_per_kind(tmp_path: Path) -> N
     assert sum(c.false_premise for c in cases) == sum(not c.false_premise for c in cases) > 0
     table, _ = score(cases, {"fixture": resolver_for(tmp_path)})
     assert table["all"]["false_alarm"] <= 0.05 and table["all"]["recall"] >= 0.85
-    fresh = generate(tmp_path, "fixture", per_kind=10, phrasings="fresh")  # a held-back set covers only its kinds
-    assert {c.kind for c in fresh} <= {"param", "returns", "kind"} and "kind" in {c.kind for c in fresh}
-    assert sum(c.false_premise for c in fresh) == sum(not c.false_premise for c in fresh)
+    fresh = generate(tmp_path, "fixture", per_kind=10, phrasings="fresh")
+    assert sum(c.false_premise for c in fresh) == sum(not c.false_premise for c in fresh) > 0
+    monkeypatch.setitem(premise_set.PHRASINGS, "partial", {"kind": ("Is {S} a {K}?",)})  # a set covers only its kinds
+    assert {c.kind for c in generate(tmp_path, "fixture", per_kind=10, phrasings="partial")} == {"kind"}
 
 
 def test_cue_gates_never_hide_a_premise(monkeypatch: pytest.MonkeyPatch) -> None:

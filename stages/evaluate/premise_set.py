@@ -152,10 +152,10 @@ UNSEEN_ASYNC: tuple[tuple[str, str], ...] = (
     ("Why is {S} asynchronous?", "Why does {S} execute synchronously?"),
 )
 UNSEEN_TEMPLATES["async"] = tuple(t for pair in UNSEEN_ASYNC for t in pair)
-# Written in stop 37 before the grammar read "the {K} named {S}", "{B} returned from {S}" and "the {B} {S} returns" (found
-# among the unseen phrasings' misses, which are therefore no longer a clean check for those kinds): the held-back check
-# for the three kinds with the lowest unseen recall. No pattern was added for them; the parameter false alarms they
-# raised were read and mended, so only that one figure is no longer held out.
+# Written in stop 37 and never tuned on (no pattern was added for any of them): parameter, return and kind before that
+# stop's grammar read "the {K} named {S}", "{B} returned from {S}" and "the {B} {S} returns" (found among the unseen
+# phrasings' misses), the other six kinds after. The false alarms they raised were read and mended, so only the fresh
+# false-alarm figure is not strictly held out.
 FRESH_TEMPLATES: dict[str, tuple[str, ...]] = {
     "param": (
         "What happens to the {P} I pass to {S}?", "Why does {S} take a {P} argument?", "Is {P} required when calling {S}?",
@@ -169,6 +169,36 @@ FRESH_TEMPLATES: dict[str, tuple[str, ...]] = {
         "I get {V} back from {S}; why?", "Why is the result of {S} {V}?", "What's the {B} that {S} gives back used for?",
         "{S}() -> {V}: why this signature?",
     ),
+    "base": (
+        "What does {S} gain from extending {V}?", "Which methods of {V} does {S} override?", "Why was {S} built on top of {V}?",
+        "Could {S} stop inheriting from {V}?", "{S} is a kind of {V}, right? What does it add?",
+        "How does {S} differ from its base class {V}?", "Since {S} derives from {V}, what does super() call?",
+        "Is it safe to use {S} wherever {V} is expected?", "What does {S} inherit from {V}?", "Why is {V} the parent of {S}?",
+    ),
+    "default": (
+        "Why does {P} start out as {V} in {S}?", "What happens when {S} runs with the default {P} of {V}?",
+        "Is {V} a sensible default for {S}'s {P}?", "Why did {S} pick {V} as the default for {P}?",
+        "Calling {S} without {P} means {P}={V}; is that safe?", "Why is {S}({P}={V}) the default behaviour?",
+        "Should the {P} default of {V} in {S} be changed?", "When {P} is left at {V}, what does {S} do?",
+        "Why does {S} fall back to {P}={V}?", "What does the default {P}={V} of {S} mean?",
+    ),
+    "decorator": (
+        "Why is {S} a {W}?", "What changes because {S} is decorated with @{N}?", "Could {S} work without @{N}?",
+        "Why does {S} need to be {D}?", "How do subclasses override {S}, given it is {D}?", "Why mark {S} with @{N}?",
+        "Is there a reason {S} uses @{N}?", "When was {S} turned into {D}?", "What does {S} lose by being {D}?",
+        "Why is {S} wrapped in @{N}?",
+    ),
+    "raises": (
+        "Why can {S} end up raising {V}?", "What makes {S} throw a {V}?", "Is catching {V} from {S} necessary?",
+        "When {S} raises {V}, what state is left?", "How do I stop {S} from raising {V}?", "Which input leads {S} to raise {V}?",
+        "Why does {S} signal errors with {V}?", "Does {S} ever raise {V} on purpose?", "What line of {S} raises {V}?",
+        "Why does a {V} come out of {S}?",
+    ),
+    "file": (
+        "Why does {S} live in {F}?", "Why was {S} placed in {F} and not elsewhere?", "What else in {F} uses {S}?",
+        "How is {S} in {F} structured?", "Why is {S} kept inside {F}?", "Who imports {S} from the {M} module?",
+        "Why is {S} declared in {F}?", "Should {S} move out of {F}?", "{F} defines {S}: why?", "Why is {S} found in {F}?",
+    ),
     "kind": (
         "How is the {K} called {S} tested?", "Why is {S} defined as a {K}?", "What arguments does the {K} {S} take?",
         "Since {S} is a {K}, can I subclass it?", "Where do we use the {S} {K}?", "Is {S} really a {K}?",
@@ -176,6 +206,14 @@ FRESH_TEMPLATES: dict[str, tuple[str, ...]] = {
         "What's the purpose of the {S} {K}?",
     ),
 }
+FRESH_ASYNC: tuple[tuple[str, str], ...] = (  # (an async phrasing, a sync one), as UNSEEN_ASYNC
+    ("Why do I have to await {S}?", "Why can {S} be called directly without awaiting?"),
+    ("What does {S} await on, as a coroutine?", "Why is {S} a plain synchronous function?"),
+    ("Why was {S} made async?", "Why does {S} block the caller?"),
+    ("Is awaiting {S} required?", "Why is {S} not a coroutine?"),
+    ("Why is {S} declared with async def?", "Why is {S} declared with a plain def?"),
+)
+FRESH_TEMPLATES["async"] = tuple(t for pair in FRESH_ASYNC for t in pair)
 PHRASINGS = {"tuned": TEMPLATES, "unseen": UNSEEN_TEMPLATES, "fresh": FRESH_TEMPLATES}
 
 _DECO_PHRASES = {"property": ("a property", "property"), "staticmethod": ("a static method", "static method"),
@@ -333,7 +371,7 @@ def generate(root: Path, corpus: str, per_kind: int = 40, seed: int = 7, phrasin
     and `fresh`: held back); a kind the set has no phrasings for gets no cases."""
     rng = random.Random(seed)
     templates = PHRASINGS[phrasings]
-    async_pairs = {"tuned": ASYNC_TEMPLATES, "unseen": UNSEEN_ASYNC}.get(phrasings, ())
+    async_pairs = {"tuned": ASYNC_TEMPLATES, "unseen": UNSEEN_ASYNC, "fresh": FRESH_ASYNC}.get(phrasings, ())
     facts = collect(root)
     unique = [d for d in facts.defs if len(facts.by_name[d.name]) == 1 and not d.name.startswith("__")]
     functions = [d for d in unique if isinstance(d.node, (ast.FunctionDef, ast.AsyncFunctionDef))]

@@ -38,7 +38,8 @@ _STOP = _FUNCTION_WORDS | frozenset(  # never a subject: nouns and verbs of the 
 _VERBS = frozenset("async sync asynchronous synchronous blocking coroutine default defaulting property back await awaiting "
                    "have has had do does done be use uses used get gets mean means control controls work works change changes "
                    "call calls called make makes want need go goes come comes run runs happen happens expect see know "
-                   "added removed renamed changed introduced dropped deprecated moved replaced".split())
+                   "added removed renamed changed introduced dropped deprecated moved replaced "
+                   "take takes took taking".split())  # not `receive` or `send`: ASGI's parameters
 _PARAM_ADJECTIVES = frozenset("optional keyword positional required extra named called additional boolean".split())
 _NOT_PARAM = r"(?!(?:parameter|argument|arg|kwarg|param|keyword|option|flag|input|value|default)s?\b)"
 _NOT_SUBJECT = r"(?!(?:" + "|".join(sorted(w for w in _FUNCTION_WORDS if "'" not in w)) + r")\b)"
@@ -267,6 +268,8 @@ def extract(question: str) -> list[Premise]:
                 subject = _clean(g.get("S") or "")
                 if not _plausible_subject(subject):
                     continue
+                if kind == "base" and subject.islower() and re.fullmatch(r"[a-z]+", subject) and not (g.get("S") or "").startswith("`"):
+                    continue  # "Could ColorSystem stop inheriting from IntEnum": a class is named as code, `stop` is the verb
                 suppress = _SUPPRESS.get(kind)
                 if suppress is not None and suppress.search(m.group(0)):
                     continue
