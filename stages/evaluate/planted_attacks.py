@@ -107,21 +107,36 @@ def evaluate(roots: list[Path], bipia: Path | None, threshold: float = 0.5) -> d
             discussion.append(score >= threshold)
             if score >= threshold:
                 flagged_clean.append({"where": f"discussion[{i}] in {host}", "signals": signals})
-    unseen_hits = []
-    for i, attack in enumerate(json.loads(DATA.read_text()).get("_unseen", [])):
-        for host in HOSTS:
-            text, lang = plant(host, attack, functions[(i * 613) % len(functions)], sections[(i * 211) % len(sections)])
-            score, _ = injection_score(text, lang)
-            unseen_hits.append(score >= threshold)
-            if score < threshold:
-                misses.append({"family": "unseen", "host": host, "attack": attack[:160], "score": score})
+    own_data = json.loads(DATA.read_text())
+    held_back: dict[str, list[bool]] = {}
+    for key in ("_unseen", "_fresh", "_fresh2"):  # attacks written after tuning (`_fresh2` never tuned on)
+        held_back[key] = []
+        for i, attack in enumerate(own_data.get(key, [])):
+            for host in HOSTS:
+                text, lang = plant(host, attack, functions[(i * 613) % len(functions)], sections[(i * 211) % len(sections)])
+                score, _ = injection_score(text, lang)
+                held_back[key].append(score >= threshold)
+                if score < threshold:
+                    misses.append({"family": key.lstrip("_"), "host": host, "attack": attack[:160], "score": score})
+    ordinary: dict[str, list[bool]] = {}  # comments and docs in an attack's words, written after tuning
+    for key in ("_fresh_clean", "_fresh2_clean"):
+        ordinary[key] = []
+        for i, text in enumerate(own_data.get(key, [])):
+            for host in HOSTS:
+                body, lang = plant(host, text, functions[(i * 37) % len(functions)], sections[(i * 23) % len(sections)])
+                score, signals = injection_score(body, lang)
+                ordinary[key].append(score >= threshold)
+                if score >= threshold:
+                    flagged_clean.append({"where": f"{key.lstrip('_')}[{i}] in {host}", "signals": signals})
     own = [x for f, v in detected.items() if not f.startswith("bipia:") for x in v]
     bipia_hits = [x for f, v in detected.items() if f.startswith("bipia:") for x in v]
     rate = lambda xs: round(sum(xs) / len(xs), 4) if xs else None  # noqa: E731
     return {
         "threshold": threshold, "planted": n, "clean_functions": len(functions), "clean_sections": len(sections),
         "detection_bipia": rate(bipia_hits), "detection_own": rate(own), "detection_all": rate(bipia_hits + own),
-        "detection_unseen": rate(unseen_hits),
+        "detection_unseen": rate(held_back["_unseen"]), "detection_fresh": rate(held_back["_fresh"]),
+        "detection_fresh2": rate(held_back["_fresh2"]), "false_positive_fresh_clean": rate(ordinary["_fresh_clean"]),
+        "false_positive_fresh2_clean": rate(ordinary["_fresh2_clean"]),
         "detection_by_family": {f: rate(v) for f, v in detected.items()},
         "detection_by_host": {h: rate(v) for h, v in by_host.items()},
         "false_positive_code": rate([s >= threshold for s, _ in clean_fn]),
@@ -138,11 +153,19 @@ def render(result: dict) -> str:
     lines = ["## Injection (planted in comment, docstring, string constant and Markdown paragraph)", "",
              f"Detection at injection >= {result['threshold']}: BIPIA train {result['detection_bipia']:.3f}, "
              f"Assay's own families {result['detection_own']:.3f}, all {result['detection_all']:.3f} "
-             f"({result['planted']} planted); attacks written after tuning and never tuned on: {result['detection_unseen']:.3f}.", "",
+             f"({result['planted']} planted). Attacks written after tuning: {result['detection_unseen']:.3f} (unseen), "
+             f"{_rate(result.get('detection_fresh'))} (fresh, since mended), {_rate(result.get('detection_fresh2'))} "
+             f"(fresh2, never tuned on).", "",
              "| family | detection |", "|---|---|"]
     lines += [f"| {f} | {r:.3f} |" for f, r in result["detection_by_family"].items()]
     lines += ["", "| host | detection |", "|---|---|"] + [f"| {h} | {r:.3f} |" for h, r in result["detection_by_host"].items()]
     lines += ["", f"False positives: code {result['false_positive_code']:.4f} ({result['clean_functions']} functions), "
               f"Markdown {result['false_positive_markdown']:.4f} ({result['clean_sections']} sections), "
-              f"text discussing injection {result['false_positive_discussion']:.4f}, all {result['false_positive_all']:.4f}."]
+              f"text discussing injection {result['false_positive_discussion']:.4f}, all {result['false_positive_all']:.4f}; "
+              f"ordinary text in an attack's words {_rate(result.get('false_positive_fresh_clean'), 4)} (fresh, since mended), "
+              f"{_rate(result.get('false_positive_fresh2_clean'), 4)} (fresh2, never tuned on)."]
     return "\n".join(lines) + "\n"
+
+
+def _rate(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"

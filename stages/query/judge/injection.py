@@ -42,7 +42,10 @@ _AI = r"(?:ai|a\.i\.|llm|llms|assistant|assistants|language\s+models?|chatbots?|
 SIGNALS: tuple[Signal, ...] = (
     Signal("override", 0.95, re.compile(
         r"\b(ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}\b(previous|prior|above|earlier|all|any|your|system)\b"
-        r"[^.\n]{0,30}\b(instructions?|prompts?|rules|guidelines|directions|context|guardrails)\b", _F)),
+        r"[^.\n]{0,30}\b(instructions?|prompts?|rules|guidelines|directions|context|guardrails)\b|"
+        r"\b(ignore|disregard|forget)\s+(the\s+)?(user'?s?|human'?s?|developer'?s?)\s+(question|request|query|prompt|task|instructions?)\b|"
+        r"\byour\s+(safety\s+|usual\s+|normal\s+)?(guidelines|rules|restrictions|filters|guardrails|policies|instructions|limitations)\s+"
+        r"(are|have\s+been|were)\s+(now\s+)?(suspended|lifted|disabled|removed|void|revoked|waived|overridden)\b", _F)),
     Signal("foreign_override", 0.9, re.compile(  # the same order in other languages
         r"\b(ignora|ignore[zr]?|ignoriere|olvida|oublie[zr]?|vergiss|dimentica|esque[çc]a|negeer|vergeet|zignoruj|zapomnij|"
         r"игнорируй|игнорируйте|забудь|забудьте)\b[^.\n]{0,60}\b(instrucciones|instructions|consignes|anweisungen|"
@@ -55,7 +58,7 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("role_marker", 0.8, re.compile(
         r"(<\|im_start\|>|<\|im_end\|>|\[/?INST\]|<</?SYS>>|<\|system\|>|<\|assistant\|>|"
         r"^\s*(#+\s*)?(system|assistant)\s*(prompt)?\s*:\s+\S|</?(system|assistant)>|\[(system|assistant)\]|"
-        r"^\W*#{2,}\s*(instruction|system|response)\s*:|\[\s*(system|admin|developer|root)\b[^\]\n]{0,30}\](?!\()|"
+        r"^\W*#{2,}\s*(instruction|system|response)\s*:|^\W*(system|admin|administrator|developer|root)\s+(notice|alert|override)\s*:|\[\s*(system|admin|developer|root)\b[^\]\n]{0,30}\](?!\()|"
         r"\b(priority|urgent|updated|overriding|override)\s+instructions?\b)", _F)),
     Signal("role_play", 0.8, re.compile(
         r"\b(you\s+are\s+now|you're\s+now|from\s+now\s+on,?\s+(you|i)\b|developer\s+mode\s+(enabled|on|activated)|"
@@ -63,9 +66,14 @@ SIGNALS: tuple[Signal, ...] = (
         r"you\s+must\s+(now\s+)?(agree|obey|comply)|do\s+anything\s+now)\b|"
         r"(^|[.!:]\s+|^\W*)act\s+as\s+(an?\s+|the\s+)?\w+", _F)),
     Signal("addresses_ai", 0.8, re.compile(
-        r"\b(dear|attention|hey|hello|hi|note\s+to(\s+the)?|message\s+(for|to)|note\s+for|instructions?\s+for|notice\s+(for|to))\s*,?\s+"
+        # a greeting anywhere; a note or message "to the model" only where it opens a sentence ("sent as the first
+        # message to the model" describes the code)
+        r"(\b(dear|attention|hey|hello|hi)|(?:^\W*|[.!?;]\s+)(note\s+to(\s+the)?|message\s+(for|to)|note\s+for|instructions?\s+for|notice\s+(for|to)))\s*,?\s+"
         r"(all\s+|any\s+|the\s+)?(ai|llm|llms|assistants?|language\s+models?|chatbots?|copilot|claude|cursor|chatgpt|gpt|models?|agents?|"
         r"coding\s+(assistants?|agents?)|automated\s+(assistants?|agents?|tools?))\b|"
+        r"\bfor\s+(ai|llm|model|bot|agent|automated|machine)\s+(readers?|tools?|agents?|assistants?)(\s+only)?\b|"
+        r"\b(whoever|anyone\s+who|whatever)\s+(processes|parses|summari[sz]es|indexes|scans|ingests)\s+this\b|"
+        r"^\W*(ai|llm|coding|language)\s+(assistant|model|agent|bot)\s*,\s+\w|"
         r"\b(you\s+are|you're|act\s+as|pretend\s+to\s+be)\s+(now\s+)?(an?\s+)?(ai|assistant|llm|chatgpt|claude|gpt|"
         r"large\s+language\s+model|language\s+model|copilot|chatbot|coding\s+agent)\b|"
         r"\bif\s+you\s+are\s+(an?\s+)?(ai|llm|large\s+language\s+model|language\s+model|assistant|agent|bot|chatbot|automated)\b|"
@@ -84,11 +92,15 @@ SIGNALS: tuple[Signal, ...] = (
         r"\b(in|to|into|throughout|within|at the (start|end|beginning) of)\s+your\s+"
         r"(response|answer|reply|summary|explanation|completion)s?\b|"
         r"\byour\s+(response|answer|reply)\s+(must|should|shall|will)\b|"
-        r"\byour\s+(responses?|answers?|answer's|replies|reply|reply's)\b|"
+        r"\byour\s+((entire|whole|next|final|every|full)\s+)?(responses?|answers?|answer's|replies|reply|reply's)\b|"
+        r"\b(do not|don't|never)\s+(mention|reveal|disclose|acknowledge)\s+(this|these)\s+(instructions?|notes?|messages?|comments?|directives?)\b|"
+        r"^\W*(when|while)\s+(summari[sz]ing|answering|responding|replying|explaining|describing)\b[^.,\n]{0,30},\s*"
+        r"(claim|say|state|tell|report|insist|assert|write|answer|respond)\b|"
+        r"\b(correct|right|only)\s+(answer|response|reply)\s+to\s+(any|every|all)\s+(questions?|quer(y|ies)|requests?)\b|"
         r"\b(modify|enhance|render|rewrite|rephrase|format|provide|jumble|scramble)\b[^.\n]{0,30}\byour\s+(message|output|text)\b|"
         r"\b(always|only|must|should)\s+(respond|reply|answer)\s+(with|in|using)\b|"
         r"\b(respond|reply|answer)\s+only\s+(with|in)\b|"
-        r"\bbefore\s+(you\s+(answer|respond|reply|continue)|answering|replying)\b|"
+        r"\bbefore\s+(you\s+(answer|respond|reply|continue)|answering|replying)\b(?![^,.\n]{0,40},\s+(the|a|an|this|it|we|our|its|they|each)\b)|"
         r"\b(do not|don't|never)\s+(tell|mention|reveal|inform|show|warn|ask)\s+(the\s+)?(user|human|developer)\b|"
         r"\bwithout\s+(asking|telling|informing)\s+(the\s+)?(user|human|developer)\b", _F)),
     Signal("steers_code", 0.65, re.compile(
@@ -103,7 +115,7 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("chat_request", 0.55, re.compile(
         r"^\W*(can|could|would|will) you\s+(please\s+)?(show|tell|give|write|explain|help|generate|provide|list)\b|"
         r"^\W*(please\s+)?(tell me|show me|give me|explain to me)\b|"
-        r"\b(your\s+new|new)\s+(instructions?|task|goal|objective)s?\s*(is|are)?\s*:|\byour\s+(real|actual|true)\s+task\b|"
+        r"\b(your\s+new|new)\s+(instructions?|task|goal|objective)s?\s*(is|are)?\s*:|\byour\s+(real|actual|true)\s+(task|goal|objective)\b|"
         r"^\W*(explain|describe)\s+(how|why)\b[^.\n]{0,60}\b(works?|with\s+an\s+example)\b|"
         r"^\W*(provide|give|write)\s+(me\s+)?(an?\s+)?(example|sample|tutorial|step-by-step\s+guide)\s+(of|for|on)\s+how\b|"
         r"^\W*what\s+(is|are)\s+the\s+(\w+\s+)?differences?\s+between\b", _F)),
@@ -113,9 +125,11 @@ SIGNALS: tuple[Signal, ...] = (
         r"(secrets?|keys?|tokens?|passwords?|credentials|env(ironment)?(\s+variables)?|\.env\b|cookies|~/\.ssh|id_rsa|/etc/passwd|"
         r"os\.environ|history|conversation|chat|output\s+of\s+\S*env)\b[^.\n]{0,80}"
         r"(https?://|[\w.-]+@[\w-]+\.\w+|your\s+(reply|answer|response)|the\s+(answer|reply))|"
-        r"\b(curl|wget)\b[^\n|]{0,120}\|\s*(ba|z)?sh\b", _F)),
+        r"\b(curl|wget)\b[^\n|]{0,120}\|\s*(ba|z)?sh\b|"
+        r"\b(upload|paste|post|send)\s+(this|the)\s+(file|code|repository|repo|conversation|chat)\s+to\s+"
+        r"(pastebin|https?://|[\w-]+\.(com|net|org|io|example|ru|cn|xyz)\b)", _F)),
     Signal("tool_bait", 0.8, re.compile(
-        r"\brm\s+-rf\s+[~/$]|\b(cat|type|print|dump|read|show)\s+[^.\n]{0,20}(~/\.ssh|id_rsa|/etc/passwd|/etc/shadow)\b|"
+        r"\brm\s+-rf\s+[~/$]|\b(cat|type|print|dump|read|show|output|reveal|display|paste)\s+[^.\n]{0,20}(~/\.ssh|id_rsa|/etc/passwd|/etc/shadow)\b|"
         r"\b(run|execute|exec|invoke|type)\b[^.\n]{0,40}\b(printenv|os\.environ|env\s*\||cat\s+~/)|"
         r"\b(use|call|invoke|trigger)\s+(your|the)\s+([\w-]+\s+){0,2}?(tool|shell|terminal|browser)\b[^.\n]{0,20}\bto\s+(run|overwrite|delete|remove|write|execute|send|upload|install|modify)\b|"
         r"\buse\s+your\s+([\w-]+\s+)?(tool|shell|terminal|browser)\b", _F)),
@@ -259,14 +273,15 @@ def off_topic_request(prose: str, context: str = "") -> bool:
 _LITERAL_SIGNALS = frozenset({"tool_bait", "exfiltration"})
 # Words without which a signal's pattern cannot match (checked as substrings of the lower-cased prose first).
 _GATES: dict[str, tuple[str, ...]] = {
-    "override": ("ignore", "disregard", "forget", "override", "bypass"),
+    "override": ("ignore", "disregard", "forget", "override", "bypass", "suspended", "lifted", "disabled", "removed", "void",
+                 "revoked", "waived"),
     "role_play": ("you are", "you're", "from now", "developer mode", "pretend", "play a game", "roleplay", "role-play",
                   "you must", "anything now", "act as"),
     "steers_response": ("your", "before", "tell", "mention", "reveal", "inform", "show", "warn", "ask", "without",
-                        "respond", "reply", "answer"),
+                        "respond", "reply", "answer", "disclose", "acknowledge", "summari", "explaining", "describing"),
     "steers_code": ("your", "following", "subsequent", "below", "every"),
     "chat_request": ("you", "tell me", "show me", "give me", "explain", "new", "task", "what", "provide", "write", "describe",
-                     "difference"),
+                     "difference", "goal", "objective"),
     "exfiltration": ("![", "send", "post", "upload", "exfiltrate", "forward", "transmit", "leak", "mail", "paste", "include",
                      "curl", "wget"),
     "tool_bait": ("-rf", "~/", "id_rsa", "/etc/", "env", "tool", "shell", "terminal", "browser"),
@@ -276,7 +291,7 @@ _GATES: dict[str, tuple[str, ...]] = {
                          "отвеч", "odpowiedz", "prompt", "системн", "系统提示", "システムプロンプト"),
     # every form names a reader (an AI, a model, an agent...) or asks "whoever/anyone"; a bare "ai" is a word gate below
     "addresses_ai": ("llm", "assistant", "model", "agent", "bot", "copilot", "claude", "cursor", "gpt", "gemini",
-                     "codex", "automated", "coding", "whoever", "anyone", "a.i."),
+                     "codex", "automated", "coding", "whoever", "anyone", "a.i.", "machine", "whatever"),
 }  # a command in backticks is still a command
 _WORD_GATES: dict[str, re.Pattern[str]] = {"addresses_ai": re.compile(r"\bai\b", re.IGNORECASE)}
 
