@@ -149,13 +149,27 @@ def test_a_premise_stated_in_passing_is_read_and_an_aspect_is_no_parameter(resol
     assert flagged("Where does `Client.send` read its chunk argument?", resolve)  # no such parameter
     assert flagged("Why was stream added to `Client.send`'s signature?", resolve) == []
     assert flagged("Why was the stream argument added to Client.send?", resolve) == []  # no parameter `added`
+    assert flagged("Why was chunk added to Client.send's signature?", resolve)  # it has no `chunk`
     # found on SWE-QA pytest-33: "file-based argument input" names neither a parameter `based` nor `input`
     assert flagged("Why does Client.send handle file-based argument input?", resolve) == []
     assert flagged("What does the argument depth of Client.send mean?", resolve)  # "the argument X" still names one
     assert flagged("What is `Client.send`'s signature?", resolve) == []
-    # the verb is no subject ("Client stop inheriting": there is a function `stop`), nor a parameter ("take a args")
+    # the verb is no subject ("Client stop inheriting": there is a function `stop`), nor a parameter ("take a args",
+    # "let me pass args"), nor is an adjective ("a bad args")
     assert flagged("Could Client stop inheriting from BaseClient?", resolve) == []
     assert flagged("Why does `stop` take a args argument?", resolve) == []
+    assert flagged("Does `stop` let me pass args?", resolve) == []
+    assert flagged("What breaks if `stop` gets a bad args?", resolve) == []
+
+
+@pytest.mark.parametrize("question", [
+    "What happens to the {} I pass to Client.send?", "Is {} required when calling Client.send?",
+    "Can Client.send be called with {} set?", "Which values of {} does Client.send accept?",
+])
+def test_a_parameter_presupposed_in_passing_is_checked(resolve, question: str) -> None:
+    """Read since stop 37 (from the fresh phrasings): a parameter the function lacks is flagged, one it has is not."""
+    assert flagged(question.format("chunk"), resolve)
+    assert flagged(question.format("stream"), resolve) == []
 
 
 def test_extraction_reads_many_phrasings() -> None:

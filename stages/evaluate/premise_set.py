@@ -214,7 +214,17 @@ FRESH_ASYNC: tuple[tuple[str, str], ...] = (  # (an async phrasing, a sync one),
     ("Why is {S} declared with async def?", "Why is {S} declared with a plain def?"),
 )
 FRESH_TEMPLATES["async"] = tuple(t for pair in FRESH_ASYNC for t in pair)
-PHRASINGS = {"tuned": TEMPLATES, "unseen": UNSEEN_TEMPLATES, "fresh": FRESH_TEMPLATES}
+# Parameter phrasings written in stop 37 before the grammar read the fresh set's ("the p I pass to f", "is p required
+# when calling f", ...), and never tuned on: whether those patterns reach phrasings nobody wrote them for.
+FRESH2_TEMPLATES: dict[str, tuple[str, ...]] = {
+    "param": (
+        "Does {S} let me pass {P}?", "What is the {P} argument to {S} used for?", "Why would I give {S} a {P}?",
+        "Is it ok to leave out {P} when I call {S}?", "How does {S} treat a None {P}?", "What should {P} be when calling {S}?",
+        "Where is {P} consumed inside {S}?", "Which type does {S} expect for {P}?", "When I call {S}, is {P} optional?",
+        "What breaks if {S} gets a bad {P}?",
+    ),
+}
+PHRASINGS = {"tuned": TEMPLATES, "unseen": UNSEEN_TEMPLATES, "fresh": FRESH_TEMPLATES, "fresh2": FRESH2_TEMPLATES}
 
 _DECO_PHRASES = {"property": ("a property", "property"), "staticmethod": ("a static method", "static method"),
                  "classmethod": ("a class method", "class method"), "cached_property": ("a cached property", "cached property")}
@@ -565,11 +575,11 @@ def evaluate(roots: dict[str, Path], per_kind: int = 40) -> dict:
 
 
 def render(result: dict) -> str:
-    """Markdown: recall and false alarms per kind, for the tuned and the two held-back sets of phrasings."""
+    """Markdown: recall and false alarms per kind, for the tuned phrasings and each set written after them."""
     lines = ["## Premise checking (generated from `ast` facts of " + ", ".join(result["corpora"]) + ")", "",
              "| kind | pairs | recall (tuned) | false alarm (tuned) | recall (unseen phrasings) | false alarm (unseen) "
-             "| recall (fresh phrasings) | false alarm (fresh) |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| recall (fresh phrasings) | false alarm (fresh) | recall (fresh2) | false alarm (fresh2) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     tuned = result["tuned"]["table"]
 
     def cells(label: str, kind: str) -> str:
@@ -578,5 +588,6 @@ def render(result: dict) -> str:
 
     for kind in [*KINDS, "all"]:
         if kind in tuned:
-            lines.append(f"| {kind} | {tuned[kind]['pairs']} | {cells('tuned', kind)} | {cells('unseen', kind)} | {cells('fresh', kind)} |")
+            lines.append(f"| {kind} | {tuned[kind]['pairs']} | {cells('tuned', kind)} | {cells('unseen', kind)} | {cells('fresh', kind)} "
+                         f"| {cells('fresh2', kind)} |")
     return "\n".join(lines) + "\n"

@@ -39,8 +39,9 @@ _VERBS = frozenset("async sync asynchronous synchronous blocking coroutine defau
                    "have has had do does done be use uses used get gets mean means control controls work works change changes "
                    "call calls called make makes want need go goes come comes run runs happen happens expect see know "
                    "added removed renamed changed introduced dropped deprecated moved replaced "
-                   "take takes took taking".split())  # not `receive` or `send`: ASGI's parameters
-_PARAM_ADJECTIVES = frozenset("optional keyword positional required extra named called additional boolean".split())
+                   "take takes took taking pass passes passed passing".split())  # not `receive` or `send`: ASGI's parameters
+_PARAM_ADJECTIVES = frozenset("optional keyword positional required extra named called additional boolean bad good wrong invalid "
+                               "valid empty missing unknown malformed unexpected different".split())
 _NOT_PARAM = r"(?!(?:parameter|argument|arg|kwarg|param|keyword|option|flag|input|value|default)s?\b)"
 _NOT_SUBJECT = r"(?!(?:" + "|".join(sorted(w for w in _FUNCTION_WORDS if "'" not in w)) + r")\b)"
 _TYPE_WORDS = {
@@ -133,6 +134,13 @@ _GRAMMAR: dict[str, tuple[re.Pattern[str], ...]] = {
            r"\s+(?:{PN}\s+)?(?:to|into|when\s+calling)\s+(?:the\s+)?{S}"),
         _g(r"{S}\s+(?:(?!(?:that|which|who|when|if|where|while|because|and|or|but|so)\b)\w+\s+){0,3}?(?:with|using|the|its|an?|as\s+its)\s+{P}\s+{PN}"),
         _g(r"{S}\s*\([^)]*?\b(?P<kw>[A-Za-z_]\w*)\s*="),
+        # "the p I pass to f", "is p required when calling f", "can f be called with p set", "p added to f's signature",
+        # "which values of p does f accept"
+        _g(r"\bthe\s+{P}\s+(?:{PN}\s+)?(?:I|we|you|they)\s+(?:pass|give|supply|provide|hand)\s+(?:in\s+)?to\s+(?:the\s+)?{S}"),
+        _g(r"\bis\s+(?:the\s+)?{P}\s+(?:{PN}\s+)?(?:required|optional|mandatory|needed)\s+(?:when\s+calling|for|by|in)\s+(?:the\s+)?{S}"),
+        _g(r"{S}\s+be\s+called\s+with\s+(?:the\s+|an?\s+)?{P}\s+(?:{PN}\s+)?(?:set|given|passed)\b"),
+        _g(r"{P}\s+(?:{PN}\s+)?(?:was\s+|been\s+)?(?:added|introduced)\s+to\s+(?:the\s+)?{S}'s\s+(?:signature|parameters|arguments)"),
+        _g(r"\bvalues?\s+(?:of|for)\s+(?:the\s+)?{P}\s+(?:{PN}\s+)?(?:does|do|can|will|would)\s+{S}\s+(?:accept|take|allow|support|expect)"),
         _g(r"^\W*(?:in|inside|within|for)\s+(?:the\s+)?{S},?\s+(?:why|how|what|when|where|which|does|do|is|can)\b[^?]*?\b(?:the\s+)?{P}\s+{PN}\b"),
     ),
     "default": (
@@ -221,7 +229,8 @@ _GRAMMAR: dict[str, tuple[re.Pattern[str], ...]] = {
 _GATES: dict[str, tuple[str, ...]] = {
     "base": ("inherit", "extend", "subclass", "subtype", "derive", "speciali", "child", "descendant", "kind", "type",
              "base", "parent", "super", "class"),
-    "param": ("param", "arg", "keyword", "option", "flag", "input", "pass", "suppl", "provid", "specif", "giv", "="),
+    "param": ("param", "arg", "keyword", "option", "flag", "input", "pass", "suppl", "provid", "specif", "giv", "=", "hand",
+              "requir", "optional", "mandatory", "needed", "called with", "signature", "value"),
     "default": ("default",),
     "decorator": ("static", "class", "property", "abstract", "context", "fixture", "overload", "decorat", "wrapped",
                   "marked", "annotated", "@"),
