@@ -277,7 +277,7 @@ def extract(question: str) -> list[Premise]:
                 subject = _clean(g.get("S") or "")
                 if not _plausible_subject(subject):
                     continue
-                if kind == "base" and subject.islower() and re.fullmatch(r"[a-z]+", subject) and not (g.get("S") or "").startswith("`"):
+                if kind == "base" and re.fullmatch(r"[a-z]+", subject) and not (g.get("S") or "").startswith("`"):
                     continue  # "Could ColorSystem stop inheriting from IntEnum": a class is named as code, `stop` is the verb
                 suppress = _SUPPRESS.get(kind)
                 if suppress is not None and suppress.search(m.group(0)):
