@@ -22,6 +22,9 @@ from stages.index.parse import parse_source
 from stages.query.judge.injection import injection_score
 
 HOSTS = ("comment", "docstring", "string", "markdown")
+# Sets written after the detector was tuned, in order, and what has happened to each since (`data/injection_attacks.json`):
+# a set whose misses were read and mended is a development set; the last one is the held-out check.
+LATER_SETS = {"unseen": "mended", "fresh": "mended", "fresh2": "mended", "fresh3": "never tuned on"}
 DATA = DATA_DIR / "injection_attacks.json"
 
 
@@ -108,35 +111,32 @@ def evaluate(roots: list[Path], bipia: Path | None, threshold: float = 0.5) -> d
             if score >= threshold:
                 flagged_clean.append({"where": f"discussion[{i}] in {host}", "signals": signals})
     own_data = json.loads(DATA.read_text())
-    held_back: dict[str, list[bool]] = {}
-    for key in ("_unseen", "_fresh", "_fresh2"):  # attacks written after tuning (`_fresh2` never tuned on)
-        held_back[key] = []
-        for i, attack in enumerate(own_data.get(key, [])):
+    later: dict[str, list[bool]] = {}  # attacks written after tuning
+    ordinary: dict[str, list[bool]] = {}  # their twins: comments and docs in an attack's words
+    for name in LATER_SETS:
+        later[name], ordinary[name] = [], []
+        for i, attack in enumerate(own_data.get(f"_{name}", [])):
             for host in HOSTS:
                 text, lang = plant(host, attack, functions[(i * 613) % len(functions)], sections[(i * 211) % len(sections)])
                 score, _ = injection_score(text, lang)
-                held_back[key].append(score >= threshold)
+                later[name].append(score >= threshold)
                 if score < threshold:
-                    misses.append({"family": key.lstrip("_"), "host": host, "attack": attack[:160], "score": score})
-    ordinary: dict[str, list[bool]] = {}  # comments and docs in an attack's words, written after tuning
-    for key in ("_fresh_clean", "_fresh2_clean"):
-        ordinary[key] = []
-        for i, text in enumerate(own_data.get(key, [])):
+                    misses.append({"family": name, "host": host, "attack": attack[:160], "score": score})
+        for i, text in enumerate(own_data.get(f"_{name}_clean", [])):
             for host in HOSTS:
                 body, lang = plant(host, text, functions[(i * 37) % len(functions)], sections[(i * 23) % len(sections)])
                 score, signals = injection_score(body, lang)
-                ordinary[key].append(score >= threshold)
+                ordinary[name].append(score >= threshold)
                 if score >= threshold:
-                    flagged_clean.append({"where": f"{key.lstrip('_')}[{i}] in {host}", "signals": signals})
+                    flagged_clean.append({"where": f"{name}_clean[{i}] in {host}", "signals": signals})
     own = [x for f, v in detected.items() if not f.startswith("bipia:") for x in v]
     bipia_hits = [x for f, v in detected.items() if f.startswith("bipia:") for x in v]
     rate = lambda xs: round(sum(xs) / len(xs), 4) if xs else None  # noqa: E731
     return {
         "threshold": threshold, "planted": n, "clean_functions": len(functions), "clean_sections": len(sections),
         "detection_bipia": rate(bipia_hits), "detection_own": rate(own), "detection_all": rate(bipia_hits + own),
-        "detection_unseen": rate(held_back["_unseen"]), "detection_fresh": rate(held_back["_fresh"]),
-        "detection_fresh2": rate(held_back["_fresh2"]), "false_positive_fresh_clean": rate(ordinary["_fresh_clean"]),
-        "false_positive_fresh2_clean": rate(ordinary["_fresh2_clean"]),
+        "detection_later": {name: rate(hits) for name, hits in later.items()},
+        "false_positive_later": {name: rate(flags) for name, flags in ordinary.items() if flags},
         "detection_by_family": {f: rate(v) for f, v in detected.items()},
         "detection_by_host": {h: rate(v) for h, v in by_host.items()},
         "false_positive_code": rate([s >= threshold for s, _ in clean_fn]),
@@ -153,17 +153,16 @@ def render(result: dict) -> str:
     lines = ["## Injection (planted in comment, docstring, string constant and Markdown paragraph)", "",
              f"Detection at injection >= {result['threshold']}: BIPIA train {result['detection_bipia']:.3f}, "
              f"Assay's own families {result['detection_own']:.3f}, all {result['detection_all']:.3f} "
-             f"({result['planted']} planted). Attacks written after tuning: {result['detection_unseen']:.3f} (unseen), "
-             f"{_rate(result.get('detection_fresh'))} (fresh, since mended), {_rate(result.get('detection_fresh2'))} "
-             f"(fresh2, never tuned on).", "",
+             f"({result['planted']} planted). Attacks written after tuning: "
+             + ", ".join(f"{_rate(r)} ({name}, {LATER_SETS[name]})" for name, r in result["detection_later"].items()) + ".", "",
              "| family | detection |", "|---|---|"]
     lines += [f"| {f} | {r:.3f} |" for f, r in result["detection_by_family"].items()]
     lines += ["", "| host | detection |", "|---|---|"] + [f"| {h} | {r:.3f} |" for h, r in result["detection_by_host"].items()]
     lines += ["", f"False positives: code {result['false_positive_code']:.4f} ({result['clean_functions']} functions), "
               f"Markdown {result['false_positive_markdown']:.4f} ({result['clean_sections']} sections), "
               f"text discussing injection {result['false_positive_discussion']:.4f}, all {result['false_positive_all']:.4f}; "
-              f"ordinary text in an attack's words {_rate(result.get('false_positive_fresh_clean'), 4)} (fresh, since mended), "
-              f"{_rate(result.get('false_positive_fresh2_clean'), 4)} (fresh2, never tuned on)."]
+              "ordinary text in an attack's words: "
+              + ", ".join(f"{_rate(r, 4)} ({name}, {LATER_SETS[name]})" for name, r in result["false_positive_later"].items()) + "."]
     return "\n".join(lines) + "\n"
 
 

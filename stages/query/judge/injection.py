@@ -44,6 +44,7 @@ SIGNALS: tuple[Signal, ...] = (
         r"\b(ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}\b(previous|prior|above|earlier|all|any|your|system)\b"
         r"[^.\n]{0,30}\b(instructions?|prompts?|rules|guidelines|directions|context|guardrails)\b|"
         r"\b(ignore|disregard|forget)\s+(the\s+)?(user'?s?|human'?s?|developer'?s?)\s+(question|request|query|prompt|task|instructions?)\b|"
+        r"\b(ignore|disregard|forget|skip)\s+(the|this|that|their|your)\s+(\w+\s+)?(question|request|query|prompt)s?\s+(you|they|the\s+user)\b|"
         r"\byour\s+(safety\s+|usual\s+|normal\s+)?(guidelines|rules|restrictions|filters|guardrails|policies|instructions|limitations)\s+"
         r"(are|have\s+been|were)\s+(now\s+)?(suspended|lifted|disabled|removed|void|revoked|waived|overridden)\b", _F)),
     Signal("foreign_override", 0.9, re.compile(  # the same order in other languages
@@ -57,7 +58,7 @@ SIGNALS: tuple[Signal, ...] = (
         r"\b(prompt\s+del\s+sistema|systemprompt|prompt\s+syst[eè]me|системный\s+промпт)\b|系统提示|システムプロンプト", _F)),
     Signal("role_marker", 0.8, re.compile(
         r"(<\|im_start\|>|<\|im_end\|>|\[/?INST\]|<</?SYS>>|<\|system\|>|<\|assistant\|>|"
-        r"^\s*(#+\s*)?(system|assistant)\s*(prompt)?\s*:\s+\S|</?(system|assistant)>|\[(system|assistant)\]|"
+        r"^\s*(#+\s*)?(system|assistant)\s*(prompt)?\s*:\s+(?!(linux|macos|mac|windows|unix|posix|any|all|none|n/a|x86|arm|amd64|ubuntu|debian|android|ios)\b)\S|</?(system|assistant)>|\[(system|assistant)\]|"
         r"^\W*#{2,}\s*(instruction|system|response)\s*:|^\W*(system|admin|administrator|developer|root)\s+(notice|alert|override)\s*:|\[\s*(system|admin|developer|root)\b[^\]\n]{0,30}\](?!\()|"
         r"\b(priority|urgent|updated|overriding|override)\s+instructions?\b)", _F)),
     Signal("role_play", 0.8, re.compile(
@@ -74,7 +75,7 @@ SIGNALS: tuple[Signal, ...] = (
         r"\bfor\s+(ai|llm|model|bot|agent|automated|machine)\s+(readers?|tools?|agents?|assistants?)(\s+only)?\b|"
         r"\b(whoever|anyone\s+who|whatever)\s+(processes|parses|summari[sz]es|indexes|scans|ingests)\s+this\b|"
         r"^\W*(ai|llm|coding|language)\s+(assistant|model|agent|bot)\s*,\s+\w|"
-        r"\b(you\s+are|you're|act\s+as|pretend\s+to\s+be)\s+(now\s+)?(an?\s+)?(ai|assistant|llm|chatgpt|claude|gpt|"
+        r"\b(you\s+are|you're|act\s+as|pretend\s+to\s+be)\s+(now\s+)?(an?\s+)?([\w-]+\s+)?(ai|assistant|llm|chatgpt|claude|gpt|"
         r"large\s+language\s+model|language\s+model|copilot|chatbot|coding\s+agent)\b|"
         r"\bif\s+you\s+are\s+(an?\s+)?(ai|llm|large\s+language\s+model|language\s+model|assistant|agent|bot|chatbot|automated)\b|"
         # "To any automated assistant: ..." addresses the reader; "add the server to every agent found here" does not
@@ -85,22 +86,30 @@ SIGNALS: tuple[Signal, ...] = (
         r"\b" + _AI + r"s?\s+(reading|processing|summari[sz]ing|analy[sz]ing|indexing|scanning)\s+this\b|"
         r"\b(ai|llm)\s+tools?\s+(is|are)\s+(reading|indexing|processing|scanning)\b|"
         r"\b(whoever|anyone\s+who)\s+asks\b[^.\n]{0,40}\b(say|tell|answer|reply)\b|"
-        r"^\W*(assistant|ai|llm|model|agent|bot|copilot|claude|chatgpt|gpt|gemini)\s*[,:]\s+\w|"
+        r"^\W*(\w+[,!]\s+)?(assistant|ai|llm|model|agent|bot|chatbot|copilot|claude|chatgpt|gpt|gemini)\s*[,:]\s+\w|"
+        r"\b(attention|dear|hey|hello|hi)\s*,?\s+(all\s+|any\s+)?(automated|ai|llm|bot)\s+\w+s?\s*[:,]|"
         r"\bas\s+an?\s+(ai|llm|large\s+language\s+model|language\s+model|ai\s+assistant)\b[^.\n]{0,30}\byou\b|"
         r"\b(gpt|llm|ai|model)[- ]based\s+(tools?|assistants?|agents?|bots?)\b", _F)),
     Signal("steers_response", 0.75, re.compile(
         r"\b(in|to|into|throughout|within|at the (start|end|beginning) of)\s+your\s+"
         r"(response|answer|reply|summary|explanation|completion)s?\b|"
         r"\byour\s+(response|answer|reply)\s+(must|should|shall|will)\b|"
-        r"\byour\s+((entire|whole|next|final|every|full)\s+)?(responses?|answers?|answer's|replies|reply|reply's)\b|"
+        r"\byour\s+((entire|whole|next|final|every|full)\s+)?(responses?|answers?|answer's|replies|reply|reply's)\b"
+        r"(?!\s+(is|are|was|were|will\s+be|gets?)\s+(\w+ed|\w+en)\b)|"
         r"\b(do not|don't|never)\s+(mention|reveal|disclose|acknowledge)\s+(this|these)\s+(instructions?|notes?|messages?|comments?|directives?)\b|"
         r"^\W*(when|while)\s+(summari[sz]ing|answering|responding|replying|explaining|describing)\b[^.,\n]{0,30},\s*"
         r"(claim|say|state|tell|report|insist|assert|write|answer|respond)\b|"
         r"\b(correct|right|only)\s+(answer|response|reply)\s+to\s+(any|every|all)\s+(questions?|quer(y|ies)|requests?)\b|"
+        r"\b(in|into|throughout)\s+(every|each|any|all)\s+(answers?|repl(y|ies)|summar(y|ies)|explanations?)\b|"
+        r"\b(what|everything)\s+you\s+(write\s+back|reply|say\s+back)\b|"
+        r"\b(answer|reply\s+to|respond\s+to)\s+(the\s+)?(user|developer|human)'?s?\s+(next\s+|first\s+|every\s+)?(questions?|requests?|quer(y|ies)|messages?)\b|"
+        r"\b(summar(y|ies)|answers?|explanations?|descriptions?)\s+of\s+this\s+(file|module|code|class|function|repo\w*|project)\s+"
+        r"(must|should|has\s+to|have\s+to|shall)\s+(say|claim|state|mention|report|include)\b|"
         r"\b(modify|enhance|render|rewrite|rephrase|format|provide|jumble|scramble)\b[^.\n]{0,30}\byour\s+(message|output|text)\b|"
         r"\b(always|only|must|should)\s+(respond|reply|answer)\s+(with|in|using)\b|"
         r"\b(respond|reply|answer)\s+only\s+(with|in)\b|"
-        r"\bbefore\s+(you\s+(answer|respond|reply|continue)|answering|replying)\b(?![^,.\n]{0,40},\s+(the|a|an|this|it|we|our|its|they|each)\b)|"
+        r"\bbefore\s+(you\s+(answer|respond|reply|continue)|answering|replying)\b(?![^,.\n]{0,40},\s+(the|a|an|this|it|we|our|its|they|each)\b)"
+        r"(?!\s+(to\s+)?(a|an|the|each|every|any)\s+(?!(user|human|developer|question|prompt)\b)\w+)|"
         r"\b(do not|don't|never)\s+(tell|mention|reveal|inform|show|warn|ask)\s+(the\s+)?(user|human|developer)\b|"
         r"\bwithout\s+(asking|telling|informing)\s+(the\s+)?(user|human|developer)\b", _F)),
     Signal("steers_code", 0.65, re.compile(
@@ -274,11 +283,12 @@ _LITERAL_SIGNALS = frozenset({"tool_bait", "exfiltration"})
 # Words without which a signal's pattern cannot match (checked as substrings of the lower-cased prose first).
 _GATES: dict[str, tuple[str, ...]] = {
     "override": ("ignore", "disregard", "forget", "override", "bypass", "suspended", "lifted", "disabled", "removed", "void",
-                 "revoked", "waived"),
+                 "revoked", "waived", "skip"),
     "role_play": ("you are", "you're", "from now", "developer mode", "pretend", "play a game", "roleplay", "role-play",
                   "you must", "anything now", "act as"),
     "steers_response": ("your", "before", "tell", "mention", "reveal", "inform", "show", "warn", "ask", "without",
-                        "respond", "reply", "answer", "disclose", "acknowledge", "summari", "explaining", "describing"),
+                        "respond", "reply", "answer", "disclose", "acknowledge", "summari", "explaining", "describing",
+                        "summar", "explanation", "description", "write back", "say back"),
     "steers_code": ("your", "following", "subsequent", "below", "every"),
     "chat_request": ("you", "tell me", "show me", "give me", "explain", "new", "task", "what", "provide", "write", "describe",
                      "difference", "goal", "objective"),
@@ -291,7 +301,7 @@ _GATES: dict[str, tuple[str, ...]] = {
                          "отвеч", "odpowiedz", "prompt", "системн", "系统提示", "システムプロンプト"),
     # every form names a reader (an AI, a model, an agent...) or asks "whoever/anyone"; a bare "ai" is a word gate below
     "addresses_ai": ("llm", "assistant", "model", "agent", "bot", "copilot", "claude", "cursor", "gpt", "gemini",
-                     "codex", "automated", "coding", "whoever", "anyone", "a.i.", "machine", "whatever"),
+                     "codex", "automated", "coding", "whoever", "anyone", "a.i.", "machine", "whatever"),  # "chatbot" holds "bot"
 }  # a command in backticks is still a command
 _WORD_GATES: dict[str, re.Pattern[str]] = {"addresses_ai": re.compile(r"\bai\b", re.IGNORECASE)}
 
