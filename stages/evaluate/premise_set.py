@@ -225,6 +225,8 @@ FRESH2_TEMPLATES: dict[str, tuple[str, ...]] = {
     ),
 }
 PHRASINGS = {"tuned": TEMPLATES, "unseen": UNSEEN_TEMPLATES, "fresh": FRESH_TEMPLATES, "fresh2": FRESH2_TEMPLATES}
+# each set's async phrasings as (async, sync) pairs, one pair per subject; its "async" templates are these, flattened
+ASYNC_PAIRS = {"tuned": ASYNC_TEMPLATES, "unseen": UNSEEN_ASYNC, "fresh": FRESH_ASYNC}
 
 _DECO_PHRASES = {"property": ("a property", "property"), "staticmethod": ("a static method", "static method"),
                  "classmethod": ("a class method", "class method"), "cached_property": ("a cached property", "cached property")}
@@ -381,7 +383,7 @@ def generate(root: Path, corpus: str, per_kind: int = 40, seed: int = 7, phrasin
     and `fresh`: held back); a kind the set has no phrasings for gets no cases."""
     rng = random.Random(seed)
     templates = PHRASINGS[phrasings]
-    async_pairs = {"tuned": ASYNC_TEMPLATES, "unseen": UNSEEN_ASYNC, "fresh": FRESH_ASYNC}.get(phrasings, ())
+    async_pairs = ASYNC_PAIRS.get(phrasings, ())
     facts = collect(root)
     unique = [d for d in facts.defs if len(facts.by_name[d.name]) == 1 and not d.name.startswith("__")]
     functions = [d for d in unique if isinstance(d.node, (ast.FunctionDef, ast.AsyncFunctionDef))]
@@ -390,7 +392,7 @@ def generate(root: Path, corpus: str, per_kind: int = 40, seed: int = 7, phrasin
     counters: dict[str, int] = defaultdict(int)
 
     def add(kind: str, subject: _Def, false_q: str, true_q: str) -> None:
-        if kind not in templates and not (kind == "async" and async_pairs):
+        if kind not in templates:
             return
         cases.append(PremiseCase(kind, false_q, True, corpus, subject.qual))
         cases.append(PremiseCase(kind, true_q, False, corpus, subject.qual))
