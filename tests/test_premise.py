@@ -172,6 +172,42 @@ def test_a_parameter_presupposed_in_passing_is_checked(resolve, question: str) -
     assert flagged(question.format("stream"), resolve) == []
 
 
+@pytest.mark.parametrize("question", [
+    "How does Client.send treat a None {}?", "When I call `Client.send`, is {} optional?", "Why would I give `Client.send` a {}?",
+    "Is it ok to leave out {} when I call `Client.send`?", "Which type does `Client.send` expect for {}?",
+    "How do I call `Client.send` without {}?", "Can I hand {} to `Client.send`?",
+])
+def test_a_word_where_a_call_input_stands_is_checked_as_a_parameter(resolve, question: str) -> None:
+    """Stop 38: a plain word read as a parameter from what is said around it (optional, left out, handed, given, a
+    None one, expected for), in no fixed phrasing."""
+    assert flagged(question.format("chunk"), resolve)
+    assert flagged(question.format("stream"), resolve) == []
+
+
+def test_a_word_beside_an_input_cue_that_is_no_input_is_left_alone(resolve) -> None:
+    assert flagged("What does `Client.send` do without a terminal?", resolve) == []  # a condition, not a call's input
+    assert flagged("Does `Client.send` work without permissions?", resolve) == []
+    assert flagged("How does `Client.send` return a result without throwing?", resolve) == []  # a gerund
+    assert flagged("When I call `Client.send`, is retrying optional?", resolve) == []
+    assert flagged("Why is None chosen when `stop` fails?", resolve) == []  # None with no article is no value of a word
+    assert flagged("Can I hand a network connection to `Client.send`?", resolve) == []  # `network` modifies a noun
+    assert flagged("What happens when `stop` gets a None client?", resolve) == []  # a parameter
+    assert flagged("What happens when `Client.send` gets a None request?", resolve) == []
+    assert flagged("Is ReadTimeout optional when I call `Client.send`?", resolve) == []  # a class, not a word
+    # the word names something the definition's own code uses: the question may mean that
+    assert flagged("When I call `stop`, is close optional?", resolve) == []
+    assert flagged("When I call `stop`, is flush optional?", resolve)
+
+
+def test_a_plain_noun_after_a_kind_or_async_word_is_no_subject(resolve) -> None:
+    """"an asynchronous result", "a native module's definition" (bench_topics queries flagged until stop 38)."""
+    more = parse_source(b"def result():\n    return 1\n\ndef definition():\n    pass\n", "lib/util.py", "python", "h").entities
+    both = resolver_from(list(parse_source(SOURCE, "http/client.py", "python", "h").entities) + more)
+    assert flagged("blocking until an asynchronous result is ready, with a timeout", both) == []
+    assert flagged("how is a native module's definition of functions built", both) == []
+    assert flagged("Why is `result` asynchronous?", both)  # written as code, it is still the subject
+
+
 def test_extraction_reads_many_phrasings() -> None:
     kinds = {q: [(p.kind, p.subject, p.param or p.value) for p in extract(q)] for q in (
         "Why does `Session` inherit from `dict`?", "Foo, a subclass of Bar, does what?", "How is get's timeout argument used?",

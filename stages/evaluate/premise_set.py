@@ -224,7 +224,27 @@ FRESH2_TEMPLATES: dict[str, tuple[str, ...]] = {
         "What breaks if {S} gets a bad {P}?",
     ),
 }
-PHRASINGS = {"tuned": TEMPLATES, "unseen": UNSEEN_TEMPLATES, "fresh": FRESH_TEMPLATES, "fresh2": FRESH2_TEMPLATES}
+# Parameter phrasings written in stop 38 before its change to the grammar (a parameter read from the words around a
+# call), never tuned on.
+FRESH3_TEMPLATES: dict[str, tuple[str, ...]] = {
+    "param": (
+        "Can I hand {P} to {S}?", "What happens to {P} once {S} receives it?", "Is {P} forwarded by {S} to another call?",
+        "Why is {P} keyword-only in {S}?", "What type is {S}'s {P}?", "Does {S} validate {P} before using it?",
+        "How do I call {S} without {P}?", "What is a sensible value for {P} in {S}?", "Is {P} still accepted by {S}?",
+        "What does {S} do when {P} is omitted?",
+    ),
+}
+# Questions about a function that presuppose no parameter, though their nouns are parameter names elsewhere
+# (result, response, config, ...): every flag on them is a false alarm. Written in stop 38 with FRESH3_TEMPLATES.
+DISTRACTOR_TEMPLATES: tuple[str, ...] = (
+    "When I call {S}, how is the result cached?", "Does {S} write the response to disk?",
+    "What happens to the request object after {S} returns?", "Why does {S} log the url at debug level?",
+    "How does {S} compute the size of its output?", "Is the config reloaded every time {S} runs?",
+    "Which name does {S} register the handler under?", "Why does {S} sort the items before returning?",
+    "How long does {S} wait before the timeout fires?", "What text does {S} print when it fails?",
+)
+PHRASINGS = {"tuned": TEMPLATES, "unseen": UNSEEN_TEMPLATES, "fresh": FRESH_TEMPLATES, "fresh2": FRESH2_TEMPLATES,
+             "fresh3": FRESH3_TEMPLATES}
 # each set's async phrasings as (async, sync) pairs, one pair per subject; its "async" templates are these, flattened
 ASYNC_PAIRS = {"tuned": ASYNC_TEMPLATES, "unseen": UNSEEN_ASYNC, "fresh": FRESH_ASYNC}
 
@@ -530,6 +550,18 @@ def generate(root: Path, corpus: str, per_kind: int = 40, seed: int = 7, phrasin
     return cases
 
 
+def distractors(root: Path, corpus: str, per_template: int = 8, seed: int = 7) -> list[PremiseCase]:
+    """`DISTRACTOR_TEMPLATES` over functions whose parameters are all named (what the checker can check): true
+    premises only, so each flag is a false alarm."""
+    rng = random.Random(seed)
+    facts = collect(root)
+    functions = [d for d in facts.defs if len(facts.by_name[d.name]) == 1 and not d.name.startswith("__")
+                 and isinstance(d.node, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.node.args.kwarg is None]
+    picked = rng.sample(functions, min(len(functions), per_template * len(DISTRACTOR_TEMPLATES)))
+    return [PremiseCase("param", DISTRACTOR_TEMPLATES[i % len(DISTRACTOR_TEMPLATES)].format(S=_render_subject(d, rng)),
+                        False, corpus, d.qual) for i, d in enumerate(picked)]
+
+
 def resolver_for(root: Path):
     """Parse the tree with the parse stage and resolve names as `Catalog.by_name` does."""
     entities: list[Entity] = []
@@ -573,6 +605,9 @@ def evaluate(roots: dict[str, Path], per_kind: int = 40) -> dict:
         cases = [c for name, root in roots.items() for c in generate(root, name, per_kind=per_kind, phrasings=label)]
         table, misses = score(cases, resolvers)
         out[label] = {"cases": len(cases), "table": table, "misses": misses[:40]}
+    cases = [c for name, root in roots.items() for c in distractors(root, name)]
+    _, flagged = score(cases, resolvers)
+    out["distractors"] = {"cases": len(cases), "false_alarm": round(len(flagged) / max(1, len(cases)), 3), "misses": flagged[:40]}
     return out
 
 
@@ -580,8 +615,9 @@ def render(result: dict) -> str:
     """Markdown: recall and false alarms per kind, for the tuned phrasings and each set written after them."""
     lines = ["## Premise checking (generated from `ast` facts of " + ", ".join(result["corpora"]) + ")", "",
              "| kind | pairs | recall (tuned) | false alarm (tuned) | recall (unseen phrasings) | false alarm (unseen) "
-             "| recall (fresh phrasings) | false alarm (fresh) | recall (fresh2) | false alarm (fresh2) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| recall (fresh phrasings) | false alarm (fresh) | recall (fresh2) | false alarm (fresh2) | recall (fresh3) "
+             "| false alarm (fresh3) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     tuned = result["tuned"]["table"]
 
     def cells(label: str, kind: str) -> str:
@@ -591,5 +627,9 @@ def render(result: dict) -> str:
     for kind in [*KINDS, "all"]:
         if kind in tuned:
             lines.append(f"| {kind} | {tuned[kind]['pairs']} | {cells('tuned', kind)} | {cells('unseen', kind)} | {cells('fresh', kind)} "
-                         f"| {cells('fresh2', kind)} |")
+                         f"| {cells('fresh2', kind)} | {cells('fresh3', kind)} |")
+    d = result.get("distractors")
+    if d:
+        lines += ["", f"Questions that presuppose no parameter (`DISTRACTOR_TEMPLATES`, {d['cases']}): false alarm "
+                  f"{d['false_alarm']:.3f}."]
     return "\n".join(lines) + "\n"

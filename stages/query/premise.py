@@ -39,7 +39,7 @@ _VERBS = frozenset("async sync asynchronous synchronous blocking coroutine defau
                    "have has had do does done be use uses used get gets mean means control controls work works change changes "
                    "call calls called make makes want need go goes come comes run runs happen happens expect see know "
                    "added removed renamed changed introduced dropped deprecated moved replaced "
-                   "take takes took taking pass passes passed passing".split())  # not `receive` or `send`: ASGI's parameters
+                   "take takes took taking pass passes passed passing hand hands handed give gives gave given".split())  # not `receive` or `send`: ASGI's parameters
 _PARAM_ADJECTIVES = frozenset("optional keyword positional required extra named called additional boolean bad good wrong invalid "
                                "valid empty missing unknown malformed unexpected different".split())
 _NOT_PARAM = r"(?!(?:parameter|argument|arg|kwarg|param|keyword|option|flag|input|value|default)s?\b)"
@@ -279,6 +279,8 @@ def extract(question: str) -> list[Premise]:
                     continue
                 if kind == "base" and re.fullmatch(r"[a-z]+", subject) and not (g.get("S") or "").startswith("`"):
                     continue  # "Could ColorSystem stop inheriting from IntEnum": a class is named as code, `stop` is the verb
+                if _noun_after_cue(g.get("S") or "", question[: m.start("S")]):
+                    continue
                 suppress = _SUPPRESS.get(kind)
                 if suppress is not None and suppress.search(m.group(0)):
                     continue
@@ -303,6 +305,20 @@ def extract(question: str) -> list[Premise]:
     # where the same parameter also has a subject written as code, that one is meant
     dropped = {i for i in plain if found[i].kind in ("param", "default") and (found[i].kind, found[i].param) in coded}
     return _dedupe([p for i, p in enumerate(found) if i not in dropped])
+
+
+# words that, right before a plain lower-case word, modify a noun: "an asynchronous result", "the property value",
+# "a function call", "a native module's definition" are English, not premises about `result`, `value` or `definition`
+_NOUN_MODIFIERS = frozenset("async asynchronous sync synchronous blocking coroutine awaitable property static abstract cached "
+                            "class function method constant variable interface enum struct trait module file".split())
+
+
+def _noun_after_cue(raw_subject: str, before: str) -> bool:
+    """A plain lower-case subject written right after a kind, decorator or async word is that word's noun."""
+    if not re.fullmatch(r"[a-z]+", raw_subject):
+        return False
+    words = before.split()
+    return bool(words) and words[-1].lower().removesuffix("'s") in _NOUN_MODIFIERS
 
 
 def _slot_values(kind: str, g: dict, phrase: str) -> tuple[str, str] | None:
@@ -778,12 +794,16 @@ def infer(question: str, resolve: Resolver, stated: list[Premise]) -> list[Premi
             verb = near(i, _PARAM_VERB, 3, 2)
             possessive = i > 2 and toks[i - 2] == "'" and low[i - 1] == "s" and (i - 3) in functions and after in (
                 "for", "do", "does", "mean", "means", "control", "controls", "used", "?") and low[i] not in _ASPECT_NOUNS
-            plain = i > 0 and (i - 1) not in defs and _PARAM_VERB.match(low[i - 1]) and not low[i].endswith("ing") and after in ("when", "to", "into", "?", "for", "")
-            if following == "=" or noun or possessive or plain or (verb is not None and _identifierish(t, following)):
+            plain = i > 0 and (i - 1) not in defs and _PARAM_VERB.match(low[i - 1]) and not low[i].endswith("ing") and after in ("when", "to", "into", "?", "for", "") and (
+                low[i - 1] != "without" or _identifierish(t, following) or _calling(low[:i]))  # "work without permissions": a condition
+            role = _input_role(toks, low, i, functions)
+            if following == "=" or noun or possessive or plain or role or (verb is not None and _identifierish(t, following)):
                 others = [f for f in functions if f != i]
                 if not others:
                     continue
                 subject = min(others, key=lambda s: abs(s - i))
+                if role and not noun and _used_in(_clean(t), functions[subject]):
+                    continue  # a local or an attribute of that name: the question may mean it, not a parameter
                 if len({_clean(toks[f]) for f in functions}) == 1 or abs(subject - i) <= 4:
                     add("param", subject, _clean(t), _clean(t))
     # defaults: a parameter of the subject and a literal, with "default" in the question
@@ -840,6 +860,63 @@ def infer(question: str, resolve: Resolver, stated: list[Premise]) -> list[Premi
                         continue
                     add("kind", s_i, _KIND_WORDS[low[j]])
     return out
+
+
+# A word in the place of a call's input, read from the words around it rather than from one phrasing: what is said
+# of it after ("is P optional", "P is omitted", "P still accepted", "P keyword-only") or done to it before ("hand P",
+# "leave out P", "a None P", "give f a P", "expect for P"). Words that also name conditions or things a function
+# merely touches ("without a terminal", "where is memory consumed", "validate permissions") count only for a name
+# written as code.
+_ROLE_AFTER = frozenset("optional required mandatory omitted accepted keyword positional".split())
+_ROLE_AFTER_CODE = _ROLE_AFTER | frozenset("forwarded consumed validated".split())
+_ROLE_AFTER_SKIP = frozenset("is be being still really always ever left gets get".split())
+_ROLE_BEFORE = frozenset("hand hands handing give gives giving pass passes passing supply supplies supplying provide provides "
+                         "providing feed feeds feeding omit omits omitting".split())
+_ROLE_BEFORE_CODE = _ROLE_BEFORE | frozenset("without validate validates validating".split())
+_ROLE_BEFORE_SKIP = frozenset("a an the any some its my".split()) | _PARAM_ADJECTIVES
+_FOR_CUES = frozenset("expect expects expected value values type types".split())
+# what may follow a plain word: the end of its noun phrase ("a None suffix?", "leave out frame when"), so that in
+# "hand a network connection" the modifier `network` is not read as the input
+_PHRASE_END = frozenset("? , . ; ! when to in into inside within for before after if once is be being by as still set "
+                        "accepted optional required mandatory omitted keyword positional used do does mean means".split())
+
+
+def _input_role(toks: list[str], low: list[str], i: int, functions: dict[int, list[Entity]]) -> bool:
+    """Whether token `i` stands where a call's input stands (see `_ROLE_AFTER`, `_ROLE_BEFORE`)."""
+    nxt = low[i + 1] if i + 1 < len(low) else "?"
+    code = _identifierish(toks[i], toks[i + 1] if i + 1 < len(toks) else "")
+    if not code and (nxt not in _PHRASE_END or low[i].endswith("ing")):  # "without throwing": a gerund is no input
+        return False
+    after, before = (_ROLE_AFTER_CODE, _ROLE_BEFORE_CODE) if code else (_ROLE_AFTER, _ROLE_BEFORE)
+    k = i + 1
+    while k < len(low) and low[k] in _ROLE_AFTER_SKIP:
+        k += 1
+    if k < len(low) and (low[k] in after or (low[k] == "out" and k > i + 1 and low[k - 1] == "left")):
+        return True
+    k = i - 1
+    while k >= 0 and low[k] in _ROLE_BEFORE_SKIP:
+        k -= 1
+    if k < 0:
+        return False
+    if low[k] in ("none", "null"):  # "a None suffix", not "None chosen as the default"
+        return k > 0 and low[k - 1] in ("a", "an")
+    if low[k] in before or (low[k] == "out" and k > 0 and low[k - 1] in ("leave", "leaving")):
+        return True
+    if low[k] == "without" and _calling(low[:k]):  # "call f without frame": the call's input, not "work without a terminal"
+        return True
+    if low[k] == "for" and any(w in _FOR_CUES for w in low[max(0, k - 4) : k]):
+        return True
+    return k in functions and k > 0 and low[k - 1] in ("give", "gives", "giving", "hand", "hands", "pass", "passes")
+
+
+def _calling(words: list[str]) -> bool:
+    return any(w in ("call", "calls", "calling", "called", "invoke", "invokes", "invoking", "invoked") for w in words)
+
+
+def _used_in(name: str, entities: list[Entity]) -> bool:
+    """`name` is a word of the definition's own code (a local, an attribute, a call), as `_` splits identifiers."""
+    word = re.compile(r"(?<![A-Za-z0-9])" + re.escape(name) + r"(?![A-Za-z0-9])")
+    return any(word.search(e.body or "") for e in entities)
 
 
 def check_question(question: str, resolve: Resolver) -> list[PremiseFinding]:

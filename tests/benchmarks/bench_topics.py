@@ -35,11 +35,13 @@ PACKAGES: dict[str, tuple[str, str]] = {
     "elixir": ("debian-source", "elixir-lang@1.14.0.dfsg-2"),
     "fmt": ("debian-source", "fmtlib@9.1.0+ds1-2"),  # C++ (headers and sources)
     "aeson": ("debian-source", "haskell-aeson@2.0.3.0-1"),  # Haskell
+    "scala-library": ("debian-source", "scala@2.11.12-5"),  # Scala's standard library
 }
 # a wheel's or tarball's members to unpack (the whole Zig toolchain is ~300 MB): the std folders `bench_languages` indexes
 INCLUDE: dict[str, tuple[str, ...]] = {
     "zig-std": tuple(f"ziglang/lib/std/{d}" for d in ("json", "http", "fmt", "hash", "heap", "compress", "Random", "math")),
     "elixir": ("elixir-1.14.0/lib",),  # the repository's lib/: Elixir's library, its tests and the compiler's Erlang
+    "scala-library": ("scala-2.11.12/src/library",),  # the library, not the compiler or its 9k test files
 }
 
 
