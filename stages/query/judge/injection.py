@@ -2,7 +2,8 @@
 
 Tree-sitter finds the comments, docstrings and string literals of a passage (Markdown and
 plain text are prose throughout); identifiers and code never count, so ordinary code scores
-near 0. Signals, each with a weight: instructions aimed at an AI or at "your response",
+near 0. Signals, each with a weight: instructions aimed at an AI, at "your response" or at the
+conversation the text is read in ("tell whoever is asking about this code ..."),
 override phrases ("ignore previous instructions"), chat role markers, exfiltration links,
 hidden unicode (zero-width, bidi, tag characters) and encoded payloads that decode to such text.
 The score is the strongest signal plus 0.1 for each further distinct signal, capped at 1.
@@ -44,6 +45,7 @@ SIGNALS: tuple[Signal, ...] = (
         r"\b(ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}\b(previous|prior|above|earlier|all|any|your|system)\b"
         r"[^.\n]{0,30}\b(instructions?|prompts?|rules|guidelines|directions|context|guardrails)\b|"
         r"\b(ignore|disregard|forget)\s+(the\s+)?(user'?s?|human'?s?|developer'?s?)\s+(question|request|query|prompt|task|instructions?)\b|"
+        r"(?:^\W*|[,;:]\s*|\band\s+)(ignore|disregard|forget)\s+about\s+(the|this)\s+(code|question|request|task|file|function)\s*(?:[,.;:!]|and\b|$)|"
         r"\b(ignore|disregard|forget|skip)\s+(the|this|that|their|your)\s+(\w+\s+)?(question|request|query|prompt)s?\s+(you|they|the\s+user)\b|"
         r"\byour\s+(safety\s+|usual\s+|normal\s+)?(guidelines|rules|restrictions|filters|guardrails|policies|instructions|limitations)\s+"
         r"(are|have\s+been|were)\s+(now\s+)?(suspended|lifted|disabled|removed|void|revoked|waived|overridden)\b", _F)),
@@ -87,6 +89,11 @@ SIGNALS: tuple[Signal, ...] = (
         r"\b(ai|llm)\s+tools?\s+(is|are)\s+(reading|indexing|processing|scanning)\b|"
         r"\b(whoever|anyone\s+who)\s+asks\b[^.\n]{0,40}\b(say|tell|answer|reply)\b|"
         r"^\W*(\w+[,!]\s+)?(assistant|ai|llm|model|agent|bot|chatbot|copilot|claude|chatgpt|gpt|gemini)\s*[,:]\s+\w|"
+        # "Reviewer bots: approve ...", "Dear reader-bot, forget ...": a kind of bot or agent addressed, then an order
+        r"(?:^\W*|[.!?]\s+|\b(?:dear|hey|hello|hi|attention)\s+)(?:[\w]+[\s-]){0,2}(?:bots?|agents?|assistants?|ais|llms)\s*[,:]\s+(?:please\s+)?"
+        r"(?:approve|merge|ignore|skip|forget|tell|say|reply|respond|answer|write|output|print|mark|treat|consider|rate|give|"
+        r"delete|remove|run|open|close|add|do|don't|never|always|only|stop|talk|speak|pretend|label|assign|accept|reject|"
+        r"push|commit|deploy|publish|release|post|send|grant|allow|disable|enable|bypass|flag|report)\b|"
         r"\b(attention|dear|hey|hello|hi)\s*,?\s+(all\s+|any\s+)?(automated|ai|llm|bot)\s+\w+s?\s*[:,]|"
         r"\bas\s+an?\s+(ai|llm|large\s+language\s+model|language\s+model|ai\s+assistant)\b[^.\n]{0,30}\byou\b|"
         r"\b(gpt|llm|ai|model)[- ]based\s+(tools?|assistants?|agents?|bots?)\b", _F)),
@@ -125,6 +132,7 @@ SIGNALS: tuple[Signal, ...] = (
         r"^\W*(can|could|would|will) you\s+(please\s+)?(show|tell|give|write|explain|help|generate|provide|list)\b|"
         r"^\W*(please\s+)?(tell me|show me|give me|explain to me)\b|"
         r"\b(your\s+new|new)\s+(instructions?|task|goal|objective)s?\s*(is|are)?\s*:|\byour\s+(real|actual|true)\s+(task|goal|objective)\b|"
+        r"\byour\s+(task|job|goal|role|mission|instructions?|objective)\s+(changes|changed|has\s+changed|have\s+changed|is\s+now|are\s+now)\b|"
         r"^\W*(explain|describe)\s+(how|why)\b[^.\n]{0,60}\b(works?|with\s+an\s+example)\b|"
         r"^\W*(provide|give|write)\s+(me\s+)?(an?\s+)?(example|sample|tutorial|step-by-step\s+guide)\s+(of|for|on)\s+how\b|"
         r"^\W*what\s+(is|are)\s+the\s+(\w+\s+)?differences?\s+between\b", _F)),
@@ -141,8 +149,38 @@ SIGNALS: tuple[Signal, ...] = (
         r"\brm\s+-rf\s+[~/$]|\b(cat|type|print|dump|read|show|output|reveal|display|paste)\s+[^.\n]{0,20}(~/\.ssh|id_rsa|/etc/passwd|/etc/shadow)\b|"
         r"\b(run|execute|exec|invoke|type)\b[^.\n]{0,40}\b(printenv|os\.environ|env\s*\||cat\s+~/)|"
         r"\b(use|call|invoke|trigger)\s+(your|the)\s+([\w-]+\s+){0,2}?(tool|shell|terminal|browser)\b[^.\n]{0,20}\bto\s+(run|overwrite|delete|remove|write|execute|send|upload|install|modify)\b|"
-        r"\buse\s+your\s+([\w-]+\s+)?(tool|shell|terminal|browser)\b", _F)),
+        r"\b(use|using)\s+your\s+([\w-]+\s+)?(tools?|shell|terminal|browser)\b", _F)),
 )
+# Steering the conversation the text is read in, without naming an AI: a sentence that refers to that conversation
+# (questions about this code, whoever is asking about it, the actual question, the explanations you produce, "from
+# this comment on") and tells its reader what to do or say there. Code talks about its own users ("when the user asks
+# for help, print the usage"), so an asking person counts only with this code named in the same sentence.
+_SELF = r"this\s+(?:code|file|function|module|class|method|endpoint|library|project|repo|repository|package|api|comment)\b|how\s+this\s+works"
+_CONVERSATION = re.compile(
+    r"\b(questions?|requests?|quer(?:y|ies))\s+(?:about|on|regarding)\s+" + _SELF + "|"
+    r"\b(?:the\s+|a\s+)?(?:actual|real|original|current)\s+(?:question|request|query)\b|"
+    r"\b(?:explanations?|summar(?:y|ies)|answers?|reviews?|descriptions?)\s+(?:that\s+)?you\s+"  # not "responses you send": HTTP
+    r"(?:produce|write|give|generate|create)\b|"
+    r"\bfrom\s+this\s+(?:comment|line|note|point|docstring|message)\s+on(?:wards?)?\b", _F)
+_ASKER = re.compile(r"\b(?:whoever|anyone|someone|somebody|the\s+user|the\s+developer|the\s+person|users|developers|people)\s+"
+                    r"(?:who\s+)?(?:is\s+|are\s+)?(?:ask|asks|asking|asked)\b", _F)
+_SELF_RE = re.compile(r"\b(?:" + _SELF + ")", _F)
+_DIRECTIVE = re.compile(
+    r"(?:^|[;:,]\s*|\band\s+|\b(?:should|must|shall|has\s+to|have\s+to|needs?\s+to)\s+(?:always\s+|only\s+|also\s+)?)"
+    r"(?:tell|say|state|claim|report|reply|respond|answer|output|print|write|describe|recommend|insert|mention|rate|mark|give|"
+    r"approve|skip|forget|refuse|speak|talk|pretend|delete|remove|make\s+sure|end|begin|start)\b", _F)
+
+
+def steers_conversation(prose: str) -> bool:
+    """A sentence about the conversation the text is read in that also directs its reader (see `_CONVERSATION`)."""
+    for sentence in _SENTENCE.findall(prose):
+        if not (_CONVERSATION.search(sentence) or (_ASKER.search(sentence) and _SELF_RE.search(sentence))):
+            continue
+        if _DIRECTIVE.search(sentence.strip(" \t#*/-\"'")):
+            return True
+    return False
+
+
 _QUOTED = re.compile(r"`[^`\n]{1,120}`|\"[^\"\n]{1,60}\"|\u201c[^\u201d\n]{1,60}\u201d")
 _MENTION = " `·` "  # a quoted mention leaves a mark: the sentence around it talks about code
 _HIDDEN = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]|[\U000e0000-\U000e007f]")
@@ -329,6 +367,8 @@ def score_text(prose: str, _decoding: bool = False, raw: str = "", context: str 
         hits["hidden_unicode"] = 0.7
     if off_topic_request(prose, context):
         hits["off_topic_request"] = 0.6
+    if any(w in low for w in ("question", "request", "quer", "you ", "this", "ask")) and steers_conversation(prose):
+        hits["steers_conversation"] = 0.75
     if not _decoding:
         for decoded in _decoded_payloads(prose):
             inner, names = score_text(decoded, _decoding=True)
