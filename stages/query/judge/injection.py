@@ -367,7 +367,7 @@ def score_text(prose: str, _decoding: bool = False, raw: str = "", context: str 
         hits["hidden_unicode"] = 0.7
     if off_topic_request(prose, context):
         hits["off_topic_request"] = 0.6
-    if any(w in low for w in ("question", "request", "quer", "you ", "this", "ask")) and steers_conversation(prose):
+    if any(w in low for w in ("question", "request", "quer", "you ", "from this", "ask")) and steers_conversation(prose):
         hits["steers_conversation"] = 0.75
     if not _decoding:
         for decoded in _decoded_payloads(prose):
