@@ -632,12 +632,14 @@ def _clean_doc(raw: str) -> str:
 
 def _split_parts(lines: list[str], first_line: int, max_lines: int, max_chars: int) -> list[tuple[int, list[str]]]:
     """Split body lines into parts on line boundaries; a single over-long line is split by characters."""
+    if len(lines) <= max_lines and sum(map(len, lines)) + len(lines) <= max_chars:
+        return [(first_line, list(lines))]  # most bodies: one part, as the loop below would make it
     parts: list[tuple[int, list[str]]] = []
     current: list[str] = []
     start = first_line
     size = 0
     for offset, line in enumerate(lines):
-        pieces = [line[i : i + max_chars] for i in range(0, len(line), max_chars)] or [""]
+        pieces = [line] if len(line) <= max_chars else [line[i : i + max_chars] for i in range(0, len(line), max_chars)]
         for piece in pieces:
             if current and (len(current) >= max_lines or size + len(piece) > max_chars):
                 parts.append((start, current))
