@@ -199,6 +199,24 @@ def test_a_word_beside_an_input_cue_that_is_no_input_is_left_alone(resolve) -> N
     assert flagged("When I call `stop`, is flush optional?", resolve)
 
 
+@pytest.mark.parametrize("question", [
+    "Why is the result of `Client.send` a {}?", "Where does the {} from `Client.send` go next?",
+    "Is the {} that comes out of `Client.send` cached?", "Why does `Client.send` end up returning a {}?",
+    "`Client.send`() -> a {}: why this signature?",
+])
+def test_a_result_named_around_the_function_is_checked_as_a_return(resolve, question: str) -> None:
+    """Stop 38: the result of f, the T from f, what comes out of f, "returning", `-> a T`."""
+    assert flagged(question.format("dict"), resolve)
+    assert flagged(question.format("Response"), resolve) == []
+
+
+def test_what_is_taken_from_a_result_or_raised_out_of_it_is_no_return(resolve) -> None:
+    assert flagged("How do I get the dict from `Client.send`?", resolve) == []  # a part of what it returns
+    assert flagged("Why does a ReadTimeout come out of `Client.send`?", resolve) == []  # raised, not returned
+    assert flagged("Which ReadTimeout from `Client.send` should I catch?", resolve) == []
+    assert flagged("Is the result of `Client.send` cached?", resolve) == []
+
+
 def test_a_plain_noun_after_a_kind_or_async_word_is_no_subject(resolve) -> None:
     """"an asynchronous result", "a native module's definition" (bench_topics queries flagged until stop 38)."""
     more = parse_source(b"def result():\n    return 1\n\ndef definition():\n    pass\n", "lib/util.py", "python", "h").entities

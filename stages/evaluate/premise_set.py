@@ -225,13 +225,19 @@ FRESH2_TEMPLATES: dict[str, tuple[str, ...]] = {
     ),
 }
 # Parameter phrasings written in stop 38 before its change to the grammar (a parameter read from the words around a
-# call), never tuned on.
+# call), and return phrasings written after it; never tuned on.
 FRESH3_TEMPLATES: dict[str, tuple[str, ...]] = {
     "param": (
         "Can I hand {P} to {S}?", "What happens to {P} once {S} receives it?", "Is {P} forwarded by {S} to another call?",
         "Why is {P} keyword-only in {S}?", "What type is {S}'s {P}?", "Does {S} validate {P} before using it?",
         "How do I call {S} without {P}?", "What is a sensible value for {P} in {S}?", "Is {P} still accepted by {S}?",
         "What does {S} do when {P} is omitted?",
+    ),
+    "returns": (  # written in stop 38 after the parameter change, before any change for returns
+        "Where does the {B} from {S} go next?", "Is {V} what {S} returns on success?", "Why does {S} come back with {V}?",
+        "What do callers do with the {B} {S} gives them?", "Should {S} return {V} at all?", "{S} outputs {V}; is that documented?",
+        "Why does calling {S} result in {V}?", "What does the {B} that {S} hands back contain?",
+        "Is returning {V} from {S} intentional?", "Does the {B} {S} produces get cached?",
     ),
 }
 # Questions about a function that presuppose no parameter, though their nouns are parameter names elsewhere

@@ -191,7 +191,7 @@ _GRAMMAR: dict[str, tuple[re.Pattern[str], ...]] = {
         _g(r"{S}{ADV}\s+(?:returns?|returning|returned|gives?\s+back|hands?\s+back|outputs?)\s+(?:an?\s+|the\s+|back\s+)?(?:instance\s+of\s+|object\s+of\s+(?:type\s+)?)?{T}"),
         _g(r"return\s+(?:type|value|annotation)\s+(?:of|for)\s+(?:the\s+)?{S}(?:\s+(?:function|method))?(?:\s+is|\s+being|\s+as|,|\s*=|\s+to\s+be)?\s+(?:an?\s+)?{T}"),
         _g(r"{S}'s\s+return\s+(?:type|value|annotation)\s+(?:is\s+|being\s+|of\s+type\s+|of\s+|as\s+)?(?:an?\s+)?{T}"),
-        _g(r"{S}\s*(?:\([^)]*\))?\s*->\s*{T}"),
+        _g(r"{S}\s*(?:\([^)]*\))?\s*->\s*(?:an?\s+)?{T}"),
         _g(r"\b(?:the\s+)?{T}\s+(?:that|which)\s+{S}\s+returns"),
         _g(r"\bthe\s+{T}\s+{S}\s+returns\b"),
         _g(r"{T}\s+(?:returned|produced)\s+(?:by|from)\s+(?:the\s+)?{S}"),
@@ -653,7 +653,13 @@ _ASPECT_NOUNS = frozenset("signature name purpose job role body doc docs docstri
                           "usage location file module class owner cost speed".split())
 _PARAM_NOUN = re.compile(r"^(parameters?|arguments?|args?|kwargs?|params?|keywords?|options?|flags?)$", re.I)
 _PARAM_VERB = re.compile(r"^(pass\w*|accept\w*|take\w*|receiv\w*|need\w*|requir\w*|set|setting|without|omit\w*|support\w*)$", re.I)
-_RETURN_CUE = re.compile(r"^(returns?|returned|produces?|produced|yields?|hands?|gives?|back)$", re.I)
+_RETURN_CUE = re.compile(r"^(returns?|returned|returning|produces?|produced|yields?|hands?|gives?|back|outputs?)$", re.I)
+# what a call gives, named around the function rather than by a verb after it: "the result of f is a T", "the T
+# that comes out of f", "the T from f"
+_RESULT_NOUN = re.compile(r"^(result|results|output|outcome|return)$", re.I)
+_TAKE_FROM = re.compile(r"^(get|gets|getting|got|extract\w*|read\w*|take\w*|took|pull\w*|access\w*|obtain\w*|fetch\w*|pick\w*|"
+                        r"parse\w*|find|finds|found|use|uses|using|strip\w*)$")
+_LINKING = frozenset("is are was be being always still never really a an the of type value".split())
 _RAISE_CUE = re.compile(r"^(rais\w*|throw\w*|thrown|trigger\w*|catch\w*|avoid\w*|fail\w*|end|ends|except)$", re.I)
 _FILE_CUE = re.compile(r"^(in|inside|within|defin\w*|declar\w*|implement\w*|lives?|sits?|kept|keeps?|plac\w*|put|locat\w*|contain\w*|part)$", re.I)
 _EXC_NAME = re.compile(r"(Error|Exception|Warning|Exit|Interrupt|Timeout|Abort|Failure|Invalid\w*)$")
@@ -706,6 +712,25 @@ def _returned_type(toks: list[str], low: list[str], cue: int, subject: int, reso
             return name
         if low[k] in ("the", "a", "an"):
             break
+    return ""
+
+
+def _result_type(toks: list[str], low: list[str], j: int, subject: int, resolve: Resolver) -> str:
+    """The type token `j` names as the subject's result: "the result of f is a T" (`j` the noun, the subject after
+    "of", the type after it) or "the T from f" (`j` the type, the subject right after "from"; not an exception:
+    "which ValueError from f" is about what f raises)."""
+    if _RESULT_NOUN.match(low[j]) and j + 2 == subject and low[j + 1] == "of":
+        for k in range(subject + 1, min(len(toks), subject + 5)):
+            if low[k] in _LINKING:
+                continue
+            name = _clean(toks[k])
+            return name if _typename(name, resolve) else ""
+        return ""
+    if j + 2 == subject and low[j + 1] == "from" and j > 0 and low[j - 1] in ("the", "a", "an", "this", "that") and not (
+            j > 1 and _TAKE_FROM.match(low[j - 2])):  # "get the Headers from f": a part of what f returns
+        name = _clean(toks[j])
+        if _typename(name, resolve) and not _exception_name(name, resolve):
+            return name
     return ""
 
 
@@ -840,10 +865,14 @@ def infer(question: str, resolve: Resolver, stated: list[Premise]) -> list[Premi
                 add("async", f_i, "sync" if flipped else "async", negation_checked=flipped)
             if w in ("sync", "synchronous", "synchronously", "blocking", "blocks", "block"):
                 add("async", f_i, "sync")
-            if _RETURN_CUE.match(w) and not (j > 0 and low[j - 1] in ("instead", "of", "than", "without", "before", "after")):
+            cue = bool(_RETURN_CUE.match(w)) or (w in ("comes", "come", "coming") and nxt in ("out", "back"))
+            if cue and not (j > 0 and low[j - 1] in ("instead", "of", "than", "without", "before", "after")):
                 named = _returned_type(toks, low, j, f_i, resolve)
-                if named:
+                if named and not (w.startswith("com") and _exception_name(named, resolve)):  # "a TypeError comes out of f": raised
                     add("returns", f_i, named)
+            named = _result_type(toks, low, j, f_i, resolve)
+            if named:
+                add("returns", f_i, named)
             if _exception_name(_clean(raw), resolve) and near(j, _RAISE_CUE, 6, 6) is not None:
                 add("raises", f_i, _clean(raw))
         d_i = nearest(j, defs)
