@@ -217,6 +217,37 @@ def test_what_is_taken_from_a_result_or_raised_out_of_it_is_no_return(resolve) -
     assert flagged("Is the result of `Client.send` cached?", resolve) == []
 
 
+@pytest.mark.parametrize(("false_q", "true_q"), [
+    ("Which methods of Response does `Client` override?", "Which methods of BaseClient does `Client` override?"),
+    ("Why was `Client` built on top of Response?", "Why was `Client` built on top of BaseClient?"),
+    ("Is it safe to use `Client` wherever a Response is expected?", "Is it safe to use `Client` wherever a BaseClient is expected?"),
+    ("Why does `BaseClient.closed` need to be a static method?", "Why does `BaseClient.closed` need to be a property?"),
+    ("What does `BaseClient.closed` lose by being a class method?", "What does `BaseClient.closed` lose by being a property?"),
+    ("Why does stream start out as True in `Client.send`?", "Why does stream start out as False in `Client.send`?"),
+    ("When stream is left at True, what does `Client.send` do?", "When stream is left at False, what does `Client.send` do?"),
+    ("Why does `Client.send` fall back to stream=True?", "Why does `Client.send` fall back to stream=False?"),
+])
+def test_base_decorator_and_default_read_from_more_cues(resolve, false_q: str, true_q: str) -> None:
+    """Stop 38: overriding, "built on top of", "wherever B is expected"; a decorator word further from the one
+    function named; "starts out as", "left at", "falls back to"."""
+    assert flagged(false_q, resolve)
+    assert flagged(true_q, resolve) == []
+
+
+def test_words_around_a_function_that_name_no_parameter(resolve) -> None:
+    """Stop 38's false alarms on its new phrasings: an adverb or a conjunction where a name could stand, a verb before
+    a parameter that is named like the noun (`args`), a type in backticks, a function named like a verb (`pass_x`)."""
+    assert flagged("Since `BaseClient.closed` is a property, what does it receive first?", resolve) == []
+    assert flagged("Since request defaults to None in `Client.send`, do I need to set it?", resolve)  # no default
+    assert flagged("Since stream defaults to False in `Client.send`, do I need to set it?", resolve) == []
+    assert flagged("Does `stop` validate args before using it?", resolve) == []
+    assert flagged("Why does `stop` assume args is a list?", resolve) == []
+    assert flagged("Why does calling `stop` result in `Response`?", resolve) == []
+    verbish = resolver_from(parse_source(b"def pass_obj(f):\n    return f\n", "deco.py", "python", "h").entities)
+    assert flagged("Why does calling pass_obj result in `handler`?", verbish) == []
+    assert flagged("Why does pass_obj take a `handler`?", verbish)  # `take` is still a verb
+
+
 def test_a_plain_noun_after_a_kind_or_async_word_is_no_subject(resolve) -> None:
     """"an asynchronous result", "a native module's definition" (bench_topics queries flagged until stop 38)."""
     more = parse_source(b"def result():\n    return 1\n\ndef definition():\n    pass\n", "lib/util.py", "python", "h").entities

@@ -239,6 +239,26 @@ FRESH3_TEMPLATES: dict[str, tuple[str, ...]] = {
         "Why does calling {S} result in {V}?", "What does the {B} that {S} hands back contain?",
         "Is returning {V} from {S} intentional?", "Does the {B} {S} produces get cached?",
     ),
+    # written in stop 38 after the return change, before any change for these kinds
+    "default": (
+        "Since {P} defaults to {V} in {S}, do I need to set it?", "With {P} left at {V}, how does {S} behave?",
+        "Is {S} safe to call with its default {P} ({V})?", "Who decided that {S} should use {V} for {P} by default?",
+        "What if I override {S}'s {P} default of {V}?", "{S} uses {P}={V} unless told otherwise; why?",
+        "Why is {V} the out-of-the-box {P} for {S}?", "Does {S} still default {P} to {V}?",
+        "When nobody passes {P}, {S} takes {V}; is that right?", "Why does {S} assume {P} is {V} by default?",
+    ),
+    "decorator": (
+        "Is {S} meant to be used as {D}?", "Why does {S} carry @{N}?", "What would break if @{N} were removed from {S}?",
+        "How is {S} accessed, being {D}?", "Why did someone put @{N} on {S}?", "Does {S} behave like {D}?",
+        "Can I call {S} on the class, given it is {D}?", "Why does {S} need the @{N} decorator?",
+        "Since {S} is {D}, what does it receive first?", "When did {S} get its @{N}?",
+    ),
+    "base": (
+        "What does {S} borrow from {V}?", "Where does {S} override behaviour from {V}?", "Is {V} an ancestor of {S}?",
+        "Why does {S} build on {V}?", "How much of {V} does {S} reuse?", "Can {S} be passed where a {V} is wanted, as its subclass?",
+        "What made {S} derive from {V} instead of composing it?", "Which {V} hooks does {S} implement?",
+        "Why is {S} modelled as a {V}?", "Should {S} keep {V} as a parent?",
+    ),
 }
 # Questions about a function that presuppose no parameter, though their nouns are parameter names elsewhere
 # (result, response, config, ...): every flag on them is a false alarm. Written in stop 38 with FRESH3_TEMPLATES.

@@ -40,6 +40,9 @@ _VERBS = frozenset("async sync asynchronous synchronous blocking coroutine defau
                    "call calls called make makes want need go goes come comes run runs happen happens expect see know "
                    "added removed renamed changed introduced dropped deprecated moved replaced "
                    "take takes took taking pass passes passed passing hand hands handed give gives gave given".split())  # not `receive` or `send`: ASGI's parameters
+# adverbs and conjunctions a question puts where a name could stand ("what does it receive first?", "Since p ...")
+_NOT_PARAM_WORDS = frozenset("first last next again later now too twice once instead anyway already since because although "
+                             "though unless whether until".split())
 _PARAM_ADJECTIVES = frozenset("optional keyword positional required extra named called additional boolean bad good wrong invalid "
                                "valid empty missing unknown malformed unexpected different".split())
 _NOT_PARAM = r"(?!(?:parameter|argument|arg|kwarg|param|keyword|option|flag|input|value|default)s?\b)"
@@ -294,7 +297,8 @@ def extract(question: str) -> list[Premise]:
                     continue
                 if kind == "default" and value.lower() in _FUNCTION_WORDS - {"true", "false", "none", "null"}:
                     continue
-                if kind in ("param", "default") and (param.lower() in _FUNCTION_WORDS | _PARAM_ADJECTIVES | _VERBS or param == subject):
+                if kind in ("param", "default") and (param.lower() in _FUNCTION_WORDS | _PARAM_ADJECTIVES | _VERBS | _NOT_PARAM_WORDS
+                                                     or param == subject):
                     continue
                 found.append(Premise(kind=kind, subject=subject, value=value, param=param, negated=negated, text=text))  # type: ignore[arg-type]
                 if _codeish(g.get("S") or "", m.start("S")):
@@ -646,7 +650,8 @@ def check(premises: Iterable[Premise], resolve: Resolver) -> list[PremiseFinding
 # name, a literal, an exception). Each rule needs a cue word close by, and never overrides the grammar.
 
 _TOKEN = re.compile(r"`[^`\n]{1,80}`|@?[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*(?:\(\))?|-?\d+(?:\.\d+)?|'[^'\n]{0,40}'|\"[^\"\n]{0,40}\"|\S")
-_INHERIT_CUE = re.compile(r"^(inherit\w*|subclass\w*|extend\w*|deriv\w*|parent|superclass\w*|super|base|descend\w*|mro)$", re.I)
+_INHERIT_CUE = re.compile(r"^(inherit\w*|subclass\w*|extend\w*|deriv\w*|parent|superclass\w*|super|base|descend\w*|mro|"
+                          r"overrid\w*|ancestors?)$", re.I)
 # what a function has besides parameters: "`f`'s signature?" asks about `f`, it names no parameter `signature`
 _ASPECT_NOUNS = frozenset("signature name purpose job role body doc docs docstring definition implementation behaviour "
                           "behavior output result results return type source code caller callers callee callees test tests "
@@ -666,6 +671,13 @@ _EXC_NAME = re.compile(r"(Error|Exception|Warning|Exit|Interrupt|Timeout|Abort|F
 _LITERAL = re.compile(r"^(-?\d+(?:\.\d+)?|'[^']*'|\"[^\"]*\"|None|True|False|null|true|false|undefined|nil)$")
 _DECO_CUE = {"property": "property", "staticmethod": "staticmethod", "classmethod": "classmethod",
              "cached_property": "cached property", "abstractmethod": "abstract method", "contextmanager": "context manager"}
+
+
+def _inherit_phrase(low: list[str], j: int) -> bool:
+    """"A built on top of B" (`top`), "use A wherever B is expected" (`wherever`): B is A's base."""
+    if low[j] == "top":
+        return 0 < j < len(low) - 1 and low[j - 1] == "on" and low[j + 1] == "of"
+    return low[j] == "wherever" and any(w in ("expected", "accepted", "required", "wanted") for w in low[j + 1 : j + 6])
 
 
 def _tokens(question: str) -> list[str]:
@@ -792,7 +804,7 @@ def infer(question: str, resolve: Resolver, stated: list[Premise]) -> list[Premi
     classes = {i: d for i, d in defs.items() if any(e.kind in _CLASS_KINDS for e in d)}
     functions = {i: d for i, d in defs.items() if any(e.kind in _FUNC_KINDS for e in d)}
     # base: two classes and an inheritance cue after the first of them; direction is checked both ways
-    cue = [j for j, w in enumerate(low) if _INHERIT_CUE.match(w)]
+    cue = [j for j, w in enumerate(low) if _INHERIT_CUE.match(w) or _inherit_phrase(low, j)]
     ordered = sorted(classes)
     for a_i, a in enumerate(ordered):
         for b in ordered[a_i + 1 :]:
@@ -802,21 +814,22 @@ def infer(question: str, resolve: Resolver, stated: list[Premise]) -> list[Premi
                 subject, other = (b, a) if min(abs(j - b) for j in near_cue) <= min(abs(j - a) for j in near_cue) else (a, b)
                 add("base", subject, _clean(toks[other]))
     # params: a parameter-looking name near a parameter cue, checked against every function named
+    own_params = {p for d in functions.values() for e in d if e.kind in _FUNC_KINDS for p in _real_params(e)}
     if functions:
         for i, t in enumerate(toks):
-            if (i in defs and (t.strip("`")[:1].isupper() or len(functions) == 1 and i in functions)) or len(low[i]) < 2 or t[:1].isupper() or (i > 0 and toks[i - 1] == "'") or low[i] in _STOP or low[i] in _PARAM_ADJECTIVES or low[i] in _VERBS or not re.fullmatch(r"`?[A-Za-z_]\w*`?", t):
+            if (i in defs and (t.strip("`")[:1].isupper() or len(functions) == 1 and i in functions)) or len(low[i]) < 2 or _clean(t)[:1].isupper() or (i > 0 and toks[i - 1] == "'") or low[i] in _STOP or low[i] in _PARAM_ADJECTIVES or low[i] in _VERBS or low[i] in _NOT_PARAM_WORDS or not re.fullmatch(r"`?[A-Za-z_]\w*`?", t):
                 continue
             if question[spans[i][0] - 1 : spans[i][0]] == "-" or question[spans[i][1] : spans[i][1] + 1] == "-":
                 continue  # half of a hyphenated word: "file-based argument" names no parameter `based`
             following = toks[i + 1] if i + 1 < len(toks) else ""
             after = low[i + 1] if i + 1 < len(low) else ""
-            def is_noun(k: int) -> bool:  # `Parameter` the class is not the word "parameter"
-                return 0 <= k < len(toks) and bool(_PARAM_NOUN.match(low[k])) and toks[k].islower()
+            def is_noun(k: int) -> bool:  # `Parameter` the class is not the word "parameter", nor a parameter named `params`
+                return 0 <= k < len(toks) and bool(_PARAM_NOUN.match(low[k])) and toks[k].islower() and _clean(toks[k]) not in own_params
 
             named_after = is_noun(i - 1) and (i < 2 or low[i - 2] in ("the", "its", "a", "an", "this", "that") or _identifierish(t, following))
             noun = is_noun(i + 1) or named_after or (i > 1 and low[i - 1] in ("named", "called") and is_noun(i - 2)) or (
                 after in ("a", "an", "the", "is") and is_noun(i + 2))
-            verb = near(i, _PARAM_VERB, 3, 2)
+            verb = next((j for j in range(max(0, i - 3), min(len(toks), i + 3)) if j != i and j not in defs and _PARAM_VERB.match(low[j])), None)
             possessive = i > 2 and toks[i - 2] == "'" and low[i - 1] == "s" and (i - 3) in functions and after in (
                 "for", "do", "does", "mean", "means", "control", "controls", "used", "?") and low[i] not in _ASPECT_NOUNS
             plain = i > 0 and (i - 1) not in defs and _PARAM_VERB.match(low[i - 1]) and not low[i].endswith("ing") and after in ("when", "to", "into", "?", "for", "") and (
@@ -832,7 +845,8 @@ def infer(question: str, resolve: Resolver, stated: list[Premise]) -> list[Premi
                 if len({_clean(toks[f]) for f in functions}) == 1 or abs(subject - i) <= 4:
                     add("param", subject, _clean(t), _clean(t))
     # defaults: a parameter of the subject and a literal, with "default" in the question
-    if functions and re.search(r"\bdefault|\bomit|\bunless\b|\bwithout\b", question, re.I):
+    if functions and re.search(r"\bdefault|\bomit|\bunless\b|\bwithout\b|\bleft\s+at\b|\bstart(?:s|ed)?\s+out\b|\bfall(?:s|ing)?\s+back\b",
+                               question, re.I):  # "p starts out as None in f", "when p is left at 3", "f falls back to p=1"
         for s_i, entities in functions.items():
             params = {p for e in entities for p in _real_params(e)}
             for i, t in enumerate(toks):
@@ -852,7 +866,9 @@ def infer(question: str, resolve: Resolver, stated: list[Premise]) -> list[Premi
         raw = toks[j]
         nxt = low[j + 1] if j + 1 < len(low) else ""
         f_i = nearest(j, functions)
-        close = f_i is not None and abs(f_i - j) <= 4  # a decorator word further away is about something else
+        # a decorator word further away is about something else, unless one function is all the question names
+        # ("Why does `f` need to be a class method?", "What does `f` lose by being a static method?")
+        close = f_i is not None and (abs(f_i - j) <= 4 or len(functions) == 1 and abs(f_i - j) <= 8)
         if f_i is not None:
             if not close:
                 pass
