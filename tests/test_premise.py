@@ -314,16 +314,16 @@ def test_generated_set_has_twins_and_ten_phrasings_per_kind(tmp_path: Path, monk
 
 def test_cue_gates_never_hide_a_premise(monkeypatch: pytest.MonkeyPatch) -> None:
     """A kind's patterns run only when the question holds one of its cue words; over every phrasing of the
-    tuned, unseen and fresh template sets, and questions without cues, the gates change nothing."""
+    template sets, and questions without cues, the gates change nothing."""
     import re
 
-    from stages.evaluate.premise_set import FRESH_TEMPLATES, TEMPLATES, UNSEEN_TEMPLATES
+    from stages.evaluate.premise_set import PHRASINGS
     from stages.query import premise
 
     values = {"S": "`Session.request`", "V": "`dict`", "P": "timeout", "D": "a staticmethod", "N": "staticmethod",
               "W": "cached property", "B": "dict", "F": "sessions.py", "M": "sessions", "K": "class"}
     questions = [re.sub(r"{(\w+)}", lambda m: values[m.group(1)], t)
-                 for sets in (TEMPLATES, UNSEEN_TEMPLATES, FRESH_TEMPLATES) for ts in sets.values() for t in ts]
+                 for sets in PHRASINGS.values() for ts in sets.values() for t in ts]
     questions += ["How does the retry loop back off?", "Where is the connection pool emptied?", "What does prepare_body do?",
                   "Why do hooks run after the response?", "Is `send` async?", "Why does get_netrc_auth return a str?"]
     gated = [premise.extract(q) for q in questions]
