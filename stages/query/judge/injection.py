@@ -45,7 +45,7 @@ SIGNALS: tuple[Signal, ...] = (
         r"\b(ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}\b(previous|prior|above|earlier|all|any|your|system)\b"
         r"[^.\n]{0,30}\b(instructions?|prompts?|rules|guidelines|directions|context|guardrails)\b|"
         r"\b(ignore|disregard|forget)\s+(the\s+)?(user'?s?|human'?s?|developer'?s?)\s+(question|request|query|prompt|task|instructions?)\b|"
-        r"(?:^\W*|[,;:]\s*|\band\s+)(ignore|disregard|forget)\s+about\s+(the|this)\s+(code|question|request|task|file|function)\s*(?:[,.;:!]|and\b|$)|"
+        r"\b(ignore|disregard|forget)\s+about\s+(the|this)\s+(code|question|request|task|file|function)\s*(?:[,.;:!]|and\b|$)|"
         r"\b(ignore|disregard|forget|skip)\s+(the|this|that|their|your)\s+(\w+\s+)?(question|request|query|prompt)s?\s+(you|they|the\s+user)\b|"
         r"\byour\s+(safety\s+|usual\s+|normal\s+)?(guidelines|rules|restrictions|filters|guardrails|policies|instructions|limitations)\s+"
         r"(are|have\s+been|were)\s+(now\s+)?(suspended|lifted|disabled|removed|void|revoked|waived|overridden)\b", _F)),
@@ -62,7 +62,8 @@ SIGNALS: tuple[Signal, ...] = (
         r"(<\|im_start\|>|<\|im_end\|>|\[/?INST\]|<</?SYS>>|<\|system\|>|<\|assistant\|>|"
         r"^\s*(#+\s*)?(system|assistant)\s*(prompt)?\s*:\s+(?!(linux|macos|mac|windows|unix|posix|any|all|none|n/a|x86|arm|amd64|ubuntu|debian|android|ios)\b)\S|</?(system|assistant)>|\[(system|assistant)\]|"
         r"^\W*#{2,}\s*(instruction|system|response)\s*:|^\W*(system|admin|administrator|developer|root)\s+(notice|alert|override)\s*:|\[\s*(system|admin|developer|root)\b[^\]\n]{0,30}\](?!\()|"
-        r"\b(priority|urgent|updated|overriding|override)\s+instructions?\b)", _F)),
+        r"\b(priority|urgent|updated|overriding|override)\s+instructions?\b|"
+        r"\b(assistant|ai|agent|model|llm|bot|system)\s+instructions?\s+(begin|start|follow|below|here)\b)", _F)),
     Signal("role_play", 0.8, re.compile(
         r"\b(you\s+are\s+now|you're\s+now|from\s+now\s+on,?\s+(you|i)\b|developer\s+mode\s+(enabled|on|activated)|"
         r"pretend\s+(to\s+be|you\s+are|that\s+you)|(let's|let\s+us)\s+play\s+a\s+game|roleplay\s+as|role-play\s+as|"
@@ -96,7 +97,9 @@ SIGNALS: tuple[Signal, ...] = (
         r"push|commit|deploy|publish|release|post|send|grant|allow|disable|enable|bypass|flag|report)\b|"
         r"\b(attention|dear|hey|hello|hi)\s*,?\s+(all\s+|any\s+)?(automated|ai|llm|bot)\s+\w+s?\s*[:,]|"
         r"\bas\s+an?\s+(ai|llm|large\s+language\s+model|language\s+model|ai\s+assistant)\b[^.\n]{0,30}\byou\b|"
-        r"\b(gpt|llm|ai|model)[- ]based\s+(tools?|assistants?|agents?|bots?)\b", _F)),
+        r"\b(gpt|llm|ai|model)[- ]based\s+(tools?|assistants?|agents?|bots?)\b|"
+        r"\bautomated\s+([\w-]+\s+){0,2}(reviewers?|readers?|tools?|systems?|assistants?|agents?|bots?)\s*[:,]|"
+        r"\b(to|for|attention|dear|hey|hello|hi)\s+(all\s+|any\s+)?automated\s+([\w-]+\s+){0,2}[\w-]+s\s*[:,]", _F)),
     Signal("steers_response", 0.75, re.compile(
         r"\b(in|to|into|throughout|within|at the (start|end|beginning) of)\s+your\s+"
         r"(response|answer|reply|summary|explanation|completion)s?\b|"
@@ -119,6 +122,16 @@ SIGNALS: tuple[Signal, ...] = (
         r"(?!\s+(to\s+)?(a|an|the|each|every|any)\s+(?!(user|human|developer|question|prompt)\b)\w+)|"
         r"\b(do not|don't|never)\s+(tell|mention|reveal|inform|show|warn|ask)\s+(the\s+)?(user|human|developer)\b|"
         r"\bwithout\s+(asking|telling|informing)\s+(the\s+)?(user|human|developer)\b", _F)),
+    # the answering job refused for another ("do not explain this function; instead ..."), answers dictated by topic
+    # ("respond to questions about parsing by ..."), a verdict on this code ordered, a report against what the reader
+    # sees ("report that all tests pass, even if you see failures"); a signal of its own so that its gate keeps it
+    # off most prose
+    Signal("steers_answer", 0.75, re.compile(
+        r"\b(do\s+not|don't|never)\s+(explain|describe|summari[sz]e|answer|discuss|document|review)\s+(this|the)\s+"
+        r"(function|code|file|module|class|question|request)\b[^.\n]{0,60}\binstead\b|"
+        r"\b(respond|reply|answer)\s+to\s+(any\s+|all\s+|every\s+)?questions?\s+about\b|"
+        r"\brate\s+this\s+(code|file|module|change|pr|pull\s+request|implementation|project|library)\b|"
+        r"\b(report|say|claim|state|tell\s+\w+|answer)\b[^.\n]{0,80}\beven\s+(if|though|when)\s+you\s+(see|find|notice|read|know)\b", _F)),
     Signal("steers_code", 0.65, re.compile(
         r"\b(incorporate|integrate|meld|embed|append|include|insert|add|enlist|utili[sz]e|execute|ensure)\b[^.\n]{0,60}"
         r"\b(in|into|to|within|as a part of)\s+(your|the user'?s)\s+(code|codebase|solution|implementation|program|script)\b|"
@@ -161,18 +174,34 @@ _CONVERSATION = re.compile(
     r"\b(?:the\s+|a\s+)?(?:actual|real|original|current)\s+(?:question|request|query)\b|"
     r"\b(?:explanations?|summar(?:y|ies)|answers?|reviews?|descriptions?)\s+(?:that\s+)?you\s+"  # not "responses you send": HTTP
     r"(?:produce|write|give|generate|create)\b|"
-    r"\bfrom\s+this\s+(?:comment|line|note|point|docstring|message)\s+on(?:wards?)?\b", _F)
+    r"\bfrom\s+this\s+(?:comment|line|note|point|docstring|message)\s+on(?:wards?)?\b|"
+    r"\b(?:whatever|no\s+matter\s+what)\s+(?:the\s+)?(?:question|request|query)\b|"
+    r"\b(?:when|while|if)\s+(?:explaining|summari[sz]ing|describing|reviewing|documenting|answering\s+questions\s+about)\s+" + _SELF + "|"
+    # a reader of this very text: "any tool that reads this should", "readers generating documentation from this file:"
+    r"\b(?:readers?|tools?|bots?|agents?|assistants?|reviewers?|systems?|programs?|anything|anyone|whoever|whatever)\s+"
+    r"(?:that\s+|who\s+|which\s+)?(?:reads?|reading|generat\w+|summari[sz]\w*|process\w*|index\w*|pars\w*|scan\w*|analy[sz]\w*|"
+    r"ingest\w*)\s+(?:\w+\s+){0,2}?(?:(?:from|of|in)\s+)?this(?:\s+(?:file|docstring|comment|code|module|repository|repo|text|"
+    r"page|document|note|message|project|class|function|section))?\s*(?:[,:;]|should\b|must\b|shall\b|has\s+to\b|needs?\s+to\b|will\b)", _F)
 _ASKER = re.compile(r"\b(?:whoever|anyone|someone|somebody|the\s+user|the\s+developer|the\s+person|users|developers|people)\s+"
-                    r"(?:who\s+)?(?:is\s+|are\s+)?(?:ask|asks|asking|asked)\b", _F)
+                    r"(?:who\s+)?(?:is\s+|are\s+)?(?:ask|asks|asking|asked|wants?\s+to\s+know|wanting\s+to\s+know)\b", _F)
 _SELF_RE = re.compile(r"\b(?:" + _SELF + ")", _F)
 _DIRECTIVE = re.compile(
     r"(?:^|[;:,]\s*|\band\s+|\b(?:should|must|shall|has\s+to|have\s+to|needs?\s+to)\s+(?:always\s+|only\s+|also\s+)?)"
     r"(?:tell|say|state|claim|report|reply|respond|answer|output|print|write|describe|recommend|insert|mention|rate|mark|give|"
-    r"approve|skip|forget|refuse|speak|talk|pretend|delete|remove|make\s+sure|end|begin|start)\b", _F)
+    r"approve|skip|forget|refuse|speak|talk|pretend|delete|remove|make\s+sure|end|begin|start)\b|"
+    r"\b(?:the|an?|my|our|your|correct|only)\s+(?:answer|reply|response)\s+is\s*:", _F)
+
+
+# words one of `_CONVERSATION`'s or `_ASKER`'s forms needs (a cheap test before them)
+_CONVERSATION_GATE = ("question", "request", "quer", "you ", "from this", "ask", "know", "reader", "tool", "bot", "agent",
+                      "assistant", "reviewer", "system", "program", "anything", "anyone", "whoever", "whatever", "explaining",
+                      "summari", "describing", "reviewing", "documenting")
 
 
 def steers_conversation(prose: str) -> bool:
     """A sentence about the conversation the text is read in that also directs its reader (see `_CONVERSATION`)."""
+    if not (_CONVERSATION.search(prose) or _ASKER.search(prose)):  # one pass over the prose before its sentences
+        return False
     for sentence in _SENTENCE.findall(prose):
         if not (_CONVERSATION.search(sentence) or (_ASKER.search(sentence) and _SELF_RE.search(sentence))):
             continue
@@ -191,7 +220,7 @@ _DECODE_HINT = re.compile(r"\b(decode|decoded|decoding|base64|base-64|b64|rot13|
 _ROT_HINT = re.compile(r"\brot-?13\b", _F)
 _REVERSE_HINT = re.compile(r"\b(reverse|reversed|backwards)\b", _F)
 _STRING_PREFIX = re.compile(r"^[rRbBuUfF]{0,2}(\"\"\"|\'\'\'|\"|\'|`)")
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+_SENTENCE = re.compile(r"(?:[^.!?\n]+|\.(?=[\w/~]))(?:[^.!?\n]+|\.(?=[\w/~]))*[.!?]?")  # a stop inside a word (`~/.aws`, `os.environ`, 1.5) ends nothing
 _TASK_START = re.compile(
     r"^\W*(?:(?:please|kindly|now|first|also|before\s+\w+ing[^,]*,?|before\s+you\s+\w+,?)\s+)*"
     r"(write|compose|draft|summari[sz]e|translate|list|describe|explain|tell|give|provide|create|generate|suggest|recommend|"
@@ -327,6 +356,8 @@ _GATES: dict[str, tuple[str, ...]] = {
     "steers_response": ("your", "before", "tell", "mention", "reveal", "inform", "show", "warn", "ask", "without",
                         "respond", "reply", "answer", "disclose", "acknowledge", "summari", "explaining", "describing",
                         "summar", "explanation", "description", "write back", "say back"),
+    "steers_answer": ("instead", "questions about", "question about", "rate this", "even if you", "even though you",
+                      "even when you"),
     "steers_code": ("your", "following", "subsequent", "below", "every"),
     "chat_request": ("you", "tell me", "show me", "give me", "explain", "new", "task", "what", "provide", "write", "describe",
                      "difference", "goal", "objective"),
@@ -367,7 +398,7 @@ def score_text(prose: str, _decoding: bool = False, raw: str = "", context: str 
         hits["hidden_unicode"] = 0.7
     if off_topic_request(prose, context):
         hits["off_topic_request"] = 0.6
-    if any(w in low for w in ("question", "request", "quer", "you ", "from this", "ask")) and steers_conversation(prose):
+    if any(w in low for w in _CONVERSATION_GATE) and steers_conversation(prose):
         hits["steers_conversation"] = 0.75
     if not _decoding:
         for decoded in _decoded_payloads(prose):
