@@ -8,7 +8,7 @@ Assay has (BIPIA's train split as the judge suite samples it, the families, `_un
 pytest, fastapi, pydantic), the clean discussion texts and the mended sets' twins. A fifth of those clean sentences
 is held out to set the threshold (0.05% of them flagged). It then scores what it never saw: `_fresh5` (attacks
 and twins) and sentences of five other code bases (Scala's library, rack, JPype, fmt, zod), beside the shipped
-detector on the same `_fresh5` texts. Needs the indexes `assay eval` and `bench_topics` leave. Prints figures.
+detector on the same `_fresh5` texts, and the share of those code bases' passages it would flag. Needs the indexes `assay eval` and `bench_topics` leave. Prints figures.
 """
 
 from __future__ import annotations
@@ -88,6 +88,13 @@ def main() -> None:
     print(f"_fresh5 attacks caught: learned {sum(learned)}/12, signals {sum(signals)}/12, either {sum(a or s for a, s in zip(learned, signals))}/12")
     print(f"_fresh5 twins flagged by the learned model: {sum(twins)}/12")
     print(f"sentences of five other code bases flagged: {float(np.mean(other >= threshold)):.5f} of {len(other)}")
+    passages = flagged = 0
+    for root in OTHER:  # a passage is flagged when any of its prose sentences is
+        for e in Catalog(root).all():
+            passages += 1
+            sentences = [s for r in _raw_prose(e.body, e.language) for s in _SENTENCE.findall(r) if len(s.split()) >= 4]
+            flagged += any(score(s) >= threshold for s in sentences)
+    print(f"passages of those code bases flagged: {flagged} of {passages} ({flagged / max(1, passages):.5f})")
 
 
 if __name__ == "__main__":
