@@ -248,6 +248,17 @@ def test_words_around_a_function_that_name_no_parameter(resolve) -> None:
     assert flagged("Why does pass_obj take a `handler`?", verbish)  # `take` is still a verb
 
 
+def test_the_last_false_alarms_of_the_tuned_and_fresh2_sets() -> None:
+    """A parameter named `default` is no default cue ("treat a None default"); a quoted value after `=` is no
+    subject (`style='rule.line'` had resolved `rule.line` to another method)."""
+    src = b"class Prompt:\n    def make(self, default):\n        return default\n\n    def line(self, count=1):\n        pass\n\n" \
+          b"    def rule(self, style='rule.line'):\n        pass\n"
+    r = resolver_from(parse_source(src, "prompt.py", "python", "h").entities)
+    assert flagged("How does `Prompt.make` treat a None default?", r) == []
+    assert flagged("Is style='rule.line' the default in `rule`?", r) == []
+    assert flagged("Is style='rule.text' the default in `rule`?", r)  # the default is 'rule.line'
+
+
 def test_a_plain_noun_after_a_kind_or_async_word_is_no_subject(resolve) -> None:
     """"an asynchronous result", "a native module's definition" (bench_topics queries flagged until stop 38)."""
     more = parse_source(b"def result():\n    return 1\n\ndef definition():\n    pass\n", "lib/util.py", "python", "h").entities

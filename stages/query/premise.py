@@ -776,7 +776,8 @@ def infer(question: str, resolve: Resolver, stated: list[Premise]) -> list[Premi
     defs: dict[int, list[Entity]] = {}
     for i, t in enumerate(toks):
         name = _clean(t)
-        if _plausible_subject(name) and re.fullmatch(r"[A-Za-z_$][\w$.]*", name) and _codeish(t, i):
+        if _plausible_subject(name) and re.fullmatch(r"[A-Za-z_$][\w$.]*", name) and _codeish(t, i) and not (
+                i > 0 and toks[i - 1] == "="):  # `style='rule.line'`: the value after `=` is no subject
             found = _definitions(name, resolve)
             if found:
                 defs[i] = found
@@ -845,13 +846,16 @@ def infer(question: str, resolve: Resolver, stated: list[Premise]) -> list[Premi
                 if len({_clean(toks[f]) for f in functions}) == 1 or abs(subject - i) <= 4:
                     add("param", subject, _clean(t), _clean(t))
     # defaults: a parameter of the subject and a literal, with "default" in the question
-    if functions and re.search(r"\bdefault|\bomit|\bunless\b|\bwithout\b|\bleft\s+at\b|\bstart(?:s|ed)?\s+out\b|\bfall(?:s|ing)?\s+back\b",
-                               question, re.I):  # "p starts out as None in f", "when p is left at 3", "f falls back to p=1"
+    default_cue = re.compile(r"\bdefault|\bomit|\bunless\b|\bwithout\b|\bleft\s+at\b|\bstart(?:s|ed)?\s+out\b|\bfall(?:s|ing)?\s+back\b",
+                             re.I)  # "p starts out as None in f", "when p is left at 3", "f falls back to p=1"
+    if functions and default_cue.search(question):
         for s_i, entities in functions.items():
             params = {p for e in entities for p in _real_params(e)}
             for i, t in enumerate(toks):
                 if _clean(t) not in params:
                     continue
+                if not default_cue.search(question[: spans[i][0]] + " " + question[spans[i][1] :]):
+                    continue  # "treat a None default": the cue is the parameter `default` itself
                 lits = [j for j in range(len(toks)) if _LITERAL.match(_clean(toks[j])) and j != i]
                 if lits:
                     j = min(lits, key=lambda j: abs(j - i))
