@@ -248,6 +248,29 @@ def test_words_around_a_function_that_name_no_parameter(resolve) -> None:
     assert flagged("Why does pass_obj take a `handler`?", verbish)  # `take` is still a verb
 
 
+def test_a_negation_inside_a_supposition_or_said_of_a_person_denies_nothing(resolve) -> None:
+    """fresh4's first run: "what would change if A no longer derived from B" presupposes that it does, and in "If I
+    don't pass p to f, is it None?" the negation is the asker's."""
+    assert flagged("What would change if `Client` no longer derived from BaseClient?", resolve) == []
+    assert flagged("What would change if `Client` no longer derived from Response?", resolve)
+    assert flagged("If I don't pass stream to `Client.send`, is it False?", resolve) == []
+    assert flagged("Why doesn't Client inherit from BaseClient?", resolve)  # a plain negation still counts
+
+
+def test_more_inheritance_and_input_cues_and_a_noun_inside_a_name(resolve) -> None:
+    """From the fresh3 misses: "B hooks A implements", "A modelled as a B", "passed where a B is wanted"; "what
+    happens to p once f receives it"; and `Parameter` inside `MissingParameter` is no parameter noun."""
+    assert flagged("Which Response hooks does `Client` implement?", resolve)
+    assert flagged("Why is `Client` modelled as a Response?", resolve)
+    assert flagged("Can `Client` be passed where a Response is wanted, as its subclass?", resolve)
+    assert flagged("Can `Client` be passed where a BaseClient is wanted, as its subclass?", resolve) == []
+    assert flagged("What happens to chunk once `Client.send` receives it?", resolve)
+    assert flagged("What happens to stream once `Client.send` receives it?", resolve) == []
+    errors = resolver_from(parse_source(b"class BadParameter(Exception):\n    def __init__(self, message, ctx=None):\n        pass\n\n"
+                                        b"class MissingParameter(BadParameter):\n    pass\n", "errors.py", "python", "h").entities)
+    assert flagged("Is MissingParameter part of the BadParameter hierarchy?", errors) == []
+
+
 def test_the_last_false_alarms_of_the_tuned_and_fresh2_sets() -> None:
     """A parameter named `default` is no default cue ("treat a None default"); a quoted value after `=` is no
     subject (`style='rule.line'` had resolved `rule.line` to another method)."""

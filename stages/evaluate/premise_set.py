@@ -269,8 +269,43 @@ DISTRACTOR_TEMPLATES: tuple[str, ...] = (
     "Which name does {S} register the handler under?", "Why does {S} sort the items before returning?",
     "How long does {S} wait before the timeout fires?", "What text does {S} print when it fails?",
 )
+# Written in stop 38 after all of that stop's premise changes and before the fresh3 set's misses were read: the
+# held-out check for the round that mended fresh3.
+FRESH4_TEMPLATES: dict[str, tuple[str, ...]] = {
+    "param": (
+        "Is {P} an input of {S}?", "What role does {P} play when {S} is called?", "Do callers of {S} usually set {P}?",
+        "How is {P} validated by {S}?", "What happens if {S} is invoked with an empty {P}?", "Can {P} be None when I call {S}?",
+        "Why does {S} need {P} at all?", "Is {P} positional or keyword in {S}?", "Where in {S} is {P} used?",
+        "Does changing {P} alter what {S} does?",
+    ),
+    "returns": (
+        "Why does {S} hand me {V}?", "How should I consume the {B} {S} gives back?", "After {S} finishes, I have {V}; what next?",
+        "Could {S} give {V} back under some condition?", "What's in the {B} object returned by {S}?", "Why is {V} the output of {S}?",
+        "Does {S}'s {B} result need closing?", "How large can the {B} from {S} get?", "{S} -> {B}? Why?",
+        "What kind of object is the {B} that {S} produces?",
+    ),
+    "base": (
+        "What does {S} get for free from {V}?", "Is {S} a specialised {V}?", "How does {S} extend the behaviour of {V}?",
+        "Which of {V}'s methods does {S} redefine?", "What would change if {S} no longer derived from {V}?",
+        "Is {S} part of the {V} hierarchy?", "Can I treat {S} as a {V}?", "Why is {V} in the MRO of {S}?",
+        "How does {S} specialise {V}?", "Why does {S} subclass {V}?",
+    ),
+    "default": (
+        "If I don't pass {P} to {S}, is it {V}?", "Why would {S} fall back on {V} for {P}?",
+        "What's the reasoning behind {P}={V} in {S}'s signature?", "Does {S} treat a missing {P} as {V}?",
+        "Is {P} {V} unless I say otherwise in {S}?", "Why does {S} come with {P} set to {V}?",
+        "What does {S} do with {P} when it keeps its default, {V}?", "{S}: why {P}={V} by default?",
+        "Why is {P} preset to {V} in {S}?", "Who relies on {S}'s default {P} of {V}?",
+    ),
+    "decorator": (
+        "What does @{N} on {S} change?", "Why is {S} declared via @{N}?", "Why would {S} be written as {D}?",
+        "How does being {D} affect {S}?", "Should {S} stay {D}?", "Does {S} still work if it stops being {D}?",
+        "Why does {S} use the {W} decorator?", "What's the effect of @{N} above {S}?", "Why make {S} {D}?",
+        "Is there a benefit to {S} being {D}?",
+    ),
+}
 PHRASINGS = {"tuned": TEMPLATES, "unseen": UNSEEN_TEMPLATES, "fresh": FRESH_TEMPLATES, "fresh2": FRESH2_TEMPLATES,
-             "fresh3": FRESH3_TEMPLATES}
+             "fresh3": FRESH3_TEMPLATES, "fresh4": FRESH4_TEMPLATES}
 # each set's async phrasings as (async, sync) pairs, one pair per subject; its "async" templates are these, flattened
 ASYNC_PAIRS = {"tuned": ASYNC_TEMPLATES, "unseen": UNSEEN_ASYNC, "fresh": FRESH_ASYNC}
 
@@ -638,22 +673,20 @@ def evaluate(roots: dict[str, Path], per_kind: int = 40) -> dict:
 
 
 def render(result: dict) -> str:
-    """Markdown: recall and false alarms per kind, for the tuned phrasings and each set written after them."""
+    """Markdown: recall and false alarms per kind, one column pair per phrasing set (each written after the last)."""
+    sets = [label for label in PHRASINGS if label in result]
     lines = ["## Premise checking (generated from `ast` facts of " + ", ".join(result["corpora"]) + ")", "",
-             "| kind | pairs | recall (tuned) | false alarm (tuned) | recall (unseen phrasings) | false alarm (unseen) "
-             "| recall (fresh phrasings) | false alarm (fresh) | recall (fresh2) | false alarm (fresh2) | recall (fresh3) "
-             "| false alarm (fresh3) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "Recall / false alarm per kind and phrasing set (`-`: the set has no phrasings for that kind).", "",
+             "| kind | pairs (tuned) | " + " | ".join(sets) + " |", "|---|---|" + "---|" * len(sets)]
     tuned = result["tuned"]["table"]
 
-    def cells(label: str, kind: str) -> str:
+    def cell(label: str, kind: str) -> str:
         row = result.get(label, {}).get("table", {}).get(kind)
-        return f"{row['recall']:.3f} | {row['false_alarm']:.3f}" if row else "- | -"
+        return f"{row['recall']:.3f} / {row['false_alarm']:.3f}" if row else "-"
 
     for kind in [*KINDS, "all"]:
         if kind in tuned:
-            lines.append(f"| {kind} | {tuned[kind]['pairs']} | {cells('tuned', kind)} | {cells('unseen', kind)} | {cells('fresh', kind)} "
-                         f"| {cells('fresh2', kind)} | {cells('fresh3', kind)} |")
+            lines.append(f"| {kind} | {tuned[kind]['pairs']} | " + " | ".join(cell(label, kind) for label in sets) + " |")
     d = result.get("distractors")
     if d:
         lines += ["", f"Questions that presuppose no parameter (`DISTRACTOR_TEMPLATES`, {d['cases']}): false alarm "

@@ -86,7 +86,7 @@ _LIT = (r"(?<![\w$.'\"`])(?P<V>`[^`]{1,60}`|'[^']{0,40}'|\"[^\"]{0,40}\"|-?\d+(?
         r"[A-Za-z_][\w.]*(?:\(\))?)")
 _TYPE = r"(?<![\w$.'\"`])[`'\"]?(?P<V>[A-Za-z_][\w.]*(?:\[[^\]]{0,60}\])?)[`'\"]?"
 _ADV = r"(?:\s+(?:not|never|really|still|also|actually|directly|always|only|even|no\s+longer|now|ever|already|just))*"
-_PNOUN = r"(?:parameter|argument|arg|kwarg|param|keyword(?:\s+argument)?|option|flag|input)s?\b"
+_PNOUN = r"(?<![\w$])(?:parameter|argument|arg|kwarg|param|keyword(?:\s+argument)?|option|flag|input)s?\b"  # not `MissingParameter`
 _PADJ = r"(?:(?:an?|the|one|its|optional|keyword|keyword-only|positional|required|extra|boolean|bool|string|int|integer|named|called|additional)\s+)*"
 _OF = r"(?:of|to|in|for|on|accepted\s+by|taken\s+by|passed\s+to|used\s+by|from)"
 _DECO = (r"(?P<D>static\s*method|class\s*method|read-only\s+property|cached[\s_]property|property|abstract\s*method|abstract|"
@@ -261,8 +261,21 @@ def _plausible_subject(name: str) -> bool:
 def _negated(question: str, start: int, end: int) -> bool:
     """Negation inside the phrase, or in the word just before it ("Why doesn't X inherit from Y?")."""
     before = question[:start].split()
+    lead = len(before[-1]) + 1 if before else 0
     window = (before[-1] + " " if before else "") + question[start:end]
-    return bool(_NEG.search(window))
+    return any(not _supposed(question, start - lead + m.start()) for m in _NEG.finditer(window))
+
+
+_SUPPOSING = re.compile(r"\b(if|unless|suppose|supposing|whether|once|imagine)\b", re.I)
+_PERSON = frozenset("i we you they callers caller users user someone somebody people".split())
+
+
+def _supposed(question: str, at: int) -> bool:
+    """A negation that denies nothing about the code: inside a supposition ("what would change if X no longer
+    derived from Y" presupposes that it does) or said of a person ("If I don't pass p to f, is it None?")."""
+    clause = re.split(r"[,.;:?!]", question[:at])[-1]
+    words = clause.split()
+    return bool(_SUPPOSING.search(clause)) or bool(words) and words[-1].lower() in _PERSON
 
 
 def extract(question: str) -> list[Premise]:
@@ -651,7 +664,7 @@ def check(premises: Iterable[Premise], resolve: Resolver) -> list[PremiseFinding
 
 _TOKEN = re.compile(r"`[^`\n]{1,80}`|@?[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*(?:\(\))?|-?\d+(?:\.\d+)?|'[^'\n]{0,40}'|\"[^\"\n]{0,40}\"|\S")
 _INHERIT_CUE = re.compile(r"^(inherit\w*|subclass\w*|extend\w*|deriv\w*|parent|superclass\w*|super|base|descend\w*|mro|"
-                          r"overrid\w*|ancestors?)$", re.I)
+                          r"overrid\w*|ancestors?|implement|implements|implementing)$", re.I)
 # what a function has besides parameters: "`f`'s signature?" asks about `f`, it names no parameter `signature`
 _ASPECT_NOUNS = frozenset("signature name purpose job role body doc docs docstring definition implementation behaviour "
                           "behavior output result results return type source code caller callers callee callees test tests "
@@ -674,10 +687,12 @@ _DECO_CUE = {"property": "property", "staticmethod": "staticmethod", "classmetho
 
 
 def _inherit_phrase(low: list[str], j: int) -> bool:
-    """"A built on top of B" (`top`), "use A wherever B is expected" (`wherever`): B is A's base."""
+    """"A built on top of B" (`top`), "use A wherever (where) B is expected", "A modelled as a B": B is A's base."""
     if low[j] == "top":
         return 0 < j < len(low) - 1 and low[j - 1] == "on" and low[j + 1] == "of"
-    return low[j] == "wherever" and any(w in ("expected", "accepted", "required", "wanted") for w in low[j + 1 : j + 6])
+    if low[j] in ("modelled", "modeled") and j + 1 < len(low) and low[j + 1] == "as":  # "why is A modelled as a B"
+        return True
+    return low[j] in ("wherever", "where") and any(w in ("expected", "accepted", "required", "wanted") for w in low[j + 1 : j + 6])
 
 
 def _tokens(question: str) -> list[str]:
@@ -795,7 +810,8 @@ def infer(question: str, resolve: Resolver, stated: list[Premise]) -> list[Premi
         if (kind, subject) in have or any((p.kind, p.subject, p.value) == (kind, subject, value) for p in out):
             return
         window = question[spans[max(0, i - 3)][0] : spans[min(len(spans) - 1, i + 3)][1]]
-        negated = not negation_checked and bool(_NEG.search(window))
+        start = spans[max(0, i - 3)][0]
+        negated = not negation_checked and any(not _supposed(question, start + m.start()) for m in _NEG.finditer(window))
         out.append(Premise(kind=kind, subject=subject, value=value, param=param, negated=negated, loose=True,  # type: ignore[arg-type]
                            text=" ".join(toks[max(0, i - 3) : i + 6])))
 
@@ -843,7 +859,7 @@ def infer(question: str, resolve: Resolver, stated: list[Premise]) -> list[Premi
                 subject = min(others, key=lambda s: abs(s - i))
                 if role and not noun and _used_in(_clean(t), functions[subject]):
                     continue  # a local or an attribute of that name: the question may mean it, not a parameter
-                if len({_clean(toks[f]) for f in functions}) == 1 or abs(subject - i) <= 4:
+                if len({_clean(toks[f]) for f in others}) == 1 or abs(subject - i) <= 4:  # one function besides the word
                     add("param", subject, _clean(t), _clean(t))
     # defaults: a parameter of the subject and a literal, with "default" in the question
     default_cue = re.compile(r"\bdefault|\bomit|\bunless\b|\bwithout\b|\bleft\s+at\b|\bstart(?:s|ed)?\s+out\b|\bfall(?:s|ing)?\s+back\b",
@@ -954,6 +970,11 @@ def _input_role(toks: list[str], low: list[str], i: int, functions: dict[int, li
     if low[k] == "without" and _calling(low[:k]):  # "call f without frame": the call's input, not "work without a terminal"
         return True
     if low[k] == "for" and any(w in _FOR_CUES for w in low[max(0, k - 4) : k]):
+        return True
+    # "what happens to P once f receives it": the function takes the word back as "it"
+    n = i + 1
+    if n + 3 < len(low) and low[n] in ("once", "when", "after", "before", "as", "if") and (n + 1) in functions \
+            and re.match(r"^(receives?|gets?|takes?|accepts?|consumes?)$", low[n + 2]) and low[n + 3] == "it":
         return True
     return k in functions and k > 0 and low[k - 1] in ("give", "gives", "giving", "hand", "hands", "pass", "passes")
 
