@@ -39,7 +39,8 @@ _VERBS = frozenset("async sync asynchronous synchronous blocking coroutine defau
                    "have has had do does done be use uses used get gets mean means control controls work works change changes "
                    "call calls called make makes want need go goes come comes run runs happen happens expect see know "
                    "added removed renamed changed introduced dropped deprecated moved replaced "
-                   "take takes took taking pass passes passed passing hand hands handed give gives gave given".split())  # not `receive` or `send`: ASGI's parameters
+                   "take takes took taking pass passes passed passing hand hands handed give gives gave given".split()
+                   )  # not `receive` or `send`: ASGI's parameters
 # adverbs and conjunctions a question puts where a name could stand ("what does it receive first?", "Since p ...")
 _NOT_PARAM_WORDS = frozenset("first last next again later now too twice once instead anyway already since because although "
                              "though unless whether until".split())
@@ -958,6 +959,11 @@ def _input_role(toks: list[str], low: list[str], i: int, functions: dict[int, li
         k += 1
     if k < len(low) and (low[k] in after or (low[k] == "out" and k > i + 1 and low[k - 1] == "left")):
         return True
+    # "what happens to P once f receives it": the function takes the word back as "it"
+    n = i + 1
+    if n + 3 < len(low) and low[n] in ("once", "when", "after", "before", "as", "if") and (n + 1) in functions \
+            and re.match(r"^(receives?|gets?|takes?|accepts?|consumes?)$", low[n + 2]) and low[n + 3] == "it":
+        return True
     k = i - 1
     while k >= 0 and low[k] in _ROLE_BEFORE_SKIP:
         k -= 1
@@ -970,11 +976,6 @@ def _input_role(toks: list[str], low: list[str], i: int, functions: dict[int, li
     if low[k] == "without" and _calling(low[:k]):  # "call f without frame": the call's input, not "work without a terminal"
         return True
     if low[k] == "for" and any(w in _FOR_CUES for w in low[max(0, k - 4) : k]):
-        return True
-    # "what happens to P once f receives it": the function takes the word back as "it"
-    n = i + 1
-    if n + 3 < len(low) and low[n] in ("once", "when", "after", "before", "as", "if") and (n + 1) in functions \
-            and re.match(r"^(receives?|gets?|takes?|accepts?|consumes?)$", low[n + 2]) and low[n + 3] == "it":
         return True
     return k in functions and k > 0 and low[k - 1] in ("give", "gives", "giving", "hand", "hands", "pass", "passes")
 
