@@ -459,6 +459,11 @@ def _type_phrase(name: str, rng: random.Random) -> tuple[str, str]:
     return (f"a {bare}" if rng.random() < 0.5 else bare), bare
 
 
+def _unique_defs(facts: _Facts) -> list[_Def]:
+    """Definitions whose name is defined once in the package (a subject the checker can resolve), dunders aside."""
+    return [d for d in facts.defs if len(facts.by_name[d.name]) == 1 and not d.name.startswith("__")]
+
+
 def generate(root: Path, corpus: str, per_kind: int = 40, seed: int = 7, phrasings: str = "tuned") -> list[PremiseCase]:
     """False premises with a true twin each, per kind, from one unpacked sdist, in one set of `PHRASINGS` (`unseen`
     and `fresh`: held back); a kind the set has no phrasings for gets no cases."""
@@ -466,7 +471,7 @@ def generate(root: Path, corpus: str, per_kind: int = 40, seed: int = 7, phrasin
     templates = PHRASINGS[phrasings]
     async_pairs = ASYNC_PAIRS.get(phrasings, ())
     facts = collect(root)
-    unique = [d for d in facts.defs if len(facts.by_name[d.name]) == 1 and not d.name.startswith("__")]
+    unique = _unique_defs(facts)
     functions = [d for d in unique if isinstance(d.node, (ast.FunctionDef, ast.AsyncFunctionDef))]
     classes = [d for d in unique if isinstance(d.node, ast.ClassDef)]
     cases: list[PremiseCase] = []
@@ -616,8 +621,8 @@ def distractors(root: Path, corpus: str, per_template: int = 8, seed: int = 7) -
     premises only, so each flag is a false alarm."""
     rng = random.Random(seed)
     facts = collect(root)
-    functions = [d for d in facts.defs if len(facts.by_name[d.name]) == 1 and not d.name.startswith("__")
-                 and isinstance(d.node, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.node.args.kwarg is None]
+    functions = [d for d in _unique_defs(facts) if isinstance(d.node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and d.node.args.kwarg is None]
     picked = rng.sample(functions, min(len(functions), per_template * len(DISTRACTOR_TEMPLATES)))
     return [PremiseCase("param", DISTRACTOR_TEMPLATES[i % len(DISTRACTOR_TEMPLATES)].format(S=_render_subject(d, rng)),
                         False, corpus, d.qual) for i, d in enumerate(picked)]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import builtins
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 
 from stages.core.artifacts import Candidate, DEFINITION_KINDS, Entity, Premise, PremiseCheck, PremiseFinding, short_name
 
@@ -800,9 +800,9 @@ def infer(question: str, resolve: Resolver, stated: list[Premise]) -> list[Premi
     have = {(p.kind, p.subject) for p in stated}
     out: list[Premise] = []
 
-    def near(i: int, pattern: re.Pattern[str], before: int, after: int) -> int | None:
+    def near(i: int, pattern: re.Pattern[str], before: int, after: int, skip: Collection[int] = ()) -> int | None:
         for j in range(max(0, i - before), min(len(toks), i + after + 1)):
-            if j != i and pattern.match(low[j]):
+            if j != i and j not in skip and pattern.match(low[j]):
                 return j
         return None
 
@@ -847,7 +847,7 @@ def infer(question: str, resolve: Resolver, stated: list[Premise]) -> list[Premi
             named_after = is_noun(i - 1) and (i < 2 or low[i - 2] in ("the", "its", "a", "an", "this", "that") or _identifierish(t, following))
             noun = is_noun(i + 1) or named_after or (i > 1 and low[i - 1] in ("named", "called") and is_noun(i - 2)) or (
                 after in ("a", "an", "the", "is") and is_noun(i + 2))
-            verb = next((j for j in range(max(0, i - 3), min(len(toks), i + 3)) if j != i and j not in defs and _PARAM_VERB.match(low[j])), None)
+            verb = near(i, _PARAM_VERB, 3, 2, skip=defs)  # `pass_obj` the function is not the verb "pass"
             possessive = i > 2 and toks[i - 2] == "'" and low[i - 1] == "s" and (i - 3) in functions and after in (
                 "for", "do", "does", "mean", "means", "control", "controls", "used", "?") and low[i] not in _ASPECT_NOUNS
             plain = i > 0 and (i - 1) not in defs and _PARAM_VERB.match(low[i - 1]) and not low[i].endswith("ing") and after in ("when", "to", "into", "?", "for", "") and (

@@ -192,12 +192,6 @@ _DIRECTIVE = re.compile(
     r"\b(?:the|an?|my|our|your|correct|only)\s+(?:answer|reply|response)\s+is\s*:", _F)
 
 
-# words one of `_CONVERSATION`'s or `_ASKER`'s forms needs (a cheap test before them)
-_CONVERSATION_GATE = ("question", "request", "quer", "you ", "from this", "ask", "know", "reader", "tool", "bot", "agent",
-                      "assistant", "reviewer", "system", "program", "anything", "anyone", "whoever", "whatever", "explaining",
-                      "summari", "describing", "reviewing", "documenting")
-
-
 def steers_conversation(prose: str) -> bool:
     """A sentence about the conversation the text is read in that also directs its reader (see `_CONVERSATION`)."""
     if not (_CONVERSATION.search(prose) or _ASKER.search(prose)):  # one pass over the prose before its sentences
@@ -356,6 +350,10 @@ _GATES: dict[str, tuple[str, ...]] = {
     "steers_response": ("your", "before", "tell", "mention", "reveal", "inform", "show", "warn", "ask", "without",
                         "respond", "reply", "answer", "disclose", "acknowledge", "summari", "explaining", "describing",
                         "summar", "explanation", "description", "write back", "say back"),
+    # `steers_conversation` (not a pattern of SIGNALS): the words one of `_CONVERSATION`'s or `_ASKER`'s forms needs
+    "steers_conversation": ("question", "request", "quer", "you ", "from this", "ask", "know", "reader", "tool", "bot", "agent",
+                            "assistant", "reviewer", "system", "program", "anything", "anyone", "whoever", "whatever",
+                            "explaining", "summari", "describing", "reviewing", "documenting"),
     "steers_answer": ("instead", "questions about", "question about", "rate this", "even if you", "even though you",
                       "even when you"),
     "steers_code": ("your", "following", "subsequent", "below", "every"),
@@ -398,7 +396,7 @@ def score_text(prose: str, _decoding: bool = False, raw: str = "", context: str 
         hits["hidden_unicode"] = 0.7
     if off_topic_request(prose, context):
         hits["off_topic_request"] = 0.6
-    if any(w in low for w in _CONVERSATION_GATE) and steers_conversation(prose):
+    if _may_match("steers_conversation", low, raw_low) and steers_conversation(prose):
         hits["steers_conversation"] = 0.75
     if not _decoding:
         for decoded in _decoded_payloads(prose):
