@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 from stages.core.artifacts import Candidate
+from stages.index.tokens import tokenize
 from stages.query.rank import (Quotation, RankConfig, built_copies, explain, legacy_version_dirs, phrase_match, query_shape,
                                rank, word_roots)
 
@@ -35,6 +36,18 @@ def test_query_shape_tells_identifiers_from_sentences() -> None:
     assert not query_shape("how does dependency injection work").symbol
     shape = query_shape("how .refine and `Schema.parse` use ZodType")
     assert {"refine", "Schema.parse", "ZodType"} <= set(shape.identifiers)
+
+
+def test_an_acronyms_plural_is_an_english_word_not_an_identifier() -> None:
+    """Found on expo-modules-core: "version 5 UUIDs" was read as an identifier `UUIDs` and split into `uui` + `ds`,
+    so neither BM25 nor the path signal ever met `uuid`."""
+    shape = query_shape("network types like URLs and UUIDs")
+    assert shape.identifiers == () and {"url", "uuid"} <= shape.terms and not {"ur", "ls", "uui", "ds"} & shape.terms
+    assert {"user", "id"} <= set(tokenize("userIDs")) and {"url", "fetch"} <= set(tokenize("URLsToFetch"))
+    assert {"http", "server"} <= set(tokenize("HTTPServer"))  # an acronym before a word is still split off
+    pool = [cand("misc.py", "helper", bm25=10.0, distance=0.3), cand("url.py", "parse", bm25=9.0, distance=0.35)]
+    assert order("parsing URLs", pool, **only("path"))[0] == "url.py:parse"
+    assert order("parsing URLs", pool, **only(""))[0] == "misc.py:helper"
 
 
 def test_symbol_query_leans_on_lexical_evidence() -> None:

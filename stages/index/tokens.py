@@ -14,14 +14,15 @@ from functools import lru_cache
 import Stemmer
 
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+# An acronym's plural is one word (`URLs`, `UUIDs`, `userIDs`: url, uuid, user + id), not `UR` + `Ls`.
+_CAMEL = re.compile(r"[A-Z]{2,}s(?![a-z])|[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 STOPWORDS = frozenset(
     "a an and are as at be by can do does for from how i if in into is it its of on or should so that the "
     "their them then there these this to was what when where which who why will with would you your".split()
 )
 
 
-TOKENIZER_VERSION = 1  # bump when `tokenize` changes: the catalog's cached tokens are keyed by it
+TOKENIZER_VERSION = 2  # bump when `tokenize` changes: the catalog's cached tokens are keyed by it
 _STEMMER = Stemmer.Stemmer("english")
 _stem = _STEMMER.stemWord
 stem_word = _stem  # the stemmer the index uses, for the rank stage's word roots

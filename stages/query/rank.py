@@ -92,7 +92,8 @@ PRIVATE_FACTOR = 0.8
 # Elixir's `valid?`, Haskell's `foldl'`), or in a call's `()`
 _SYMBOL_QUERY = re.compile(r"^[A-Za-z_$][\w$]*(?:[.:#]+[A-Za-z_$][\w$]*)*[?!=']?\(?\)?$")
 _METHOD_MENTION = re.compile(r"(?<![\w.])\.([A-Za-z_$][\w$]*)")
-_CAMEL_WORD = re.compile(r"\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b|\b[A-Z]{2,}[a-z][A-Za-z0-9]*\b")
+# `HttpClient`, `XMLParser`; not an acronym's plural (`URLs`, `IDs`: English words)
+_CAMEL_WORD = re.compile(r"\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b|\b(?![A-Z]{2,}s\b)[A-Z]{2,}[a-z][A-Za-z0-9]*\b")
 _NAME_WORD = re.compile(r"(?<=\w )[A-Z][a-z][A-Za-z0-9]+\b")  # a capitalised word inside a sentence names a class
 _VERSION_DIR = re.compile(r"^v(\d+)$")
 _EXAMPLE_PART = re.compile(r"^(examples?|samples?|demos?|docs_src|tutorials?|benchmarks?|benches|locales?|i18n|l10n|translations?)$")
