@@ -360,6 +360,23 @@ def test_tests_docs_examples_stubs_legacy_and_shims_sink_unless_asked_for() -> N
     assert order("tests for cache eviction", asked, **only("penalties"))[0] == "tests/test_cache.py:test_evict"
 
 
+def test_a_test_word_that_asks_for_no_tests_lifts_half_the_test_penalty() -> None:
+    """Found on click: "How does the test runner isolate stdin ... while a command is invoked in a test?" asks for
+    `CliRunner.isolation`, the testing tool click ships, and the word "test" had lifted every test file over it.
+    Of 48 dev and held-out questions with a test word, 10 wanted a test, and 9 of those named it."""
+    pool = [cand("tests/test_runner.py", "test_isolation", bm25=10.0, distance=0.4),
+            cand("src/pkg/testing.py", "Runner.isolation", bm25=8.0, distance=0.45)]
+    for tool in ("how does the test runner isolate output while a command is invoked in a test",
+                 "pytest fixtures that isolate output"):
+        assert order(tool, pool, **only("penalties"))[0] == "src/pkg/testing.py:Runner.isolation", tool
+    for asking in ("which tests cover the runner's isolation of output", "how is output isolation tested",
+                   "unit tests of the runner's output isolation", "test cases for output isolation"):
+        assert query_shape(asking).asks_for_tests, asking
+        assert order(asking, pool, **only("penalties"))[0] == "tests/test_runner.py:test_isolation", asking
+    assert rank("output isolation", pool[:1], RankConfig(**only("penalties")))[0].rank_score < \
+        rank("pytest output isolation", pool[:1], RankConfig(**only("penalties")))[0].rank_score  # still a lift
+
+
 def test_older_version_folders_are_legacy_copies() -> None:
     assert legacy_version_dirs(["src/v3/types.ts", "src/v4/core/types.ts", "src/index.ts"]) == {"src/v3"}
     shadow = ["pkg/v1/main.py", "pkg/v1/fields.py", "pkg/v1/types.py", "pkg/main.py", "pkg/fields.py", "pkg/types.py"]

@@ -88,6 +88,8 @@ class RankConfig(BaseModel):
 DEFINITION_KINDS = NAMING_KINDS | {"module"}
 PROSE_LANGUAGES = frozenset({"markdown", "rst", "text"})
 PRIVATE_FACTOR = 0.8
+TEST_FACTOR = 0.3
+TEST_WORD_FACTOR = 0.55  # sqrt(0.3): half the penalty's weight on a log scale
 # a name, dotted or not; it may end in a sigil that is part of the name (Ruby's `empty?` / `save!` / `name=`,
 # Elixir's `valid?`, Haskell's `foldl'`), or in a call's `()`
 _SYMBOL_QUERY = re.compile(r"^[A-Za-z_$][\w$]*(?:[.:#]+[A-Za-z_$][\w$]*)*[?!=']?\(?\)?$")
@@ -105,6 +107,13 @@ _REEXPORT_LINE = re.compile(
     r"module\.exports\s*=\s*require|(const|let|var)\s+\w+\s*=\s*require\(|\}\s*from\s|[\w\s]+,\s*$|[)}\]];?\s*$|#(?!\s*(?:if|ifdef|ifndef|elif|else|endif|define|undef|error|warning|pragma)\b)|//|\"\"\"|''')"
 )
 _TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "fixture", "fixtures", "mock", "pytest"})
+# a query that asks for tests themselves: "tests for the router", "which test covers it", "how is X tested",
+# "unit tests", "test cases", "specs of"
+_ASKS_FOR_TESTS = re.compile(
+    r"(?i)\b(?:(?:tests?|specs?)\s+(?:for|of|that|which|cover\w*|exercis\w*|check\w*)\b|"
+    r"(?:unit|regression|integration|end-to-end|e2e|which|what|failing|flaky)\s+(?:tests?|specs?)\b|"
+    r"test\s+(?:cases?|suites?|coverage)\b|tested\b)"
+)
 _DOC_WORDS = frozenset({"doc", "docs", "documentation", "readme", "guide", "tutorial", "changelog", "skill"})
 _EXAMPLE_WORDS = frozenset({"example", "examples", "sample", "demo", "tutorial", "locale", "locales", "translation", "i18n"})
 _LEGACY_WORDS = frozenset({"deprecated", "legacy", "compat", "compatibility", "v1", "v2", "v3", "backport", "migration", "old"})
@@ -133,6 +142,11 @@ class QueryShape:
         endpoint implementation"): the first asks how the parts fit, the second for the part itself."""
         text = self.text.strip()
         return text.endswith("?") or bool(_QUESTION_START.match(text))
+
+    @cached_property
+    def asks_for_tests(self) -> bool:
+        """The query wants tests themselves, not the code they test nor the testing tools a product ships."""
+        return bool(_ASKS_FOR_TESTS.search(self.text))
 
     @cached_property
     def term_roots(self) -> tuple[frozenset[str], ...]:
@@ -330,8 +344,11 @@ def penalties(shape: QueryShape, c: Candidate, legacy: frozenset[str], pointed_a
         return {}  # the team's own recorded decisions are never noise
     kinds = path_kinds(c.file)
     found: dict[str, float] = {}
-    if "test" in kinds and not (shape.words & _TEST_WORDS) and not defines_named(shape, c) and not pointed_at:
-        found["test"] = 0.3  # naming a test class or function asks for it; otherwise tests rarely answer
+    if "test" in kinds and not defines_named(shape, c) and not pointed_at and not shape.asks_for_tests:
+        # naming a test class or function asks for it; otherwise tests rarely answer. A test word that asks for
+        # no tests ("the test runner", "pytest's fixtures", "invoked in a test") halves the penalty only: such
+        # questions are mostly about the testing tools the product itself ships
+        found["test"] = TEST_WORD_FACTOR if shape.words & _TEST_WORDS else TEST_FACTOR
     if c.language in PROSE_LANGUAGES and not (shape.words & _DOC_WORDS):
         found["prose"] = 0.5
     if "example" in kinds and not (shape.words & _EXAMPLE_WORDS):
