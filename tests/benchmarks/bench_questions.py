@@ -3,7 +3,7 @@ configuration, as `assay eval` reports them for SWE-QA's requests and pytest.
 
 The dev set has two code bases and its wording has been read many times; these questions were written from the
 code's source before Assay ran on it (`questions/<name>.jsonl`, the SWE-QA fields `question` and
-`primary_entity`), so they say how the ranking and the judge carry over to a third code base and another hand's
+`primary_entity`; `package` says where the source comes from), so they say how the ranking and the judge carry over to a third code base and another hand's
 phrasing. Usage: `python -m tests.benchmarks.bench_questions [--sets click] [--misses]`.
 """
 
@@ -16,6 +16,20 @@ from pathlib import Path
 QUESTIONS = Path(__file__).with_name("questions")
 
 
+def source_tree(package: str) -> Path:
+    """`name==version`: the PyPI sdist, as `assay eval` fetches SWE-QA's; `registry:name@version`: as
+    `bench_languages` fetches its packages (`debian:golang-github-gin-gonic-gin-dev@1.8.1-1`)."""
+    if "==" in package:
+        from flows.evaluate import eval_home
+        from stages.evaluate.runs import prepare_corpus
+
+        return prepare_corpus(package, eval_home())
+    from tests.benchmarks.bench_languages import unpack
+
+    registry, spec = package.split(":", 1)
+    return unpack(spec, registry, reuse=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", default=",".join(sorted(p.stem for p in QUESTIONS.glob("*.jsonl"))),
@@ -23,10 +37,9 @@ def main() -> None:
     parser.add_argument("--misses", action="store_true", help="print each question whose primary entity `ask` misses")
     args = parser.parse_args()
 
-    from flows.evaluate import eval_home
     from flows.index import run_index
     from stages.core.config import Settings
-    from stages.evaluate.runs import answerable_questions, evaluate_retrieval, prepare_corpus
+    from stages.evaluate.runs import answerable_questions, evaluate_retrieval
     from tasks.gpu import judge_holding_gpu
 
     settings = Settings(orchestration="direct")
@@ -34,7 +47,7 @@ def main() -> None:
     for name in args.sets.split(","):
         path = QUESTIONS / f"{name}.jsonl"
         package = json.loads(path.read_text().splitlines()[0])["package"]
-        root = prepare_corpus(package, eval_home())
+        root = source_tree(package)
         run_index(str(root), settings)  # incremental: nothing to do when the last run's index is current
         questions = answerable_questions(path, None)
         found, rows = evaluate_retrieval(root, questions, settings, ["local"], lambda b: judge_holding_gpu(b, settings))
