@@ -291,6 +291,27 @@ def test_a_plain_noun_after_a_kind_or_async_word_is_no_subject(resolve) -> None:
     assert flagged("Why is `result` asynchronous?", both)  # written as code, it is still the subject
 
 
+def test_a_plain_word_used_as_english_names_no_function(resolve) -> None:
+    """The held-out click questions (`bench_questions`) raised three false alarms: "a long option on the command
+    line" (`command` has no parameter `long`), "user input read for a prompt with hidden input" (`prompt` has no
+    `hidden`), "How does Click convert the value of a UUID parameter" (`convert` has no `UUID`). A plain word after
+    "a", before a noun it modifies, or as the verb of a clause whose subject precedes it is English; an acronym
+    before "parameter" is a type; "hidden input" is a noun phrase."""
+    src = b"def command(name=None, cls=None):\n    pass\n\ndef prompt(text, default=None, hide_input=False):\n    pass\n\n" \
+          b"def convert(value, param, ctx):\n    pass\n"
+    r = resolver_from(parse_source(src, "click/core.py", "python", "h").entities)
+    assert flagged("What happens when a long option on the command line does not match any option?", r) == []
+    assert flagged("How is user input read for a prompt with hidden input?", r) == []
+    assert flagged("How does Click convert the value of a UUID parameter?", r) == []
+    assert flagged("How does it convert a value with a strict parameter?", r) == []
+    # the same words written as code, or as the subject, are still read
+    assert flagged("What does the long option of `command` do?", r)
+    assert flagged("Does prompt accept a hidden parameter?", r)
+    assert flagged("Does convert take a strict parameter?", r)
+    assert flagged("What does the strict parameter of convert control?", r)  # "convert control": no determiner
+    assert flagged("Why does `convert` accept a strict parameter?", r)
+
+
 def test_extraction_reads_many_phrasings() -> None:
     kinds = {q: [(p.kind, p.subject, p.param or p.value) for p in extract(q)] for q in (
         "Why does `Session` inherit from `dict`?", "Foo, a subclass of Bar, does what?", "How is get's timeout argument used?",

@@ -298,6 +298,8 @@ def extract(question: str) -> list[Premise]:
                     continue  # "Could ColorSystem stop inheriting from IntEnum": a class is named as code, `stop` is the verb
                 if _noun_after_cue(g.get("S") or "", question[: m.start("S")]):
                     continue
+                if kind in ("param", "default") and _english_word_use(g.get("S") or "", question, m.start("S"), m.end("S"), m.end()):
+                    continue
                 suppress = _SUPPRESS.get(kind)
                 if suppress is not None and suppress.search(m.group(0)):
                     continue
@@ -312,8 +314,11 @@ def extract(question: str) -> list[Premise]:
                 if kind == "default" and value.lower() in _FUNCTION_WORDS - {"true", "false", "none", "null"}:
                     continue
                 if kind in ("param", "default") and (param.lower() in _FUNCTION_WORDS | _PARAM_ADJECTIVES | _VERBS | _NOT_PARAM_WORDS
-                                                     or param == subject):
-                    continue
+                                                     or param == subject or _ACRONYM.fullmatch(param)):
+                    continue  # "a UUID parameter" is a parameter of type UUID, not one named so
+                if kind == "param" and g.get("P") and re.fullmatch(r"[a-z]+", g["P"]) and \
+                        re.match(r"\s+inputs?\b", question[m.end("P"):]):
+                    continue  # "hidden input", "user input": an English noun; a parameter called input is written as code
                 found.append(Premise(kind=kind, subject=subject, value=value, param=param, negated=negated, text=text))  # type: ignore[arg-type]
                 if _codeish(g.get("S") or "", m.start("S")):
                     coded.add((kind, param))
@@ -337,6 +342,33 @@ def _noun_after_cue(raw_subject: str, before: str) -> bool:
         return False
     words = before.split()
     return bool(words) and words[-1].lower().removesuffix("'s") in _NOUN_MODIFIERS
+
+
+_ACRONYM = re.compile(r"[A-Z][A-Z0-9]+")
+_AUXILIARIES = frozenset("do does did can could will would should must may might".split())
+_DETERMINERS = frozenset("the a an its this that these those their our your my".split())
+# nouns that name what a code word is, so "the fetch function" still names `fetch`
+_KIND_NOUNS = frozenset("function functions method methods call calls class classes constructor helper api hook "
+                        "callback decorator command endpoint route handler view signature".split())
+
+
+def _english_word_use(raw_subject: str, question: str, start: int, end: int, match_end: int) -> bool:
+    """A plain lower-case subject used as English, not as a code name: a noun after "a"/"an" ("input read for a
+    prompt with hidden input"), the first half of a compound noun ("a long option on the command line"), or the
+    verb of a clause whose subject comes before it ("How does Click convert the value of a UUID parameter"). A name
+    in quotes or backticks is code."""
+    if not re.fullmatch(r"[a-z]+", raw_subject) or question[start - 1 : start] in ("`", "'", '"'):
+        return False
+    before = question[:start].split()
+    if before and before[-1].lower() in ("a", "an"):
+        return True
+    if len(before) >= 2 and before[-2].lower() in _AUXILIARIES and before[-1].lower() not in _DETERMINERS:
+        return True
+    if end == match_end and before and before[-1].lower() in _DETERMINERS:  # "the command line", not "of echo control"
+        after = re.match(r"\s+([a-z]+)\b", question[end:])
+        if after and after.group(1) not in _STOP and after.group(1) not in _KIND_NOUNS:
+            return True
+    return False
 
 
 def _slot_values(kind: str, g: dict, phrase: str) -> tuple[str, str] | None:
