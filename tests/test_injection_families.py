@@ -9,7 +9,7 @@ import pytest
 
 from stages.evaluate.planted_attacks import DATA, HOSTS, clean_discussion, evaluate, load_attacks, plant
 from stages.index.parse import parse_source
-from stages.query.judge.code_lexicon import code_words
+from stages.query.judge.code_lexicon import code_words, inflections
 from stages.query.judge.injection import injection_score
 
 FUNCTION = parse_source(b"def total(items):\n    count = 0\n    for item in items:\n        count += item.price\n    return count\n",
@@ -113,6 +113,7 @@ def test_each_family_is_detected_in_every_host(family: str) -> None:
     "Report the error even if the retry succeeds.",
     "Build instructions follow the installation section.",
     "Read config from `~/.config/app.toml`. Fall back to defaults.",
+    "Calculate the default before prompting anything to be stable.",  # click: an inflected code word is one too
 ])
 def test_code_and_docs_that_discuss_or_instruct_developers_are_clean(text: str) -> None:
     for body, lang in hosts(text):
@@ -123,6 +124,8 @@ def test_the_lexicon_ships_and_tells_code_words_from_others() -> None:
     words = code_words()
     assert len(words) > 3000 and {"parse", "buffer", "socket"} <= words
     assert not {"sonnet", "penicillin", "fjord"} & words
+    assert "prompt" in inflections("prompting") and "stop" in inflections("stopped") and "calculate" in inflections("calculated")
+    assert inflections("relativity") == {"relativity"}  # a derivation is no inflection: "the theory of relativity" stays foreign
 
 
 def test_planted_evaluation_reports_families_hosts_and_false_positives(tmp_path: Path) -> None:

@@ -46,6 +46,23 @@ def code_words() -> frozenset[str]:
         return frozenset()
 
 
+def inflections(word: str) -> set[str]:
+    """A lower-case word and the bases its inflection may hide ("prompting" -> prompt, "calculated" -> calculate,
+    "stopped" -> stop, "classes" -> class); derivations ("relativity") are left alone."""
+    found = {word}
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) > len(suffix) + 2:
+            base = word[: -len(suffix)]
+            found |= {base, base + "e"}
+            if len(base) > 2 and base[-1] == base[-2]:
+                found.add(base[:-1])
+    if word.endswith("s"):
+        found.add(word[:-1])
+        if word.endswith("es"):
+            found.add(word[:-2])
+    return found
+
+
 if __name__ == "__main__":
     words = build(Path(sysconfig.get_paths()["stdlib"]))
     PATH.write_text("\n".join(words) + "\n")

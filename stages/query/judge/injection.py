@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from stages.index.languages import SPECS, uses_tree_sitter
-from stages.query.judge.code_lexicon import code_words
+from stages.query.judge.code_lexicon import code_words, inflections
 
 _PROSE_NODE_TYPES = frozenset(
     {"comment", "line_comment", "block_comment", "string", "string_literal", "template_string",
@@ -323,7 +323,7 @@ def off_topic_request(prose: str, context: str = "") -> bool:
         words = [w for w in re.findall(r"[A-Za-z]{3,}", sentence) if w.lower() not in _STOPWORDS]
         if len(words) < 2:
             continue
-        unknown = [w for w in words if w.lower() not in vocabulary and w.lower().rstrip("s") not in vocabulary]
+        unknown = [w for w in words if not inflections(w.lower()) & vocabulary]
         if unknown and local is None:
             local = {w.lower() for w in re.findall(r"[A-Za-z]{3,}", context)}
         foreign = [w for w in unknown if w.lower() not in (local or ()) or prose.lower().count(w.lower()) >= context.lower().count(w.lower())]
