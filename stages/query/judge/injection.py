@@ -150,7 +150,10 @@ SIGNALS: tuple[Signal, ...] = (
         r"^\W*(provide|give|write)\s+(me\s+)?(an?\s+)?(example|sample|tutorial|step-by-step\s+guide)\s+(of|for|on)\s+how\b|"
         r"^\W*what\s+(is|are)\s+the\s+(\w+\s+)?differences?\s+between\b", _F)),
     Signal("exfiltration", 0.85, re.compile(
-        r"!\[[^\]]*\]\(\s*https?://[^)\s]*[?&][^)\s]*=|"
+        # an image whose URL carries a slot for data ("?data=SECRET", "?q={conversation}", "?d=" left to fill in);
+        # a README badge's fixed query ("?style=flat-square&label=CI") carries none
+        r"!\[[^\]]*\]\(\s*https?://[^)\s]*[?&][\w.-]*=(?:[^)\s&]*(?:[{}<>\[\]]|%7[bd]|%3[ce]|\$\{|(?-i:\$[A-Z_]{2,}))|"
+        r"(?-i:[A-Z][A-Z_]{3,})(?=[)&\s])|(?=[)&\s]))|"
         r"\b(send|post|upload|exfiltrate|forward|transmit|leak|email|mail|paste|include)\b[^.\n]{0,60}"
         r"(secrets?|keys?|tokens?|passwords?|credentials|env(ironment)?(\s+variables)?|\.env\b|cookies|~/\.ssh|id_rsa|/etc/passwd|"
         r"os\.environ|history|conversation|chat|output\s+of\s+\S*env)\b[^.\n]{0,80}"
