@@ -511,6 +511,24 @@ def test_delegation_callees_come_from_the_graph_only_for_a_delegation_question(i
         catalog.close()
 
 
+def test_a_bundle_that_repeats_a_sources_definitions_is_a_built_copy() -> None:
+    """Found on axios' npm tarball (`bench_questions`): `dist/axios.js`, `dist/esm/axios.js`, `dist/node/axios.cjs` and
+    `dist/browser/axios.cjs` each hold every module of `lib/`, so no path maps to a source, and their four copies of
+    `buildFullPath` filled the answer's five passages."""
+    paths = ["package/lib/core/buildFullPath.js", "package/dist/axios.js", "package/dist/node/axios.cjs"]
+    assert built_copies(paths) == frozenset()  # the file rule cannot see a bundle
+    pool = [cand("package/dist/axios.js", "buildFullPath", bm25=10.0, distance=0.3, language="javascript"),
+            cand("package/dist/node/axios.cjs", "buildFullPath", bm25=10.0, distance=0.3, language="javascript"),
+            cand("package/dist/axios.js", "bundledOnly", bm25=9.5, distance=0.3, language="javascript"),
+            cand("package/lib/core/buildFullPath.js", "buildFullPath", bm25=9.0, distance=0.35, language="javascript")]
+    ranked = rank("build the full path", pool, RankConfig(**only("penalties")), paths=paths)
+    assert ranked[0].file == "package/lib/core/buildFullPath.js"
+    assert "built" in explain(ranked[1]) and "built" in explain(ranked[-1])  # the whole bundle is a build's output
+    assert rank("build the full path", pool, RankConfig(**only("penalties", built_copies=False)), paths=paths)[0].file.startswith("package/dist")
+    alone = [c for c in pool if c.entity == "bundledOnly"] + [cand("src/util.js", "other", bm25=9.0, distance=0.35)]
+    assert "built" not in explain(rank("bundled", alone, RankConfig(**only("penalties")), paths=paths)[0])  # nothing repeated
+
+
 def test_what_a_build_wrote_sinks_below_its_indexed_source() -> None:
     """Found on zod's npm tarball, which ships `v4/core/schemas.js`, `.cjs`, `.d.ts` and `.d.cts` beside
     `src/v4/core/schemas.ts`: each twin repeats every name and doc of the source."""

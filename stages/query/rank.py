@@ -303,6 +303,19 @@ def built_copies(paths: Iterable[str]) -> frozenset[str]:
     return frozenset(built)
 
 
+def bundled_copies(candidates: Iterable[Candidate]) -> frozenset[str]:
+    """Bundles a build wrote under `dist/`, `build/` or `out/` (axios' npm tarball ships `dist/axios.js`,
+    `dist/esm/axios.js`, `dist/node/axios.cjs` and `dist/browser/axios.cjs`, each every module of `lib/` in one
+    file): an output file defining a name that a source file outside them defines among the same candidates.
+    Their paths match no source's, so `built_copies` cannot see them; their definitions can."""
+    candidates = list(candidates)
+    inside = [c for c in candidates if not _OUTPUT_DIRS.isdisjoint(c.file.split("/")[:-1])]
+    if not inside:
+        return frozenset()
+    sources = {c.entity for c in candidates if c.kind in NAMING_KINDS and _OUTPUT_DIRS.isdisjoint(c.file.split("/")[:-1])}
+    return frozenset(c.file for c in inside if c.kind in NAMING_KINDS and c.entity in sources)
+
+
 @lru_cache(maxsize=8)
 def _copies_for(paths: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
     """Legacy folders and built files of one index's file set, computed once per set (the same for every query)."""
@@ -609,6 +622,8 @@ def rank(
                      if cfg.penalties else (frozenset(), frozenset()))
     if not cfg.built_copies:
         built = frozenset()
+    elif cfg.penalties:
+        built = built | bundled_copies(candidates)
     scores: dict[str, float] = {}
     signals: dict[str, dict[str, float]] = {}
     central = centrality if (cfg.centrality and centrality and not shape.symbol) else None  # a bare name wants its definition
