@@ -26,7 +26,7 @@ from tasks.lazy import task
 def retrieve(root: Path, question: str, settings: Settings) -> Retrieval:
     return retrieve_stage(
         root, question, read_manifest(root), embedder_for(settings), settings.pool_size, settings.distance_floor,
-        settings.chroma_url, ranking=ranking_for(settings, "answer"),
+        settings.chroma_url, ranking=ranking_for(settings),
     )
 
 

@@ -409,20 +409,26 @@ def test_a_files_strong_entities_stay_reachable_below_the_diversity_floor() -> N
     assert order("retry backoff", pool, **only("diversity", diversity_floor=0.0)).index("b.py:g") == 3
 
 
-def test_an_answer_keeps_more_of_a_files_further_entities_than_a_list_to_browse() -> None:
+def test_a_long_question_keeps_more_of_a_files_further_entities_than_a_phrase() -> None:
     """Found on held-out questions (`bench_questions`): regex's `Bounded.has_visited` (BM25 second, dense close)
-    fell to 13th behind two other `backtrack.rs` methods and a stranger from another file. `ask` draws an answer
-    from the best entities wherever they are; `search` keeps spreading its list over files."""
-    from stages.core.config import Settings
-    from stages.query.retrieve import ANSWER_DIVERSITY_FLOOR, ranking_for
+    fell to 13th behind two other `backtrack.rs` methods and a stranger from another file. A long question asks about
+    one mechanism, often several entities of one file; a short phrase is served best by a list spread over files."""
+    from stages.query.rank import diversity_floor
 
     pool = [*[cand("backtrack.rs", f"Bounded.m{i}", bm25=10.0 - 0.1 * i, distance=0.4) for i in range(3)],
             cand("exec.rs", "ExecBuilder.bounded", bm25=6.0, distance=0.5)]
-    answer = ranking_for(Settings(), "answer")
-    assert answer.diversity_floor == ANSWER_DIVERSITY_FLOOR > ranking_for(Settings()).diversity_floor
-    assert [c.entity for c in rank("bounded backtracker visited", pool, answer)][2] == "Bounded.m2"
-    assert [c.entity for c in rank("bounded backtracker visited", pool, ranking_for(Settings()))][2] == "ExecBuilder.bounded"
-    assert ranking_for(Settings(ranking="rrf"), "answer") is None
+    question = ("How does the bounded backtracker remember which pairs of instruction and input position it has already "
+                "explored during one search of the haystack?")
+    phrase = "bounded backtracker visited positions"
+    cfg = RankConfig(**only("diversity"))
+    assert diversity_floor(query_shape(phrase), cfg) == 0.25 and diversity_floor(query_shape(question), cfg) == 0.75
+    assert 0.25 < diversity_floor(query_shape("how is the bounded backtracker told which positions of the input it has seen before now"), cfg) < 0.75
+    def before(query: str, config: RankConfig) -> bool:  # the file's third method before the stranger
+        names = [c.entity for c in rank(query, pool, config)]
+        return names.index("Bounded.m2") < names.index("ExecBuilder.bounded")
+
+    assert before(question, cfg) and not before(phrase, cfg)
+    assert not before(question, RankConfig(**only("diversity", long_question_floor=0.25)))
 
 
 def test_parts_of_one_entity_count_once_for_diversity() -> None:

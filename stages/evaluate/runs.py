@@ -72,11 +72,9 @@ def evaluate_retrieval(root: Path, questions: list[ev.Question], settings: Setti
             results[mode] = ev.ranked_keys(res.candidates)
             if mode == "hybrid":
                 hybrid = res.candidates
-        if ranking is not None:  # the search door's list; the judges get what `ask` retrieves
-            results["ranked"] = ev.ranked_keys(retrieve(root, q.text, manifest, embedder, pool=pool, chroma_url=settings.chroma_url,
-                                                        ranking=ranking).candidates)
-            hybrid = retrieve(root, q.text, manifest, embedder, pool=pool, chroma_url=settings.chroma_url,
-                              ranking=ranking_for(settings, "answer")).candidates
+        if ranking is not None:
+            hybrid = retrieve(root, q.text, manifest, embedder, pool=pool, chroma_url=settings.chroma_url, ranking=ranking).candidates
+            results["ranked"] = ev.ranked_keys(hybrid)
         golds = {(g.file, g.qualname) for g in q.gold_entities}
         for j in judges:
             judgment = judge_for(j)(q.text, hybrid)

@@ -70,6 +70,11 @@ class RankConfig(BaseModel):
     callee_boost: float = 0.6
     diversity_decay: float = 0.5
     diversity_floor: float = 0.25
+    # a long question asks about one mechanism, often several entities of the file that implements it: its floor
+    # rises from `diversity_floor` at `long_question_from` words to `long_question_floor` at `long_question_full`
+    long_question_floor: float = 0.75
+    long_question_from: int = 12
+    long_question_full: int = 20
     doc_boost: float = 0.9  # more than defining a name the query uses: at 0.3 and 0.6 the definition of a name the doc cites won
     doc_min_words: int = 4  # a sentence, not a phrase: "OpenAPI schema generation" matches many summaries
     doc_min_recall: float = 0.75  # of the query's terms, in the summary
@@ -705,7 +710,7 @@ def rank(
                 signals[c.id].update({why: 1.0 for why in found})
     order = sorted(candidates, key=lambda c: (-scores[c.id], c.fused_rank))
     if cfg.diversity:
-        order, spread = _diversify(order, scores, cfg.diversity_decay, limit, cfg.diversity_floor)
+        order, spread = _diversify(order, scores, cfg.diversity_decay, limit, diversity_floor(shape, cfg))
         for cid, factor in spread.items():  # the score shown is the one that placed the row
             scores[cid] *= factor
             signals[cid]["same_file"] = factor
@@ -720,6 +725,16 @@ _SIGNAL_DIGITS = {"path": 3, "name": 3, "doc": 3, "phrase": 3, "file": 3, "centr
 
 def _rounded(signals: dict[str, float]) -> dict[str, float]:
     return {k: round(v, _SIGNAL_DIGITS.get(k, 4)) for k, v in signals.items()}
+
+
+def diversity_floor(shape: QueryShape, cfg: RankConfig) -> float:
+    """The least share of its score a file's further entity keeps: `cfg.diversity_floor` for a phrase, rising to
+    `cfg.long_question_floor` for a long question (never below the configured floor)."""
+    words = len(shape.word_sequence)
+    if cfg.long_question_floor <= cfg.diversity_floor or words <= cfg.long_question_from:
+        return cfg.diversity_floor
+    share = min(1.0, (words - cfg.long_question_from) / max(1, cfg.long_question_full - cfg.long_question_from))
+    return cfg.diversity_floor + share * (cfg.long_question_floor - cfg.diversity_floor)
 
 
 def _diversify(

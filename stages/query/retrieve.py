@@ -12,7 +12,6 @@ import threading
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Literal
 
 from stages.core.artifacts import Candidate, Entity, IndexManifest, Retrieval
 from stages.index.embed import Embedder
@@ -27,11 +26,6 @@ from stages.query.rank import DEFINITION_KINDS, QueryShape, RankConfig, query_sh
 
 RRF_K = 60
 DEFAULT_DEPTH = 60  # candidates read from each list before ranking
-# A list to browse (`search`) spreads over files: a file's second entity counts half, its third a quarter, never
-# less than 0.25 of its score (semble's file-level benchmark: 0.776 -> 0.863 with the decay). The evidence for one
-# answer is the best entities wherever they are, often several in the one file that implements what is asked:
-# there a further entity keeps at least 0.75 of its score.
-ANSWER_DIVERSITY_FLOOR = 0.75
 
 _lexical_cache: dict[str, tuple[float, LexicalIndex]] = {}
 _cache_lock = threading.Lock()
@@ -133,13 +127,9 @@ def located_entities(catalog: Catalog, query: str, files: Iterable[str]) -> list
     return found
 
 
-def ranking_for(settings, purpose: Literal["search", "answer"] = "search") -> RankConfig | None:
-    """The rank stage's configuration a Settings object names (None: plain RRF order). `answer`: the passages a
-    question's answer is drawn from (`ask`, the MCP `ask` tool), where a file's further entities keep more of their
-    score than in a result list to browse (see `ANSWER_DIVERSITY_FLOOR`)."""
-    if settings.ranking != "code":
-        return None
-    return RankConfig(diversity_floor=ANSWER_DIVERSITY_FLOOR) if purpose == "answer" else RankConfig()
+def ranking_for(settings) -> RankConfig | None:
+    """The rank stage's configuration a Settings object names (None: plain RRF order)."""
+    return RankConfig() if settings.ranking == "code" else None
 
 
 def search(root: Path, query: str, settings, k: int = 10, mode: str = "hybrid", ranking: RankConfig | None = None) -> Retrieval:
