@@ -73,6 +73,19 @@ def test_a_name_ending_in_its_sigil_finds_that_definition_not_its_twin() -> None
         assert order(query, pool, **only(""))[0] == f"logger.rb:{twin}"
 
 
+def test_a_constant_written_in_screaming_case_names_no_method() -> None:
+    """Found on rack (`bench_questions`): "how are SCRIPT_NAME and PATH_INFO rewritten" names two env keys, and
+    rack's `script_name` and `path_info` methods took the definition boost. `script_name` written so still names it."""
+    pool = [cand("lib/rack/request.rb", "Rack.Request.Helpers.script_name", bm25=10.0, distance=0.3, language="ruby"),
+            cand("lib/rack/urlmap.rb", "Rack.URLMap.call", kind="method", bm25=9.0, distance=0.35, language="ruby")]
+    query = "how are SCRIPT_NAME and PATH_INFO rewritten for the mounted app"
+    assert order(query, pool, **only("definition"))[0] == "lib/rack/request.rb:Rack.Request.Helpers.script_name"  # no boost: BM25 leads
+    assert "defines" not in explain(rank(query, pool, RankConfig(**only("definition")))[0])
+    assert "defines" in explain(rank("how does script_name change", pool, RankConfig(**only("definition")))[0])
+    constant = cand("lib/rack.rb", "Rack.SCRIPT_NAME", kind="constant", bm25=9.0, distance=0.35, language="ruby")
+    assert order(query, [*pool, constant], **only("definition"))[0] == "lib/rack.rb:Rack.SCRIPT_NAME"
+
+
 def test_a_name_in_its_own_letter_case_wants_that_definition() -> None:
     """Found on gin: `Engine` (the struct) and `engine` (a function in another package) are two names in Go, and
     the function, shorter and richer in the word, came first for `Engine`. A query in neither case lifts both."""

@@ -399,6 +399,9 @@ def _is_reexport(body: str) -> bool:
     return (plain + forwards) / len(lines) >= 0.8
 
 
+_CONSTANT_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")  # SCREAMING_SNAKE_CASE: a constant in every language
+
+
 def _bare(name: str) -> str:
     """A name without the sigils that mark an implementation or private twin (`$ZodType`, `_refine`)."""
     return name.lstrip("_$").lower()
@@ -418,7 +421,13 @@ def defines_named(shape: QueryShape, c: Candidate) -> bool:
     if shape.symbol and not shape.owned_name and c.language in _NAMED_CONSTRUCTORS and c.kind in ("function", "method") \
             and _constructor(c.entity):
         return False  # `Buffer::Buffer` shares its class's name, and a bare name wants the class
-    return _bare(short_name(c.entity)) in shape.bare_names
+    name = short_name(c.entity).lstrip("_$")
+    if name.lower() not in shape.bare_names:
+        return False
+    if not _CONSTANT_NAME.fullmatch(name) and shape.cased_names and all(
+            _CONSTANT_NAME.fullmatch(n) for n in shape.cased_names if n.lower() == name.lower()):
+        return False  # "SCRIPT_NAME and PATH_INFO" name constants (env keys), not rack's `script_name` method
+    return True
 
 
 def _owned_by(entity: str, owned_name: str, cased: bool = False) -> bool:
