@@ -424,8 +424,8 @@ def defines_named(shape: QueryShape, c: Candidate) -> bool:
     name = short_name(c.entity).lstrip("_$")
     if name.lower() not in shape.bare_names:
         return False
-    if not _CONSTANT_NAME.fullmatch(name) and shape.cased_names and all(
-            _CONSTANT_NAME.fullmatch(n) for n in shape.cased_names if n.lower() == name.lower()):
+    written = [n for n in shape.cased_names if n.lower() == name.lower()]
+    if written and not _CONSTANT_NAME.fullmatch(name) and all(_CONSTANT_NAME.fullmatch(n) for n in written):
         return False  # "SCRIPT_NAME and PATH_INFO" name constants (env keys), not rack's `script_name` method
     return True
 
