@@ -65,7 +65,11 @@ SIGNALS: tuple[Signal, ...] = (
         r"\b(priority|urgent|updated|overriding|override)\s+instructions?\b|"
         r"\b(assistant|ai|agent|model|llm|bot|system)\s+instructions?\s+(begin|start|follow|below|here)\b)", _F)),
     Signal("role_play", 0.8, re.compile(
-        r"\b(you\s+are\s+now|you're\s+now|from\s+now\s+on,?\s+(you|i)\b|developer\s+mode\s+(enabled|on|activated)|"
+        # "you are now DebugGPT", "... now acting as"; not a tutorial's state of the reader ("You are now using your
+        # virtualenv", "You are now ready to ...", "You are now connected")
+        r"\b((you\s+are|you're)\s+now\b(?!\s+(\w+ing|ready|able|connected|logged|done|finished)\b"
+        r"(?![^.\n]{0,40}\b(as|like|mode|role|persona|character)\b))|"
+        r"from\s+now\s+on,?\s+(you|i)\b|developer\s+mode\s+(enabled|on|activated)|"
         r"pretend\s+(to\s+be|you\s+are|that\s+you)|(let's|let\s+us)\s+play\s+a\s+game|roleplay\s+as|role-play\s+as|"
         r"you\s+must\s+(now\s+)?(agree|obey|comply)|do\s+anything\s+now)\b|"
         r"(^|[.!:]\s+|^\W*)act\s+as\s+(an?\s+|the\s+)?\w+", _F)),
