@@ -436,6 +436,7 @@ def test_a_long_question_keeps_more_of_a_files_further_entities_than_a_phrase() 
     cfg = RankConfig(**only("diversity"))
     assert diversity_floor(query_shape(phrase), cfg) == 0.25 and diversity_floor(query_shape(question), cfg) == 0.75
     assert 0.25 < diversity_floor(query_shape("how is the bounded backtracker told which positions of the input it has seen before now"), cfg) < 0.75
+
     def before(query: str, config: RankConfig) -> bool:  # the file's third method before the stranger
         names = [c.entity for c in rank(query, pool, config)]
         return names.index("Bounded.m2") < names.index("ExecBuilder.bounded")
