@@ -278,6 +278,11 @@ _OUTPUT_DIRS = frozenset({"dist", "build", "out"})
 _LAYOUT_DIRS = _OUTPUT_DIRS | {"src", "lib", "esm", "cjs", "umd", "es", "types", "typings"}
 
 
+def _in_output(path: str) -> bool:
+    """The file lies under a folder a build writes (`dist/`, `build/`, `out/`)."""
+    return not _OUTPUT_DIRS.isdisjoint(path.split("/")[:-1])
+
+
 def _layout_key(path: str, suffix: str) -> tuple[str, ...]:
     """The path without `suffix` and without the folders a build lays out (`src/`, `dist/`, `esm/`...)."""
     return tuple(p for p in path[: len(path) - len(suffix)].split("/") if p not in _LAYOUT_DIRS)
@@ -299,10 +304,10 @@ def built_copies(paths: Iterable[str]) -> frozenset[str]:
             compiled.append((path, _layout_key(path, full)))
         elif suffix in _TYPESCRIPT_SUFFIXES:
             typescript.add(_layout_key(path, suffix))
-        if _OUTPUT_DIRS.isdisjoint(path.split("/")[:-1]):
-            outside.add((_layout_key(path, suffix), suffix))
-        else:
+        if _in_output(path):
             in_output.append((path, _layout_key(path, suffix), suffix))
+        else:
+            outside.add((_layout_key(path, suffix), suffix))
     built = {path for path, key in compiled if key in typescript}
     built.update(path for path, key, suffix in in_output if (key, suffix) in outside)
     return frozenset(built)
@@ -313,12 +318,16 @@ def bundled_copies(candidates: Iterable[Candidate]) -> frozenset[str]:
     `dist/esm/axios.js`, `dist/node/axios.cjs` and `dist/browser/axios.cjs`, each every module of `lib/` in one
     file): an output file defining a name that a source file outside them defines among the same candidates.
     Their paths match no source's, so `built_copies` cannot see them; their definitions can."""
-    candidates = list(candidates)
-    inside = [c for c in candidates if not _OUTPUT_DIRS.isdisjoint(c.file.split("/")[:-1])]
-    if not inside:
-        return frozenset()
-    sources = {c.entity for c in candidates if c.kind in NAMING_KINDS and _OUTPUT_DIRS.isdisjoint(c.file.split("/")[:-1])}
-    return frozenset(c.file for c in inside if c.kind in NAMING_KINDS and c.entity in sources)
+    inside: list[Candidate] = []
+    sources: set[str] = set()
+    for c in candidates:
+        if c.kind not in NAMING_KINDS:
+            continue
+        if _in_output(c.file):
+            inside.append(c)
+        else:
+            sources.add(c.entity)
+    return frozenset(c.file for c in inside if c.entity in sources)
 
 
 @lru_cache(maxsize=8)
