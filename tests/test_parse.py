@@ -473,6 +473,41 @@ def test_c_and_cpp_definitions_are_named_by_their_own_names() -> None:
     assert c_types == {"LZ4F_AllocFunction", "LZ4F_compressionContext_t"}
 
 
+def test_a_cpp_specialisation_is_named_by_its_template_not_split_inside_its_arguments() -> None:
+    """Found on fmt: `struct formatter<std::tuple<T>>` was split at the `::` inside its arguments, a struct named
+    `tuple<T>>` owned by `formatter<std`, and one whose arguments ran over lines carried them in its name."""
+    source = (b"template <> struct formatter<std::tuple<int>> { int parse(int y) { return y; } };\n"
+              b"template <typename R> struct formatter<R, enable_if_t<kind<R>::value !=\n    fmt::off>> {};\n"
+              b"template <typename K> int Map<K>::find(int k) { return k; }\n"
+              b"bool Foo::operator<(const Foo& o) const { return true; }\n")
+    got = [(e.kind, e.qualname) for e in parse_source(source, "ranges.h", "cpp", "h").entities if e.kind != "window"]
+    assert got[1:] == [("struct", "formatter"), ("method", "formatter.parse"), ("struct", "formatter"),
+                       ("function", "Map.find"), ("function", "Foo.operator<")]
+
+
+def test_a_conditional_directive_that_cuts_a_statement_does_not_cost_the_class_its_members() -> None:
+    """Found on pythonnet's `Finalizer.cs`: `#if FINALIZER_CHECK` / `lock (_queueLock)` / `#endif` before the block
+    it guards is no statement the grammar knows; the methods after it were indexed without their class, and the
+    file was reported partial. Parsed again with each conditional's first branch taken, the file reads whole, at
+    the same lines."""
+    source = (b"namespace Python.Runtime\n{\n    public class Finalizer\n    {\n        void Add(int obj)\n        {\n"
+              b"#if FINALIZER_CHECK\n            lock (_queueLock)\n#endif\n            {\n                Enqueue(obj);\n"
+              b"            }\n        }\n\n        public int Collect()\n        {\n            return 0;\n        }\n    }\n}\n")
+    parsed = parse_source(source, "Finalizer.cs", "csharp", "h")
+    got = {(e.kind, e.qualname, e.start_line) for e in parsed.entities}
+    assert {("method", "Python.Runtime.Finalizer.Add", 5), ("method", "Python.Runtime.Finalizer.Collect", 15)} <= got
+    assert not parsed.partial
+    add = next(e for e in parsed.entities if e.qualname.endswith(".Add"))
+    assert "#if FINALIZER_CHECK" in add.body  # the text is the file's own
+    # each branch opens the block (the file lost `f`, or `H` and the whole class): the first branch is read
+    branches = (b"class C {\n  void F() {\n#if WIDE\n    if (x) {\n#elif NARROW\n    if (y) {\n#else\n    if (z) {\n"
+                b"#endif\n      G();\n    }\n  }\n  void H() { }\n}\n")
+    assert {"C.F", "C.H"} <= {e.qualname for e in parse_source(branches, "C.cs", "csharp", "h").entities}
+    c_branches = (b"int f(int a)\n{\n#ifdef WIDE\n  if (a) {\n#else\n  if (!a) {\n#endif\n    return 1;\n  }\n"
+                  b"  return 0;\n}\nint g(void) { return 2; }\n")
+    assert {"f", "g"} <= {e.qualname for e in parse_source(c_branches, "f.c", "c", "h").entities}
+
+
 def test_lua_and_ruby_definitions_named_with_their_owner_are_named_by_their_own_names() -> None:
     """Found on penlight: 485 of its 688 Lua definitions were named `tablex.find`, `Date:add` (whole), which a lookup
     of `find` missed; Ruby's `class FCGI::Stream` was one name likewise. The qualified names stay."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePosixPath
 
-from tree_sitter import Node, Parser
+from tree_sitter import Node, Parser, Tree
 
 from stages.core.artifacts import Entity, ParsedFile
 from stages.index.doc_markup import strip_doc_markup
@@ -43,8 +43,10 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 # misnamed grammar key had left out, and C#'s `this.f()` and `new T()`; 26: Python docstrings have their markup
 # reduced too, and a doc that opens with an admonition has its summary first; 27: a comment that only instructs a
 # tool, such as `// @__NO_SIDE_EFFECTS__` or `// eslint-disable-next-line`, is no part of a definition's doc;
-# 28-30: trials not kept; 31: a container carries its members' doc summaries for the dense model).
-PARSER_VERSION = 31
+# 28-30: trials not kept; 31: a container carries its members' doc summaries for the dense model; 32: C, C++,
+# Objective-C and C# files are parsed again with their `#if` lines blanked when that leaves less in errors, and a
+# C++ name's owners are split at `::` outside template arguments).
+PARSER_VERSION = 32
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -464,8 +466,10 @@ class _Extractor:
                     own_scope, own_parent = [receiver], receiver
                 sep = _OWNER_SEPARATORS.get(self.language)
                 if sep and sep in name:  # `void JPJavaFrame::Throw()`, Lua's `function tablex.find()`: a name of its owner's
-                    owner, name = name.rsplit(sep, 1)
-                    owners = [_without_type_arguments(o) for o in owner.split(sep) if o]
+                    *owner, name = _split_outside_brackets(name, sep)
+                    owners = [_without_type_arguments(o) for o in owner if o]
+                    if self.language == "cpp" and not name.startswith("operator"):
+                        name = _without_type_arguments(name)  # `formatter<std::tuple<T...>>` specialises `formatter`
                     if owners:
                         own_scope = [*own_scope, *owners]
                         own_parent = self.joiner.join(own_scope)
@@ -564,6 +568,26 @@ class _Extractor:
 def _without_type_arguments(name: str) -> str:
     """`impl<'a> Fsm<'a>` scopes `Fsm.next`, not `Fsm<'a>.next`: a query names the type, never its arguments."""
     return name.split("<", 1)[0].strip() if "<" in name and not name.startswith("<") else name
+
+
+def _split_outside_brackets(name: str, sep: str) -> list[str]:
+    """`name` split at each `sep` outside `<>`, `()` and `[]`: `formatter<std::tuple<T>>` is one name, not a
+    `tuple<T>>` owned by `formatter<std`; `Map<K, V>::find` is `find` of `Map<K, V>`."""
+    parts: list[str] = []
+    depth = start = i = 0
+    while i < len(name):
+        if depth == 0 and name.startswith(sep, i):
+            parts.append(name[start:i])
+            i += len(sep)
+            start = i
+            continue
+        if name[i] in "<([":
+            depth += 1
+        elif name[i] in ">)]":
+            depth = max(0, depth - 1)
+        i += 1
+    parts.append(name[start:])
+    return parts
 
 
 def _go_receiver(node: Node) -> str:
@@ -800,6 +824,8 @@ def parse_source(
     spec = SPECS[language]
     ex = _Extractor(source, language, spec)
     tree = _parser(language).parse(source)
+    if tree.root_node.has_error and language in _CONDITIONAL_LANGUAGES:
+        tree = _parse_around_conditionals(tree, source, language)
     drafts: list[_Draft] = []
     ex.walk(tree.root_node, drafts)
     entities = _make_entities(drafts, ex, path, max_lines, max_chars, {})
@@ -913,6 +939,71 @@ def _is_directive(comment: Node) -> bool:
 
 
 _LICENCE = re.compile(r"copyright|\(c\)|©|all rights reserved|spdx-license|licen[cs]ed under|@license|^licen[cs]e\b")
+
+
+_CONDITIONAL_LANGUAGES = _PREPROCESSED | {"csharp"}
+_DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
+
+
+def _parse_around_conditionals(tree: Tree, source: bytes, language: str) -> Tree:
+    """A conditional directive can cut a statement in two (pythonnet's `#if FINALIZER_CHECK` / `lock (_queueLock)` /
+    `#endif` before the block it guards), or give each branch its own opening of one block, which no grammar
+    parses: the file's later methods then came out of an ERROR node without their class, or were lost. Parse again
+    as a preprocessor would with each conditional's first branch taken (the way ctags reads them): the directives
+    and the other branches blanked, byte for byte, so every position and line holds and the text taken from
+    `source` is the file's own. C# has no macros, so its parse with less code in errors is kept; a C, C++ or
+    Objective-C file's only when it parses clean (with macros still in it, a parse mended in part nested fmt's
+    whole `format.h` under the `FMT_BEGIN_NAMESPACE` macro, and an `#else` branch's typedefs were lost for it)."""
+    blanked = _first_branches(source)
+    if blanked == source:
+        return tree
+    other = _parser(language).parse(blanked)
+    if language != "csharp" and other.root_node.has_error:
+        return tree  # C's macros (`FMT_BEGIN_NAMESPACE` opens a namespace) make a part-mended parse no safer a bet
+    return other if _error_bytes(other.root_node) < _error_bytes(tree.root_node) else tree
+
+
+def _first_branches(source: bytes) -> bytes:
+    """`source` with its conditional directive lines, and the code of every `#elif`/`#else` branch, made blank. The
+    other directives stay in every branch: a `#define` there is a whole definition wherever it stands."""
+    out: list[bytes] = []
+    taken: list[bool] = []  # per open conditional: still in its first branch
+    directive = b""  # the directive the previous line continues (it ended in a backslash): b"if" or b"other"
+    for line in source.splitlines(keepends=True):
+        if directive:
+            kind = directive
+        else:
+            m = _DIRECTIVE.match(line)
+            kind = b"if" if m else b"other" if line.lstrip().startswith(b"#") else b""
+            if m is not None:
+                word = m.group(1)
+                if word.startswith(b"if"):
+                    taken.append(True)
+                elif word == b"endif":
+                    if taken:
+                        taken.pop()
+                elif taken:
+                    taken[-1] = False
+        directive = kind if kind and line.rstrip(b"\r\n").endswith(b"\\") else b""
+        if kind == b"if" or (kind != b"other" and not all(taken)):
+            body = line.rstrip(b"\r\n")
+            line = b" " * len(body) + line[len(body):]
+        out.append(line)
+    return b"".join(out)
+
+
+def _error_bytes(root: Node) -> int:
+    """Bytes of source inside ERROR nodes, plus one per missing node (descends only where errors are)."""
+    total, stack = 0, [root]
+    while stack:
+        n = stack.pop()
+        if n.type == "ERROR":
+            total += max(1, n.end_byte - n.start_byte)
+        elif n.is_missing:
+            total += 1
+        elif n.has_error:
+            stack.extend(n.children)
+    return total
 
 
 def _first_error_line(node: Node) -> int:
