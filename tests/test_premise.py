@@ -157,6 +157,11 @@ def test_a_premise_stated_in_passing_is_read_and_an_aspect_is_no_parameter(resol
     # the verb is no subject ("Client stop inheriting": there is a function `stop`), nor a parameter ("take a args",
     # "let me pass args"), nor is an adjective ("a bad args")
     assert flagged("Could Client stop inheriting from BaseClient?", resolve) == []
+    # but a lower-case class written as code is a subject (`formatter`, `partial`): the grammar's name group holds
+    # the name without its backticks, so the check reads the character before it
+    bases = lambda q: [(p.kind, p.subject, p.value) for p in extract(q) if p.kind == "base"]  # noqa: E731
+    assert bases("Why does `formatter` inherit from `Buffer`?") == [("base", "formatter", "Buffer")]
+    assert bases("Why does formatter inherit from Buffer?") == []
     assert flagged("Why does `stop` take a args argument?", resolve) == []
     assert flagged("Does `stop` let me pass args?", resolve) == []
     assert flagged("What breaks if `stop` gets a bad args?", resolve) == []

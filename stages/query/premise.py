@@ -294,7 +294,7 @@ def extract(question: str) -> list[Premise]:
                 subject = _clean(g.get("S") or "")
                 if not _plausible_subject(subject):
                     continue
-                if kind == "base" and re.fullmatch(r"[a-z]+", subject) and not (g.get("S") or "").startswith("`"):
+                if kind == "base" and re.fullmatch(r"[a-z]+", subject) and not _quoted(question, m.start("S")):
                     continue  # "Could ColorSystem stop inheriting from IntEnum": a class is named as code, `stop` is the verb
                 if _noun_after_cue(g.get("S") or "", question[: m.start("S")]):
                     continue
@@ -330,6 +330,11 @@ def extract(question: str) -> list[Premise]:
     return _dedupe([p for i, p in enumerate(found) if i not in dropped])
 
 
+def _quoted(question: str, start: int) -> bool:
+    """The name at `start` is written in backticks or quotes (the grammar's name groups leave them out)."""
+    return question[start - 1 : start] in ("`", "'", '"')
+
+
 # words that, right before a plain lower-case word, modify a noun: "an asynchronous result", "the property value",
 # "a function call", "a native module's definition" are English, not premises about `result`, `value` or `definition`
 _NOUN_MODIFIERS = frozenset("async asynchronous sync synchronous blocking coroutine awaitable property static abstract cached "
@@ -357,7 +362,7 @@ def _english_word_use(raw_subject: str, question: str, start: int, end: int, mat
     prompt with hidden input"), the first half of a compound noun ("a long option on the command line"), or the
     verb of a clause whose subject comes before it ("How does Click convert the value of a UUID parameter"). A name
     in quotes or backticks is code."""
-    if not re.fullmatch(r"[a-z]+", raw_subject) or question[start - 1 : start] in ("`", "'", '"'):
+    if not re.fullmatch(r"[a-z]+", raw_subject) or _quoted(question, start):
         return False
     before = question[:start].split()
     if before and before[-1].lower() in ("a", "an"):
