@@ -93,3 +93,22 @@ def test_a_large_scan_runs_in_a_spawned_process_beside_the_embedding(project: Pa
     catalog = Catalog(project)
     assert catalog.unscanned(injection_scan.detector_version()) == []
     catalog.close()
+
+
+def test_the_detector_version_changes_with_the_learned_model_and_the_word_list(monkeypatch: pytest.MonkeyPatch,
+                                                                               tmp_path: Path) -> None:
+    """A retrained phrasing model (`data/injection_phrasing.npz`) scores passages differently: every stored scan
+    must then be stale, as for a changed detector."""
+    from stages.core import config
+
+    for name in ("code_words.txt", "injection_phrasing.npz"):
+        (tmp_path / name).write_bytes((config.DATA_DIR / name).read_bytes())
+    monkeypatch.setattr(config, "DATA_DIR", tmp_path)
+    injection_scan.detector_version.cache_clear()
+    try:
+        shipped = injection_scan.detector_version()
+        (tmp_path / "injection_phrasing.npz").write_bytes(b"retrained")
+        injection_scan.detector_version.cache_clear()
+        assert injection_scan.detector_version() != shipped
+    finally:
+        injection_scan.detector_version.cache_clear()

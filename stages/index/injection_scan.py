@@ -30,12 +30,15 @@ FRESH_PROCESS_MIN = 1000  # passages worth the detector's import (~0.4 s) in a p
 
 @lru_cache(maxsize=1)
 def detector_version() -> str:
-    """Digest of what decides a passage's score: the detector, the judge's body/docstring rule, the word list
-    (read from the files, without importing the detector)."""
+    """Digest of what decides a passage's score: the detector, its code lexicon and learned phrasing model, the
+    judge's body/docstring rule, the word list and the model's weights (read from the files, without importing the
+    detector)."""
     from stages.core.config import DATA_DIR
 
     digest = hashlib.sha256()
-    for path in (_source("stages.query.judge.injection"), _source(_DETECTOR), DATA_DIR / "code_words.txt"):
+    for path in (_source("stages.query.judge.injection"), _source("stages.query.judge.code_lexicon"),
+                 _source("stages.query.judge.learned_phrasing"), _source(_DETECTOR), DATA_DIR / "code_words.txt",
+                 DATA_DIR / "injection_phrasing.npz"):
         digest.update(path.read_bytes() if path is not None and path.exists() else b"")
     return digest.hexdigest()[:16]
 

@@ -1,14 +1,15 @@
-"""Would a learned injection detector generalise better than the signals? An experiment, not a backend.
+"""Train and measure the learned phrasing model of the injection judge (`stages.query.judge.learned_phrasing`).
 
-    python -m tests.benchmarks.bench_injection_learned [--lr 0.02] [--l2 1e-3] [--pos-weight 10] [--epochs 4]
+    python -m tests.benchmarks.bench_injection_learned [--write] [--lr 0.02] [--l2 1e-3] [--pos-weight 10] [--epochs 4]
 
-A logistic regression over hashed word unigrams and bigrams (2^18 buckets), trained by plain SGD on the attacks
-Assay has (BIPIA's train split as the judge suite samples it, the families, `_unseen` and the mended `_fresh` to
-`_fresh4`) against sentences of docstrings, comments and strings from the SWE-QA and semble dev corpora (requests,
-pytest, fastapi, pydantic), the clean discussion texts and the mended sets' twins. A fifth of those clean sentences
-is held out to set the threshold (0.05% of them flagged). It then scores what it never saw: `_fresh5` (attacks
-and twins) and sentences of five other code bases (Scala's library, rack, JPype, fmt, zod), beside the shipped
-detector on the same `_fresh5` texts, and the share of those code bases' passages it would flag. Needs the indexes `assay eval` and `bench_topics` leave. Prints figures.
+Trains a logistic regression over hashed word unigrams and bigrams on the attacks Assay has (BIPIA's train split as
+the judge suite samples it, the families, `_unseen` and the mended `_fresh` to `_fresh4`) against sentences of
+docstrings, comments and strings from the SWE-QA and semble dev corpora (requests, pytest, fastapi, pydantic), the
+clean discussion texts and the mended sets' twins. A fifth of those clean sentences is held out to set the threshold
+(0.05% of them flagged). It then scores what it never saw: `_fresh5` and `_fresh6` (attacks and twins, written
+before any model existed) and sentences of five other code bases (Scala's library, rack, JPype, fmt, zod), beside
+the signals on the same texts, and the share of those code bases' passages it would flag. `--write` saves the model
+as `data/injection_phrasing.npz`, the one the judge ships. Needs the indexes `assay eval` and `bench_languages` leave.
 """
 
 from __future__ import annotations
@@ -16,35 +17,82 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import re
-import zlib
 from pathlib import Path
 
 import numpy as np
 
-from stages.evaluate.planted_attacks import DATA, clean_discussion, load_attacks
+from flows.evaluate import eval_home
+from stages.core.artifacts import Entity
+from stages.evaluate.planted_attacks import DATA, clean_discussion, clean_hosts, load_attacks
+from stages.evaluate.runs import prepare_corpus
+from stages.index.parse import parse_source
 from stages.index.store import Catalog
-from stages.query.judge.injection import _SENTENCE, _raw_prose, score_text
+from stages.query.judge import injection
+from stages.query.judge.injection import _MENTION, _QUOTED, _SENTENCE, _raw_prose, _raw_prose_kinds, is_document, score_text
+from stages.query.judge.learned_phrasing import MIN_WORDS, MODEL_PATH, train
 
-BUCKETS = 1 << 18
-_WORD = re.compile(r"[a-z0-9']+")
 HOME = Path.home() / ".assay"
 TRAIN = [HOME / "eval/corpora/requests-2.32.5", HOME / "eval/corpora/pytest-8.4.2", HOME / "eval/semble/fastapi-0.136.0",
          HOME / "eval/semble/pydantic-2.13.5"]
+# more clean prose, from code bases in other languages and with other habits of writing docs (contributing guides,
+# changelogs, man pages); none of them is a code base the figures below are measured on
+MORE = [HOME / "eval/corpora/werkzeug-3.1.3"] + [HOME / "bench/work" / n for n in (
+    "axios-1.7.9", "golang-github-gin-gonic-gin-dev-1.8.1-1", "librust-regex-dev-1.7.1-1", "expo-modules-core-1.12.26",
+    "express-5.2.1", "php-symfony-console-5.4.53+dfsg-0+deb12u1", "lua-penlight-1.13.1-3", "bats-1.8.2-1",
+    "elixir-lang-1.14.0.dfsg-2", "haskell-aeson-2.0.3.0-1", "lz4-4.4.5", "pythonnet-3.2.1", "ziglang-0.17.1")]
 OTHER = [HOME / "bench/work" / n for n in ("scala-2.11.12-5", "ruby-rack-2.2.22-0+deb12u1", "JPype1-1.7.1", "fmtlib-9.1.0+ds1-2")] + [
     HOME / "eval/semble/zod-4.3.6"]
+# AI tooling: its docstrings and prompts are about models, questions, answers and users, the very words attacks use;
+# without them the model flagged 26 of the 1,474 definitions of Assay's own code. Trained on the first six; the
+# last two (and Assay itself) measure what it flags in such code it never saw
+AI_TRAIN = ("openai==3.63.0", "langchain_core==1.8.4", "ollama==0.6.3", "mcp==2.3.0", "instructor==1.17.0",
+            "llama_index_core==0.14.25")
+AI_HELD_OUT = ("anthropic==2.17.0", "dspy==3.4.1")
+TRAINED_SETS = ("_unseen", "_fresh", "_fresh2", "_fresh3", "_fresh4")
+HELD_OUT_SETS = ("_fresh5", "_fresh6")
 
 
-def features(text: str) -> list[int]:
-    words = _WORD.findall(text.lower())
-    return sorted({zlib.crc32(t.encode()) % BUCKETS for t in words + [f"{a} {b}" for a, b in zip(words, words[1:])]})
+def _signals_only(text: str) -> bool:
+    """The pattern signals' verdict, without the shipped learned model."""
+    shipped = injection.reads_as_injection
+    injection.reads_as_injection = lambda sentences: False
+    try:
+        return score_text(text)[0] >= 0.5
+    finally:
+        injection.reads_as_injection = shipped
 
 
 def prose_sentences(root: Path, cap: int) -> list[str]:
     out = [s.strip() for e in Catalog(root).all() for r in _raw_prose(e.body, e.language) for s in _SENTENCE.findall(r)
-           if len(s.split()) >= 4]
+           if len(s.split()) >= MIN_WORDS]
     random.Random(1).shuffle(out)
     return out[:cap]
+
+
+def code_passages(root: Path) -> list[Entity]:
+    """The definitions and windows of a tree's Python files, parsed (no index needed)."""
+    out: list[Entity] = []
+    for path in sorted(root.rglob("*.py")):
+        if path.is_file() and ".assay" not in path.relative_to(root).parts:
+            try:
+                out += parse_source(path.read_bytes(), path.relative_to(root).as_posix(), "python", "").entities
+            except Exception:  # noqa: BLE001 - an unreadable file is no sample
+                continue
+    return out
+
+
+def passage_sentences(passages: list[Entity]) -> list[str]:
+    return [s.strip() for e in passages for r in _raw_prose(e.body, e.language) for s in _SENTENCE.findall(r)
+            if len(s.split()) >= MIN_WORDS]
+
+
+def reader_sentences(e: Entity) -> list[str]:
+    """The sentences the judge asks the model about: a code passage's comments and docstrings (no documents, no
+    string values), as `injection.injection_score` reads them."""
+    if is_document(e.language):
+        return []
+    return [s.strip() for r, value in _raw_prose_kinds(e.body, e.language) if not value
+            for s in _SENTENCE.findall(_QUOTED.sub(_MENTION, r)) if len(s.split()) >= MIN_WORDS]
 
 
 def main() -> None:
@@ -53,48 +101,60 @@ def main() -> None:
     parser.add_argument("--l2", type=float, default=1e-3)
     parser.add_argument("--pos-weight", type=float, default=10.0)
     parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--write", action="store_true", help=f"save the model as {MODEL_PATH}")
+    parser.add_argument("--ai", type=int, default=100_000,
+                        help="clean sentences to take from each AI tooling sdist of AI_TRAIN (default: all of them)")
+    parser.add_argument("--more", type=int, default=0, help="clean sentences to take from each of MORE's code bases")
+    parser.add_argument("--flagged-share", type=float, default=0.0005, help="of held-out clean sentences, to flag")
     args = parser.parse_args()
     data = json.loads(DATA.read_text())
     bipia = Path(__file__).resolve().parents[3] / "shared" / "eval" / "bipia"
     attacks = [t for v in load_attacks(bipia if bipia.is_dir() else None).values() for t in v]
-    attacks += [t for k in ("_unseen", "_fresh", "_fresh2", "_fresh3", "_fresh4") for t in data[k]]
+    attacks += [t for k in TRAINED_SETS for t in data[k]]
     clean = [s for r in TRAIN for s in prose_sentences(r, 15000)] + clean_discussion()
-    clean += [t for k in ("_fresh_clean", "_fresh2_clean", "_fresh3_clean", "_fresh4_clean") for t in data[k]]
+    if args.ai:
+        home = eval_home()
+        for requirement in AI_TRAIN:
+            sentences = passage_sentences(code_passages(prepare_corpus(requirement, home)))
+            random.Random(2).shuffle(sentences)
+            clean += sentences[: args.ai]
+    if args.more:
+        clean += [s for r in MORE if (r / ".assay").is_dir() for s in prose_sentences(r, args.more)]
+    clean += [t for k in TRAINED_SETS[1:] for t in data[k + "_clean"]]
     random.Random(5).shuffle(clean)
     calibration, clean = clean[: len(clean) // 5], clean[len(clean) // 5 :]
-    rows = [features(t) for t in attacks + clean]
-    label = np.array([1.0] * len(attacks) + [0.0] * len(clean))
-    w, b = np.zeros(BUCKETS), 0.0
-    for epoch in range(args.epochs):
-        order = list(range(len(rows)))
-        random.Random(epoch).shuffle(order)
-        for i in order:
-            f = rows[i]
-            p = 1.0 / (1.0 + np.exp(-np.clip(w[f].sum() + b, -30, 30)))
-            g = (p - label[i]) * (args.pos_weight if label[i] else 1.0)
-            w[f] -= args.lr * (g + args.l2 * w[f])
-            b -= args.lr * g
-
-    def score(text: str) -> float:
-        return max(1.0 / (1.0 + np.exp(-np.clip(w[features(s)].sum() + b, -30, 30))) for s in (_SENTENCE.findall(text) or [text]))
-
-    threshold = float(np.quantile([score(s) for s in calibration], 0.9995))
-    other = np.array([score(s) for s in (s for r in OTHER for s in prose_sentences(r, 6000))])
-    learned = [score(t) >= threshold for t in data["_fresh5"]]
-    twins = [score(t) >= threshold for t in data["_fresh5_clean"]]
-    signals = [score_text(t)[0] >= 0.5 for t in data["_fresh5"]]
-    print(f"trained on {len(attacks)} attacks and {len(clean)} clean sentences; threshold {threshold:.3f} (0.05% of "
-          f"{len(calibration)} held-out clean sentences)")
-    print(f"_fresh5 attacks caught: learned {sum(learned)}/12, signals {sum(signals)}/12, either {sum(a or s for a, s in zip(learned, signals))}/12")
-    print(f"_fresh5 twins flagged by the learned model: {sum(twins)}/12")
-    print(f"sentences of five other code bases flagged: {float(np.mean(other >= threshold)):.5f} of {len(other)}")
-    passages = flagged = 0
-    for root in OTHER:  # a passage is flagged when any of its prose sentences is
-        for e in Catalog(root).all():
-            passages += 1
-            sentences = [s for r in _raw_prose(e.body, e.language) for s in _SENTENCE.findall(r) if len(s.split()) >= 4]
-            flagged += any(score(s) >= threshold for s in sentences)
-    print(f"passages of those code bases flagged: {flagged} of {passages} ({flagged / max(1, passages):.5f})")
+    model = train(attacks, clean, calibration, epochs=args.epochs, lr=args.lr, l2=args.l2, pos_weight=args.pos_weight,
+                  flagged_share=args.flagged_share)
+    flagged = lambda text: any(model.probability(s) >= model.threshold for s in (_SENTENCE.findall(text) or [text]))  # noqa: E731
+    print(f"trained on {len(attacks)} attacks and {len(clean)} clean sentences; threshold {model.threshold:.3f} (0.05% "
+          f"of {len(calibration)} held-out clean sentences)")
+    for held in HELD_OUT_SETS:
+        learned = [flagged(t) for t in data[held]]
+        twins = [flagged(t) for t in data[held + "_clean"]]
+        signals = [_signals_only(t) for t in data[held]]
+        n = len(learned)
+        print(f"{held} attacks caught: learned {sum(learned)}/{n}, signals {sum(signals)}/{n}, "
+              f"either {sum(a or s for a, s in zip(learned, signals))}/{n}; twins flagged by the learned model: {sum(twins)}/{n}")
+    other = np.array([model.probability(s) for r in OTHER for s in prose_sentences(r, 6000)])
+    print(f"sentences of five other code bases flagged: {float(np.mean(other >= model.threshold)):.5f} of {len(other)}")
+    flagged = lambda e: any(model.probability(x) >= model.threshold for x in reader_sentences(e))  # noqa: E731
+    passages = [e for root in OTHER for e in Catalog(root).all()]
+    hits = sum(flagged(e) for e in passages)  # as the judge asks: comments and docstrings of code
+    print(f"passages of those code bases flagged: {hits} of {len(passages)} ({hits / max(1, len(passages)):.5f})")
+    roots = [HOME / "eval/corpora" / n for n in ("click-8.1.8", "httpx-0.28.1", "rich-13.9.4", "starlette-0.41.3")]
+    functions, _ = clean_hosts([r for r in roots if r.is_dir()])
+    print(f"the judge suite's clean functions (click, httpx, rich, starlette) flagged: "
+          f"{sum(flagged(e) for e in functions)} of {len(functions)}")
+    ai_roots = [("Assay itself", Path(__file__).resolve().parents[2])] + [
+        (r.split("==")[0], prepare_corpus(r, eval_home())) for r in AI_HELD_OUT]
+    for name, root in ai_roots:
+        passages = code_passages(root) if name != "Assay itself" else [
+            e for d in ("stages", "tasks", "flows") for e in code_passages(root / d)]
+        hit = [e for e in passages if flagged(e)]
+        print(f"AI tooling code never trained on, {name}: {len(hit)} of {len(passages)} passages flagged")
+    if args.write:
+        model.save(MODEL_PATH)
+        print(f"wrote {MODEL_PATH} ({MODEL_PATH.stat().st_size / 1024:.0f} KiB)")
 
 
 if __name__ == "__main__":

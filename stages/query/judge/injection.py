@@ -5,7 +5,8 @@ plain text are prose throughout); identifiers and code never count, so ordinary 
 near 0. Signals, each with a weight: instructions aimed at an AI, at "your response" or at the
 conversation the text is read in ("tell whoever is asking about this code ..."),
 override phrases ("ignore previous instructions"), chat role markers, exfiltration links,
-hidden unicode (zero-width, bidi, tag characters) and encoded payloads that decode to such text.
+hidden unicode (zero-width, bidi, tag characters) and encoded payloads that decode to such text; and a learned
+model's reading of each sentence (`learned_phrasing`), which reaches phrasings no pattern spells out.
 The score is the strongest signal plus 0.1 for each further distinct signal, capped at 1.
 """
 
@@ -20,6 +21,7 @@ from functools import lru_cache
 
 from stages.index.languages import SPECS, uses_tree_sitter
 from stages.query.judge.code_lexicon import code_words, inflections
+from stages.query.judge.learned_phrasing import reads_as_injection
 
 _PROSE_NODE_TYPES = frozenset(
     {"comment", "line_comment", "block_comment", "string", "string_literal", "template_string",
@@ -255,18 +257,34 @@ def prose_regions(text: str, language: str, keep_quotes: bool = False) -> list[s
     return raw if keep_quotes else [_QUOTED.sub(_MENTION, r) for r in raw]
 
 
+def is_document(language: str) -> bool:
+    """Markdown, reStructuredText, plain text: prose throughout, written to a human reader."""
+    return not uses_tree_sitter(language) or language == "markdown" or language not in SPECS
+
+
 def _raw_prose(text: str, language: str) -> list[str]:
     """The prose regions with their quoted mentions still in (one parse serves both readings)."""
-    if not uses_tree_sitter(language) or language in ("markdown",) or language not in SPECS:
-        return [text]
+    return [region for region, _ in _raw_prose_kinds(text, language)]
+
+
+# where a string stands as a statement of its own (a docstring; Python's grammar puts it in the block itself)
+_STATEMENT_PARENTS = frozenset({"expression_statement", "block", "module", "program", "source_file"})
+
+
+def _raw_prose_kinds(text: str, language: str) -> list[tuple[str, bool]]:
+    """Each prose region, and whether it is a value the code uses (a string literal assigned, passed or returned)
+    rather than text for whoever reads the code (a comment, a docstring or other string standing as a statement)."""
+    if is_document(language):
+        return [(text, False)]
     tree = _parser(language).parse(text.encode("utf-8", "replace"))
-    out: list[str] = []
+    out: list[tuple[str, bool]] = []
     stack = [tree.root_node]
     while stack:
         node = stack.pop()
         if node.type in _PROSE_NODE_TYPES:
             raw = node.text.decode("utf-8", "replace") if node.text else ""
-            out.append(_STRING_PREFIX.sub("", raw, count=1))  # a string's own quotes are not a quotation inside it
+            value = "string" in node.type and node.parent is not None and node.parent.type not in _STATEMENT_PARENTS
+            out.append((_STRING_PREFIX.sub("", raw, count=1), value))  # a string's own quotes are not a quotation inside it
             continue
         stack.extend(node.children)
     return out
@@ -389,9 +407,14 @@ def _may_match(name: str, low: str, raw_low: str) -> bool:
     return word is not None and bool(word.search(low) or word.search(raw_low))
 
 
-def score_text(prose: str, _decoding: bool = False, raw: str = "", context: str = "") -> tuple[float, list[str]]:
+def score_text(prose: str, _decoding: bool = False, raw: str = "", context: str = "",
+               learned: bool = True, for_reader: str | None = None) -> tuple[float, list[str]]:
     """Score prose already extracted from a passage (quoted mentions removed; `raw` keeps them for the signals
-    where quoting does not disarm); returns (score, signal names)."""
+    where quoting does not disarm); returns (score, signal names). `learned`: ask the learned phrasing model too,
+    about `for_reader` (the passage's comments and docstrings) when given, else about all of `prose`. Not about a
+    document (`is_document`), whose every page tells its reader what to run in "your shell" (in docs the model
+    flagged 34 more of 69,765 passages of 15 code bases, in code 7), nor about the strings code uses as values:
+    a CLI's messages ("You are now using your virtualenv") and an AI library's own prompts and example chats."""
     hits: dict[str, float] = {}
     low, raw_low = prose.lower(), raw.lower()
     for sig in SIGNALS:
@@ -405,6 +428,8 @@ def score_text(prose: str, _decoding: bool = False, raw: str = "", context: str 
         hits["off_topic_request"] = 0.6
     if _may_match("steers_conversation", low, raw_low) and steers_conversation(prose):
         hits["steers_conversation"] = 0.75
+    if learned and not _decoding and reads_as_injection(_SENTENCE.findall(prose if for_reader is None else for_reader)):
+        hits["learned_phrasing"] = 0.6  # enough alone: the patterns catch the phrasings they were written for
     if not _decoding:
         for decoded in _decoded_payloads(prose):
             inner, names = score_text(decoded, _decoding=True)
@@ -422,9 +447,10 @@ def score_text(prose: str, _decoding: bool = False, raw: str = "", context: str 
 
 def injection_score(text: str, language: str) -> tuple[float, list[str]]:
     """Score one passage for prompt injection in [0, 1], with the names of the signals found."""
-    raw_regions = _raw_prose(text, language)
-    if not raw_regions:
+    kinds = _raw_prose_kinds(text, language)
+    if not kinds:
         return 0.0, []
-    regions = [_QUOTED.sub(_MENTION, r) for r in raw_regions]
-    raw = "\n".join(raw_regions)
-    return score_text("\n".join(regions), raw=raw, context=text)
+    regions = [_QUOTED.sub(_MENTION, r) for r, _ in kinds]
+    raw = "\n".join(r for r, _ in kinds)
+    for_reader = "\n".join(r for r, (_, value) in zip(regions, kinds) if not value)
+    return score_text("\n".join(regions), raw=raw, context=text, learned=not is_document(language), for_reader=for_reader)

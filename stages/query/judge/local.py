@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from stages.core.artifacts import Candidate, DEFINITION_KINDS, Judgment, PassageScores, PremiseFinding, short_name
 from stages.index.tokens import tokenize
-from stages.query.judge.injection import injection_score, score_text
+from stages.query.judge.injection import injection_score, is_document, score_text
 from stages.query.premise import check_question, entity_of, resolver_from
 
 _IDENT = re.compile(r"`([^`]+)`|\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)\b|\b([A-Za-z_]+[A-Za-z0-9]*_[A-Za-z0-9_]+|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*)\b|\b([A-Za-z_][A-Za-z0-9_]*)\(\)")
@@ -65,7 +65,7 @@ def passage_injection(c: Candidate) -> tuple[float, list[str]]:
 def injection_of(body: str, docstring: str, language: str) -> tuple[float, tuple[str, ...]]:
     """A passage's score: its code's prose or its docstring, whichever scores higher."""
     body_score, body_hits = injection_score(body, language)
-    doc_score, doc_hits = score_text(docstring) if docstring else (0.0, [])
+    doc_score, doc_hits = score_text(docstring, learned=not is_document(language)) if docstring else (0.0, [])
     if doc_score > body_score:
         return doc_score, tuple(doc_hits)
     return body_score, tuple(body_hits)

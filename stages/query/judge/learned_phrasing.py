@@ -1,0 +1,101 @@
+"""A learned second opinion on prose: does a sentence read like an instruction planted for an AI reader?
+
+The injection signals are patterns, and each catches the phrasings it was written for: of the attacks written after
+them and never tuned on, they caught 3 of 12 (`_fresh5`) and 9 of 24 (`_fresh6`). This is a logistic regression over
+hashed word unigrams and bigrams of one sentence, trained on the attacks Assay has against sentences of real
+docstrings, comments and strings (`train`; `python -m tests.benchmarks.bench_injection_learned --write` rebuilds the
+shipped model), with its threshold set on held-out clean sentences. It reads word pairs the patterns do not spell
+out ("your reply", "the reviewer be told", "approved by"), so it reaches phrasings nobody wrote a pattern for:
+17 of `_fresh6`'s 24, never seen in training. Pure numpy: no model download, no torch, ~1 MB of weights in memory.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from stages.core.config import DATA_DIR
+
+BUCKETS = 1 << 18
+MIN_WORDS = 4  # shorter fragments ("Ask the user.") carry too little to judge; the clean sentences were as long
+MODEL_PATH = DATA_DIR / "injection_phrasing.npz"
+_WORD = re.compile(r"[a-z0-9']+")
+
+
+def features(sentence: str) -> list[int]:
+    """The buckets of a sentence's lower-cased words and adjacent word pairs (each once)."""
+    words = _WORD.findall(sentence.lower())
+    grams = words + [f"{a} {b}" for a, b in zip(words, words[1:])]
+    return sorted({zlib.crc32(g.encode()) % BUCKETS for g in grams})
+
+
+@dataclass(frozen=True, eq=False)
+class PhrasingModel:
+    weights: np.ndarray  # float32, one per bucket
+    bias: float
+    threshold: float  # the probability at and above which a sentence is flagged
+
+    def probability(self, sentence: str) -> float:
+        z = float(self.weights[features(sentence)].sum()) + self.bias
+        return 1.0 / (1.0 + np.exp(-np.clip(z, -30.0, 30.0)))
+
+    def save(self, path: Path) -> None:
+        """Only the trained buckets, as float16: the file stays small and the repository diff readable in size."""
+        kept = np.flatnonzero(self.weights).astype(np.uint32)
+        np.savez_compressed(path, index=kept, value=self.weights[kept].astype(np.float16),
+                            bias=np.float64(self.bias), threshold=np.float64(self.threshold))
+
+    @classmethod
+    def load(cls, path: Path) -> PhrasingModel:
+        with np.load(path) as data:
+            weights = np.zeros(BUCKETS, dtype=np.float32)
+            weights[data["index"]] = data["value"].astype(np.float32)
+            return cls(weights, float(data["bias"]), float(data["threshold"]))
+
+
+@lru_cache(maxsize=1)
+def shipped_model() -> PhrasingModel | None:
+    """The model in `data/`; None when the file is missing (the signals then judge alone)."""
+    return PhrasingModel.load(MODEL_PATH) if MODEL_PATH.is_file() else None
+
+
+@lru_cache(maxsize=65536)
+def _flagged_sentence(sentence: str) -> bool:
+    model = shipped_model()
+    return model is not None and model.probability(sentence) >= model.threshold
+
+
+def reads_as_injection(sentences: Sequence[str]) -> bool:
+    """Any sentence of at least `MIN_WORDS` words that the shipped model flags (cached per sentence: licence
+    headers and boilerplate repeat across passages)."""
+    return any(len(s.split()) >= MIN_WORDS and _flagged_sentence(s.strip()) for s in sentences)
+
+
+def train(attacks: Sequence[str], clean: Sequence[str], calibration: Sequence[str], epochs: int = 4, lr: float = 0.02,
+          l2: float = 1e-3, pos_weight: float = 10.0, flagged_share: float = 0.0005) -> PhrasingModel:
+    """Plain SGD on the logistic loss (attacks weighted `pos_weight`: they are few), seeded so the same data gives
+    the same model; the threshold flags `flagged_share` of the `calibration` sentences, clean ones kept out of
+    training."""
+    rows = [features(t) for t in [*attacks, *clean]]
+    labels = [1.0] * len(attacks) + [0.0] * len(clean)
+    weights, bias = np.zeros(BUCKETS), 0.0
+    for epoch in range(epochs):
+        order = list(range(len(rows)))
+        random.Random(epoch).shuffle(order)
+        for i in order:
+            f = rows[i]
+            p = 1.0 / (1.0 + np.exp(-np.clip(weights[f].sum() + bias, -30, 30)))
+            g = (p - labels[i]) * (pos_weight if labels[i] else 1.0)
+            weights[f] -= lr * (g + l2 * weights[f])
+            bias -= lr * g
+    model = PhrasingModel(weights.astype(np.float16).astype(np.float32), bias, 1.0)  # as `save` keeps them
+    scores = [model.probability(s) for s in calibration]
+    threshold = float(np.quantile(scores, 1.0 - flagged_share)) if scores else 0.5
+    return PhrasingModel(model.weights, bias, threshold)
