@@ -239,3 +239,20 @@ def test_every_gate_word_opens_its_signal(name: str) -> None:
         assert len(words) == 1 or (not words and inj._WORD_GATES[name].search(low)), (probe, words)
         opened.update(words)
     assert opened == set(inj._GATES[name])
+
+
+def test_an_imperative_docstring_that_names_its_definitions_action_is_its_summary() -> None:
+    """Found on the anthropic SDK, a held-out AI library: generated API clients document each operation in the
+    imperative ("List federation rules in your organization." atop `def list`), and `off_topic_request` read 207 of
+    its 28,529 passages as requests to the reader. The opening verb is a word of the name defined there; under
+    another name the same sentence is still a request. The judge scores a docstring with its code as context."""
+    from stages.query.judge.local import injection_of
+
+    doc = "List federation rules in your organization."
+    for name in ("list", "list_federation_rules", "listRules"):
+        body = f'def {name}(self, org):\n    """{doc}"""\n    return self._get(org)\n'
+        assert injection_score(body, "python") == (0.0, []), name
+        assert injection_of(body, doc, "python") == (0.0, ()), name
+    handler = f'def handler(self, org):\n    """{doc}"""\n    return self._get(org)\n'
+    assert injection_score(handler, "python")[1] == ["off_topic_request"]
+    assert injection_of(handler, doc, "python")[1] == ("off_topic_request",)

@@ -340,6 +340,8 @@ def off_topic_request(prose: str, context: str = "") -> bool:
         opener = _FIRST_WORD.match(sentence)
         if opener is None or opener.group(1).lower() not in _TASK_OPENERS:
             continue
+        if opener.group(1).lower() in _defined_words(context):
+            continue  # "List workspaces in your organization." atop `def list(...)`: the definition's own summary
         if not _TASK_START.match(sentence) or re.search(r"[_`()\[\]{}=<>/\\]|[a-z][A-Z]|\.\w", sentence):
             continue
         first = re.search(r"[A-Za-z]", sentence)
@@ -363,6 +365,18 @@ def off_topic_request(prose: str, context: str = "") -> bool:
         if len(foreign) >= 2 and len(foreign) / len(words) >= 0.3 or (foreign and short_request):
             return True
     return False
+
+
+_DEFINITION = re.compile(r"\b(?:def|function|fn|func|fun|sub)\s+([A-Za-z_$][\w$]*)")
+_NAME_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+
+
+@lru_cache(maxsize=4096)
+def _defined_words(context: str) -> frozenset[str]:
+    """The words of the names a passage defines (`def list_members` -> list, members): an imperative docstring
+    ("List members of a group.") says what its definition does; it asks the reader nothing (generated API clients
+    document every operation so: 207 of the anthropic SDK's 28,529 passages were flagged for it)."""
+    return frozenset(w.lower() for name in _DEFINITION.findall(context) for w in _NAME_PART.findall(name))
 
 
 _LITERAL_SIGNALS = frozenset({"tool_bait", "exfiltration"})

@@ -65,7 +65,8 @@ def passage_injection(c: Candidate) -> tuple[float, list[str]]:
 def injection_of(body: str, docstring: str, language: str) -> tuple[float, tuple[str, ...]]:
     """A passage's score: its code's prose or its docstring, whichever scores higher."""
     body_score, body_hits = injection_score(body, language)
-    doc_score, doc_hits = score_text(docstring, learned=not is_document(language)) if docstring else (0.0, [])
+    doc_score, doc_hits = (score_text(docstring, context=body, learned=not is_document(language)) if docstring
+                           else (0.0, []))  # the code it documents is its context, as for the body's prose
     if doc_score > body_score:
         return doc_score, tuple(doc_hits)
     return body_score, tuple(body_hits)
