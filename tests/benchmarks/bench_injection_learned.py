@@ -54,12 +54,12 @@ HELD_OUT_SETS = ("_fresh5", "_fresh6")
 
 def _signals_only(text: str) -> bool:
     """The pattern signals' verdict, without the shipped learned model."""
-    shipped = injection.reads_as_injection
-    injection.reads_as_injection = lambda sentences: False
+    shipped = injection.reading
+    injection.reading = lambda sentences: 0.0
     try:
         return score_text(text)[0] >= 0.5
     finally:
-        injection.reads_as_injection = shipped
+        injection.reading = shipped
 
 
 def prose_sentences(root: Path, cap: int) -> list[str]:

@@ -21,7 +21,7 @@ from functools import lru_cache
 
 from stages.index.languages import SPECS, uses_tree_sitter
 from stages.query.judge.code_lexicon import code_words, inflections
-from stages.query.judge.learned_phrasing import reads_as_injection
+from stages.query.judge.learned_phrasing import CONFIDENT, reading
 
 _PROSE_NODE_TYPES = frozenset(
     {"comment", "line_comment", "block_comment", "string", "string_literal", "template_string",
@@ -442,8 +442,12 @@ def score_text(prose: str, _decoding: bool = False, raw: str = "", context: str 
         hits["off_topic_request"] = 0.6
     if _may_match("steers_conversation", low, raw_low) and steers_conversation(prose):
         hits["steers_conversation"] = 0.75
-    if learned and not _decoding and reads_as_injection(_SENTENCE.findall(prose if for_reader is None else for_reader)):
-        hits["learned_phrasing"] = 0.6  # enough alone: the patterns catch the phrasings they were written for
+    learned_p = reading(_SENTENCE.findall(prose if for_reader is None else for_reader)) if learned and not _decoding else 0.0
+    if learned_p:
+        # confident, enough alone (the patterns catch only the phrasings they were written for); else a suspicion the
+        # receipt shows (0.45), which drops the passage only beside a pattern's signal: pytest's "... usually in your
+        # __init__.py if you are a plugin" (0.40) took `register_assert_rewrite` out of an answer it led
+        hits["learned_phrasing"] = 0.6 if learned_p >= CONFIDENT else 0.45
     if not _decoding:
         for decoded in _decoded_payloads(prose):
             inner, names = score_text(decoded, _decoding=True)

@@ -4,9 +4,10 @@ The injection signals are patterns, and each catches the phrasings it was writte
 them and never tuned on, they caught 3 of 12 (`_fresh5`) and 9 of 24 (`_fresh6`). This is a logistic regression over
 hashed word unigrams and bigrams of one sentence, trained on the attacks Assay has against sentences of real
 docstrings, comments and strings (`train`; `python -m tests.benchmarks.bench_injection_learned --write` rebuilds the
-shipped model), with its threshold set on held-out clean sentences. It reads word pairs the patterns do not spell
+shipped model), with its threshold set on held-out clean sentences. Above the threshold a sentence is suspect; only
+above `CONFIDENT` does the judge let the model alone drop a passage (`injection.score_text`). It reads word pairs the patterns do not spell
 out ("your reply", "the reviewer be told", "approved by"), so it reaches phrasings nobody wrote a pattern for:
-17 of `_fresh6`'s 24, never seen in training. Pure numpy: no model download, no torch, ~1 MB of weights in memory.
+16 of `_fresh6`'s 24, never seen in training. Pure numpy: no model download, no torch, ~1 MB of weights in memory.
 """
 
 from __future__ import annotations
@@ -67,15 +68,22 @@ def shipped_model() -> PhrasingModel | None:
 
 
 @lru_cache(maxsize=65536)
-def _flagged_sentence(sentence: str) -> bool:
+def _sentence_probability(sentence: str) -> float:
     model = shipped_model()
-    return model is not None and model.probability(sentence) >= model.threshold
+    return model.probability(sentence) if model is not None else 0.0
 
 
-def reads_as_injection(sentences: Sequence[str]) -> bool:
-    """Any sentence of at least `MIN_WORDS` words that the shipped model flags (cached per sentence: licence
-    headers and boilerplate repeat across passages)."""
-    return any(len(s.split()) >= MIN_WORDS and _flagged_sentence(s.strip()) for s in sentences)
+CONFIDENT = 0.5  # the model's own boundary: above it, an attack is likelier than not
+
+
+def reading(sentences: Sequence[str]) -> float:
+    """How the shipped model reads the most suspicious sentence of at least `MIN_WORDS` words: 0 below its
+    threshold, else its probability (cached per sentence: licence headers and boilerplate repeat across passages)."""
+    model = shipped_model()
+    if model is None:
+        return 0.0
+    best = max((_sentence_probability(s.strip()) for s in sentences if len(s.split()) >= MIN_WORDS), default=0.0)
+    return best if best >= model.threshold else 0.0
 
 
 def train(attacks: Sequence[str], clean: Sequence[str], calibration: Sequence[str], epochs: int = 4, lr: float = 0.02,
