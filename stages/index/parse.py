@@ -43,9 +43,9 @@ from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec
 # misnamed grammar key had left out, and C#'s `this.f()` and `new T()`; 26: Python docstrings have their markup
 # reduced too, and a doc that opens with an admonition has its summary first; 27: a comment that only instructs a
 # tool, such as `// @__NO_SIDE_EFFECTS__` or `// eslint-disable-next-line`, is no part of a definition's doc;
-# 28-30: trials not kept; 31: a container carries its members' doc summaries for the dense model; 32: C, C++,
-# Objective-C and C# files are parsed again with their `#if` lines blanked when that leaves less in errors, and a
-# C++ name's owners are split at `::` outside template arguments).
+# 28-30: trials not kept; 31: a container carries its members' doc summaries for the dense model; 32: a C# file
+# with syntax errors is parsed again with each `#if`'s first branch taken (a C, C++ or Objective-C file too, when that
+# parse is clean), and a C++ name's owners are split at `::` outside template arguments).
 PARSER_VERSION = 32
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})

@@ -426,9 +426,9 @@ def score_text(prose: str, _decoding: bool = False, raw: str = "", context: str 
     """Score prose already extracted from a passage (quoted mentions removed; `raw` keeps them for the signals
     where quoting does not disarm); returns (score, signal names). `learned`: ask the learned phrasing model too,
     about `for_reader` (the passage's comments and docstrings) when given, else about all of `prose`. Not about a
-    document (`is_document`), whose every page tells its reader what to run in "your shell" (in docs the model
-    flagged 34 more of 69,765 passages of 15 code bases, in code 7), nor about the strings code uses as values:
-    a CLI's messages ("You are now using your virtualenv") and an AI library's own prompts and example chats."""
+    document (`is_document`), whose every page tells its reader what to run in "your shell" (asked there, the first
+    model flagged 34 more of 69,765 passages of 15 code bases, nearly all guides), nor about the strings code uses
+    as values: a CLI's messages ("You are now using your virtualenv"), an AI library's prompts and example chats."""
     hits: dict[str, float] = {}
     low, raw_low = prose.lower(), raw.lower()
     for sig in SIGNALS:
@@ -442,7 +442,8 @@ def score_text(prose: str, _decoding: bool = False, raw: str = "", context: str 
         hits["off_topic_request"] = 0.6
     if _may_match("steers_conversation", low, raw_low) and steers_conversation(prose):
         hits["steers_conversation"] = 0.75
-    learned_p = reading(_SENTENCE.findall(prose if for_reader is None else for_reader)) if learned and not _decoding else 0.0
+    asked = prose if for_reader is None else for_reader
+    learned_p = reading(_SENTENCE.findall(asked)) if learned and not _decoding else 0.0
     if learned_p:
         # confident, enough alone (the patterns catch only the phrasings they were written for); else a suspicion the
         # receipt shows (0.45), which drops the passage only beside a pattern's signal: pytest's "... usually in your
@@ -471,4 +472,5 @@ def injection_score(text: str, language: str) -> tuple[float, list[str]]:
     regions = [_QUOTED.sub(_MENTION, r) for r, _ in kinds]
     raw = "\n".join(r for r, _ in kinds)
     for_reader = "\n".join(r for r, (_, value) in zip(regions, kinds) if not value)
-    return score_text("\n".join(regions), raw=raw, context=text, learned=not is_document(language), for_reader=for_reader)
+    return score_text("\n".join(regions), raw=raw, context=text, learned=not is_document(language),
+                      for_reader=for_reader)
