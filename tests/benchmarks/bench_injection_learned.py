@@ -1,15 +1,17 @@
 """Train and measure the learned phrasing model of the injection judge (`stages.query.judge.learned_phrasing`).
 
-    python -m tests.benchmarks.bench_injection_learned [--write] [--lr 0.02] [--l2 1e-3] [--pos-weight 10] [--epochs 4]
+    python -m tests.benchmarks.bench_injection_learned [--write] [--ai N] [--more N] [--flagged-share 0.0005]
 
 Trains a logistic regression over hashed word unigrams and bigrams on the attacks Assay has (BIPIA's train split as
 the judge suite samples it, the families, `_unseen` and the mended `_fresh` to `_fresh4`) against sentences of
-docstrings, comments and strings from the SWE-QA and semble dev corpora (requests, pytest, fastapi, pydantic), the
-clean discussion texts and the mended sets' twins. A fifth of those clean sentences is held out to set the threshold
-(0.05% of them flagged). It then scores what it never saw: `_fresh5` and `_fresh6` (attacks and twins, written
-before any model existed) and sentences of five other code bases (Scala's library, rack, JPype, fmt, zod), beside
-the signals on the same texts, and the share of those code bases' passages it would flag. `--write` saves the model
-as `data/injection_phrasing.npz`, the one the judge ships. Needs the indexes `assay eval` and `bench_languages` leave.
+docstrings, comments and strings from the SWE-QA and semble dev corpora (requests, pytest, fastapi, pydantic), six
+AI libraries' Python (AI_TRAIN, PyPI sdists fetched once), the clean discussion texts and the mended sets' twins. A
+fifth of those clean sentences is held out to set the threshold (0.05% of them flagged). It then scores what it never
+saw: `_fresh5` and `_fresh6` (attacks and twins, written before any model existed), sentences and passages of five
+other code bases (Scala's library, rack, JPype, fmt, zod), the judge suite's clean functions, and the code of two
+AI libraries and of Assay itself, beside the patterns on the same attacks. Passages are read as the judge asks the
+model: comments and docstrings of code. `--write` saves the model as `data/injection_phrasing.npz`, the one the
+judge ships (the defaults rebuild it byte for byte). Needs the indexes `assay eval` and `bench_languages` leave.
 """
 
 from __future__ import annotations
