@@ -93,7 +93,7 @@ def reader_sentences(e: Entity) -> list[str]:
     string values), as `injection.injection_score` reads them."""
     if is_document(e.language):
         return []
-    return [s.strip() for r, value in _raw_prose_kinds(e.body, e.language) if not value
+    return [s.strip() for r, value, _ in _raw_prose_kinds(e.body, e.language) if not value
             for s in _SENTENCE.findall(_QUOTED.sub(_MENTION, r)) if len(s.split()) >= MIN_WORDS]
 
 

@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from tree_sitter import Node
+
 from stages.index.languages import SPECS, uses_tree_sitter
 from stages.query.judge.code_lexicon import code_words, inflections
 from stages.query.judge.learned_phrasing import CONFIDENT, reading
@@ -264,30 +266,48 @@ def is_document(language: str) -> bool:
 
 def _raw_prose(text: str, language: str) -> list[str]:
     """The prose regions with their quoted mentions still in (one parse serves both readings)."""
-    return [region for region, _ in _raw_prose_kinds(text, language)]
+    return [region for region, _, _ in _raw_prose_kinds(text, language)]
 
 
 # where a string stands as a statement of its own (a docstring; Python's grammar puts it in the block itself)
 _STATEMENT_PARENTS = frozenset({"expression_statement", "block", "module", "program", "source_file"})
 
 
-def _raw_prose_kinds(text: str, language: str) -> list[tuple[str, bool]]:
-    """Each prose region, and whether it is a value the code uses (a string literal assigned, passed or returned)
-    rather than text for whoever reads the code (a comment, a docstring or other string standing as a statement)."""
+def _raw_prose_kinds(text: str, language: str) -> list[tuple[str, bool, bool]]:
+    """Each prose region; whether it is a value the code uses (a string literal assigned, passed or returned)
+    rather than text for whoever reads the code (a comment, a docstring or other string standing as a statement);
+    and whether it is the content of a chat message the code builds (`_chat_content`)."""
     if is_document(language):
-        return [(text, False)]
+        return [(text, False, False)]
     tree = _parser(language).parse(text.encode("utf-8", "replace"))
-    out: list[tuple[str, bool]] = []
+    out: list[tuple[str, bool, bool]] = []
     stack = [tree.root_node]
     while stack:
         node = stack.pop()
         if node.type in _PROSE_NODE_TYPES:
             raw = node.text.decode("utf-8", "replace") if node.text else ""
             value = "string" in node.type and node.parent is not None and node.parent.type not in _STATEMENT_PARENTS
-            out.append((_STRING_PREFIX.sub("", raw, count=1), value))  # a string's own quotes are not a quotation inside it
+            # a string's own quotes are not a quotation inside it
+            out.append((_STRING_PREFIX.sub("", raw, count=1), value, value and _chat_content(node)))
             continue
         stack.extend(node.children)
     return out
+
+
+def _key(node: Node | None) -> str:
+    return (node.text or b"").decode("utf-8", "replace").strip("\"'` ").lower() if node is not None else ""
+
+
+def _chat_content(node: Node) -> bool:
+    """The string is the content of a chat message the code sends to its own model: `{"role": "user", "content":
+    "..."}` (Python, JS, TS) or `Message(role="user", content="...")`. An AI library's examples and tests are full
+    of them ("Write a haiku about ...", "Tell me a joke"): requests, but to that model, not to whoever reads the code."""
+    field = node.parent
+    if field is None or field.parent is None or field.type not in ("pair", "keyword_argument"):
+        return False
+    label = "key" if field.type == "pair" else "name"
+    others = {_key(c.child_by_field_name(label)) for c in field.parent.named_children if c.type == field.type and c != field}
+    return _key(field.child_by_field_name(label)) in ("content", "text") and "role" in others
 
 
 def _printable(decoded: str) -> bool:
@@ -380,6 +400,7 @@ def _defined_words(context: str) -> frozenset[str]:
 
 
 _LITERAL_SIGNALS = frozenset({"tool_bait", "exfiltration"})
+_CONVERSATIONAL = frozenset({"role_play", "addresses_ai", "steers_response", "steers_answer", "steers_code", "chat_request"})
 # Words without which a signal's pattern cannot match (checked as substrings of the lower-cased prose first).
 _GATES: dict[str, tuple[str, ...]] = {
     "override": ("ignore", "disregard", "forget", "override", "bypass", "suspended", "lifted", "disabled", "removed", "void",
@@ -422,25 +443,30 @@ def _may_match(name: str, low: str, raw_low: str) -> bool:
 
 
 def score_text(prose: str, _decoding: bool = False, raw: str = "", context: str = "",
-               learned: bool = True, for_reader: str | None = None) -> tuple[float, list[str]]:
+               learned: bool = True, for_reader: str | None = None, conversational: bool = True,
+               ) -> tuple[float, list[str]]:
     """Score prose already extracted from a passage (quoted mentions removed; `raw` keeps them for the signals
     where quoting does not disarm); returns (score, signal names). `learned`: ask the learned phrasing model too,
     about `for_reader` (the passage's comments and docstrings) when given, else about all of `prose`. Not about a
     document (`is_document`), whose every page tells its reader what to run in "your shell" (asked there, the first
     model flagged 34 more of 69,765 passages of 15 code bases, nearly all guides), nor about the strings code uses
-    as values: a CLI's messages ("You are now using your virtualenv"), an AI library's prompts and example chats."""
+    as values: a CLI's messages ("You are now using your virtualenv"), an AI library's prompts and example chats.
+    `conversational=False` (a chat message's content): only the signals no ordinary chat says (overrides, role
+    markers, exfiltration, tool bait, hidden or encoded text), not requests, role play or words to an AI."""
     hits: dict[str, float] = {}
     low, raw_low = prose.lower(), raw.lower()
     for sig in SIGNALS:
+        if not conversational and sig.name in _CONVERSATIONAL:
+            continue
         if not _may_match(sig.name, low, raw_low):
             continue
         if sig.pattern.search(prose) or (raw and sig.name in _LITERAL_SIGNALS and sig.pattern.search(raw)):
             hits[sig.name] = sig.weight
     if _HIDDEN.search(prose):
         hits["hidden_unicode"] = 0.7
-    if off_topic_request(prose, context):
+    if conversational and off_topic_request(prose, context):
         hits["off_topic_request"] = 0.6
-    if _may_match("steers_conversation", low, raw_low) and steers_conversation(prose):
+    if conversational and _may_match("steers_conversation", low, raw_low) and steers_conversation(prose):
         hits["steers_conversation"] = 0.75
     asked = prose if for_reader is None else for_reader
     learned_p = reading(_SENTENCE.findall(asked)) if learned and not _decoding else 0.0
@@ -469,8 +495,12 @@ def injection_score(text: str, language: str) -> tuple[float, list[str]]:
     kinds = _raw_prose_kinds(text, language)
     if not kinds:
         return 0.0, []
-    regions = [_QUOTED.sub(_MENTION, r) for r, _ in kinds]
-    raw = "\n".join(r for r, _ in kinds)
-    for_reader = "\n".join(r for r, (_, value) in zip(regions, kinds) if not value)
-    return score_text("\n".join(regions), raw=raw, context=text, learned=not is_document(language),
-                      for_reader=for_reader)
+    talk = [(_QUOTED.sub(_MENTION, r), r, value) for r, value, chat in kinds if not chat]
+    score, names = score_text("\n".join(q for q, _, _ in talk), raw="\n".join(r for _, r, _ in talk), context=text,
+                              learned=not is_document(language), for_reader="\n".join(q for q, _, v in talk if not v))
+    chats = [r for r, _, chat in kinds if chat]
+    if chats:  # the code's own chat messages: only what no ordinary chat says
+        inner, found = score_text("\n".join(_QUOTED.sub(_MENTION, r) for r in chats), raw="\n".join(chats),
+                                  context=text, learned=False, conversational=False)
+        score, names = max(score, inner), sorted({*names, *found})
+    return score, names
