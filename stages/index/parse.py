@@ -769,7 +769,8 @@ def _uncovered_windows(ex: _Extractor, path: str, top: list[_Draft], max_lines: 
 
 
 _PREPROCESSED = frozenset({"c", "cpp", "objc"})
-_CONDITIONAL = re.compile(r"^\s*#\s*(?:if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
+_CONDITIONAL_WORDS = "if|ifdef|ifndef|elif|elifdef|elifndef|else|endif"
+_CONDITIONAL = re.compile(rf"^\s*#\s*(?:{_CONDITIONAL_WORDS})\b")
 # a line that only opens or closes a block, or hands back the module table (Lua's `return M`): no code of its own
 _BLOCK_ONLY = re.compile(r"^\s*(?:end|do|begin|else|then|fi|done|esac|return\s+[\w.]+|[{}()\[\];,]+)\s*[;,)]*\s*$")
 
@@ -942,7 +943,7 @@ _LICENCE = re.compile(r"copyright|\(c\)|©|all rights reserved|spdx-license|lice
 
 
 _CONDITIONAL_LANGUAGES = _PREPROCESSED | {"csharp"}
-_DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
+_CONDITIONAL_LINE = re.compile(rf"^[ \t]*#[ \t]*({_CONDITIONAL_WORDS})\b".encode())
 
 
 def _parse_around_conditionals(tree: Tree, source: bytes, language: str) -> Tree:
@@ -973,7 +974,7 @@ def _first_branches(source: bytes) -> bytes:
         if directive:
             kind = directive
         else:
-            m = _DIRECTIVE.match(line)
+            m = _CONDITIONAL_LINE.match(line)
             kind = b"if" if m else b"other" if line.lstrip().startswith(b"#") else b""
             if m is not None:
                 word = m.group(1)

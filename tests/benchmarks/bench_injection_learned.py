@@ -65,8 +65,8 @@ def _signals_only(text: str) -> bool:
 
 
 def prose_sentences(root: Path, cap: int) -> list[str]:
-    out = [s.strip() for e in Catalog(root).all() for r in _raw_prose(e.body, e.language) for s in _SENTENCE.findall(r)
-           if len(s.split()) >= MIN_WORDS]
+    """`cap` sentences of an indexed tree's passages, drawn at random (seeded)."""
+    out = passage_sentences(list(Catalog(root).all()))
     random.Random(1).shuffle(out)
     return out[:cap]
 

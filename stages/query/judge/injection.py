@@ -22,6 +22,7 @@ from functools import lru_cache
 from tree_sitter import Node
 
 from stages.index.languages import SPECS, uses_tree_sitter
+from stages.index.tokens import word_parts
 from stages.query.judge.code_lexicon import code_words, inflections
 from stages.query.judge.learned_phrasing import CONFIDENT, reading
 
@@ -388,7 +389,6 @@ def off_topic_request(prose: str, context: str = "") -> bool:
 
 
 _DEFINITION = re.compile(r"\b(?:def|function|fn|func|fun|sub)\s+([A-Za-z_$][\w$]*)")
-_NAME_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 
 
 @lru_cache(maxsize=4096)
@@ -396,7 +396,7 @@ def _defined_words(context: str) -> frozenset[str]:
     """The words of the names a passage defines (`def list_members` -> list, members): an imperative docstring
     ("List members of a group.") says what its definition does; it asks the reader nothing (generated API clients
     document every operation so: 207 of the anthropic SDK's 28,529 passages were flagged for it)."""
-    return frozenset(w.lower() for name in _DEFINITION.findall(context) for w in _NAME_PART.findall(name))
+    return frozenset(w for name in _DEFINITION.findall(context) for w in word_parts(name))
 
 
 _LITERAL_SIGNALS = frozenset({"tool_bait", "exfiltration"})

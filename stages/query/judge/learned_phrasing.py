@@ -37,6 +37,10 @@ def features(sentence: str) -> list[int]:
     return sorted({zlib.crc32(g.encode()) % BUCKETS for g in grams})
 
 
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -30.0, 30.0)))
+
+
 @dataclass(frozen=True, eq=False)
 class PhrasingModel:
     weights: np.ndarray  # float32, one per bucket
@@ -44,8 +48,7 @@ class PhrasingModel:
     threshold: float  # the probability at and above which a sentence is flagged
 
     def probability(self, sentence: str) -> float:
-        z = float(self.weights[features(sentence)].sum()) + self.bias
-        return 1.0 / (1.0 + np.exp(-np.clip(z, -30.0, 30.0)))
+        return _sigmoid(float(self.weights[features(sentence)].sum()) + self.bias)
 
     def save(self, path: Path) -> None:
         """Only the trained buckets, as float16: the file stays small and the repository diff readable in size."""
@@ -99,7 +102,7 @@ def train(attacks: Sequence[str], clean: Sequence[str], calibration: Sequence[st
         random.Random(epoch).shuffle(order)
         for i in order:
             f = rows[i]
-            p = 1.0 / (1.0 + np.exp(-np.clip(weights[f].sum() + bias, -30, 30)))
+            p = _sigmoid(weights[f].sum() + bias)
             g = (p - labels[i]) * (pos_weight if labels[i] else 1.0)
             weights[f] -= lr * (g + l2 * weights[f])
             bias -= lr * g
