@@ -51,7 +51,7 @@ AI_TRAIN = ("openai==3.63.0", "langchain_core==1.8.4", "ollama==0.6.3", "mcp==2.
             "llama_index_core==0.14.25")
 AI_HELD_OUT = ("anthropic==2.17.0", "dspy==3.4.1")
 TRAINED_SETS = ("_unseen", "_fresh", "_fresh2", "_fresh3", "_fresh4")
-HELD_OUT_SETS = ("_fresh5", "_fresh6")
+HELD_OUT_SETS = ("_fresh5", "_fresh6", "_fresh7")
 
 
 def _signals_only(text: str) -> bool:
