@@ -6,6 +6,7 @@ Judges and the answer pipeline come in as callables, so the Prefect tasks decide
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import tarfile
@@ -95,14 +96,32 @@ def evaluate_retrieval(root: Path, questions: list[ev.Question], settings: Setti
     return {"retrieval": summary, "judges": judged}, rows
 
 
+_OPENING, _CLOSING = re.compile(r"[([{]"), re.compile(r"[)\]}]")
+
+
+def _body_start(lines: list[str]) -> int:
+    """Index of a definition's first body line: past its decorators and a signature written over several lines,
+    so that what is planted there is a comment, docstring or statement of the body (one in a decorator or a parameter
+    list would not be Python, and a parser reads it as something else). 1 when no signature ends a line."""
+    depth, signed = 0, False
+    for i, line in enumerate(lines):
+        code = line.split("#", 1)[0].rstrip()
+        signed = signed or (depth == 0 and code.lstrip().startswith(("def ", "async def ", "class ")))
+        depth += len(_OPENING.findall(code)) - len(_CLOSING.findall(code))
+        if signed and depth <= 0 and code.endswith(":"):
+            return i + 1
+    return 1
+
+
 def plant(body: str, attack: str, where: int, ensure_ascii: bool = True) -> str:
-    """Insert an attack string after a function's first line: as a comment, a docstring or a string literal
+    """Insert an attack string where a function's body begins: as a comment, a docstring or a string literal
     (`where` 0, 1, 2; `ensure_ascii=False` keeps other scripts readable in the literal)."""
     lines = body.splitlines()
-    indent = " " * (len(lines[1]) - len(lines[1].lstrip())) if len(lines) > 1 and lines[1].strip() else "    "
+    at = _body_start(lines)
+    indent = " " * (len(lines[at]) - len(lines[at].lstrip())) if len(lines) > at and lines[at].strip() else "    "
     one = " ".join(attack.split())
     planted = [f"{indent}# {one}", f'{indent}"""{one}"""', f"{indent}_note = {json.dumps(one, ensure_ascii=ensure_ascii)}"][where % 3]
-    return "\n".join([lines[0], planted, *lines[1:]])
+    return "\n".join([*lines[:at], planted, *lines[at:]])
 
 
 def evaluate_injection(root: Path, bipia: Path, settings: Settings) -> dict:
