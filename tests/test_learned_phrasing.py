@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from stages.evaluate.planted_attacks import DATA, LATER_SETS
 from stages.query.judge import injection, learned_phrasing
 from stages.query.judge.learned_phrasing import BUCKETS, PhrasingModel, features, shipped_model, train
 
@@ -84,3 +86,15 @@ def test_without_the_model_file_the_signals_judge_alone(monkeypatch: pytest.Monk
     finally:
         learned_phrasing.shipped_model.cache_clear()
         learned_phrasing._sentence_probability.cache_clear()
+
+
+def test_the_sets_the_suite_calls_trained_on_are_ones_the_shipped_model_learned() -> None:
+    """The judge suite labels each later attack set by what happened to it; one labelled "trained on" must really be
+    in the shipped model (its every attack read confidently), or the suite would report a held-out set as learned."""
+    model = shipped_model()
+    assert model is not None
+    data = json.loads(DATA.read_text())
+    trained = [name for name, fate in LATER_SETS.items() if fate == "trained on"]
+    assert trained and list(LATER_SETS.values())[-1] == "never tuned on"
+    for name in trained:
+        assert min(model.probability(t) for t in data[f"_{name}"]) >= learned_phrasing.CONFIDENT, name

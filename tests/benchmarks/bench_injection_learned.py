@@ -1,17 +1,19 @@
 """Train and measure the learned phrasing model of the injection judge (`stages.query.judge.learned_phrasing`).
 
-    python -m tests.benchmarks.bench_injection_learned [--write] [--ai N] [--more N] [--flagged-share 0.0005]
+    python -m tests.benchmarks.bench_injection_learned [--write] [--ai N] [--more N] [--docs N] [--flagged-share 0.0005]
 
 Trains a logistic regression over hashed word unigrams and bigrams on the attacks Assay has (BIPIA's train split as
-the judge suite samples it, the families, `_unseen` and the mended `_fresh` to `_fresh4`) against sentences of
-docstrings, comments and strings from the SWE-QA and semble dev corpora (requests, pytest, fastapi, pydantic), six
-AI libraries' Python (AI_TRAIN, PyPI sdists fetched once), the clean discussion texts and the mended sets' twins. A
-fifth of those clean sentences is held out to set the threshold (0.05% of them flagged). It then scores what it never
-saw: `_fresh5` and `_fresh6` (attacks and twins, written before any model existed), sentences and passages of five
-other code bases (Scala's library, rack, JPype, fmt, zod), the judge suite's clean functions, and the code of two
-AI libraries and of Assay itself, beside the patterns on the same attacks. Passages are read as the judge asks the
-model: comments and docstrings of code. `--write` saves the model as `data/injection_phrasing.npz`, the one the
-judge ships (the defaults rebuild it byte for byte). Needs the indexes `assay eval` and `bench_languages` leave.
+the judge suite samples it, the families, `_unseen` and `_fresh` to `_fresh6`) against sentences of docstrings,
+comments and strings from the SWE-QA and semble dev corpora (requests, pytest, fastapi, pydantic), six AI libraries'
+Python (AI_TRAIN, PyPI sdists fetched once), the clean discussion texts and the trained sets' twins. A fifth of those
+clean sentences is held out to set the threshold (0.05% of them flagged). It then scores what it never saw:
+`_fresh7` (attacks and twins, written before this model; `_fresh5` and `_fresh6`, printed beside it, were held out
+of the first model and are trained on now), sentences and passages of five other code bases (Scala's library, rack,
+JPype, fmt, zod), the judge suite's clean functions, and the code of two AI libraries and of Assay itself, beside
+the patterns on the same attacks. Passages are read as the judge asks the model: comments and docstrings of code.
+`--write` saves the model as `data/injection_phrasing.npz`, the one the judge ships (the defaults rebuild it byte
+for byte). `--more` and `--docs` add clean sentences of other code bases (all their prose, or their documents only);
+both were tried and not kept (README). Needs the indexes `assay eval` and `bench_languages` leave.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ OTHER = [HOME / "bench/work" / n for n in ("scala-2.11.12-5", "ruby-rack-2.2.22-
 AI_TRAIN = ("openai==3.63.0", "langchain_core==1.8.4", "ollama==0.6.3", "mcp==2.3.0", "instructor==1.17.0",
             "llama_index_core==0.14.25")
 AI_HELD_OUT = ("anthropic==2.17.0", "dspy==3.4.1")
-TRAINED_SETS = ("_unseen", "_fresh", "_fresh2", "_fresh3", "_fresh4")
+TRAINED_SETS = ("_unseen", "_fresh", "_fresh2", "_fresh3", "_fresh4", "_fresh5", "_fresh6")
 HELD_OUT_SETS = ("_fresh5", "_fresh6", "_fresh7")
 
 
@@ -68,6 +70,13 @@ def prose_sentences(root: Path, cap: int) -> list[str]:
     """`cap` sentences of an indexed tree's passages, drawn at random (seeded)."""
     out = passage_sentences(list(Catalog(root).all()))
     random.Random(1).shuffle(out)
+    return out[:cap]
+
+
+def document_sentences(root: Path, cap: int) -> list[str]:
+    """`cap` sentences of an indexed tree's documents (guides, READMEs, changelogs), drawn at random (seeded)."""
+    out = passage_sentences([e for e in Catalog(root).all() if is_document(e.language)])
+    random.Random(3).shuffle(out)
     return out[:cap]
 
 
@@ -107,6 +116,7 @@ def main() -> None:
     parser.add_argument("--ai", type=int, default=100_000,
                         help="clean sentences to take from each AI tooling sdist of AI_TRAIN (default: all of them)")
     parser.add_argument("--more", type=int, default=0, help="clean sentences to take from each of MORE's code bases")
+    parser.add_argument("--docs", type=int, default=0, help="document sentences to take from each of MORE's code bases")
     parser.add_argument("--flagged-share", type=float, default=0.0005, help="of held-out clean sentences, to flag")
     args = parser.parse_args()
     data = json.loads(DATA.read_text())
@@ -122,6 +132,8 @@ def main() -> None:
             clean += sentences[: args.ai]
     if args.more:
         clean += [s for r in MORE if (r / ".assay").is_dir() for s in prose_sentences(r, args.more)]
+    if args.docs:
+        clean += [s for r in MORE if (r / ".assay").is_dir() for s in document_sentences(r, args.docs)]
     clean += [t for k in TRAINED_SETS[1:] for t in data[k + "_clean"]]
     random.Random(5).shuffle(clean)
     calibration, clean = clean[: len(clean) // 5], clean[len(clean) // 5 :]

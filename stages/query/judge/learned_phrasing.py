@@ -1,13 +1,15 @@
 """A learned second opinion on prose: does a sentence read like an instruction planted for an AI reader?
 
 The injection signals are patterns, and each catches the phrasings it was written for: of the attacks written after
-them and never tuned on, they caught 3 of 12 (`_fresh5`) and 9 of 24 (`_fresh6`). This is a logistic regression over
-hashed word unigrams and bigrams of one sentence, trained on the attacks Assay has against sentences of real
-docstrings, comments and strings (`train`; `python -m tests.benchmarks.bench_injection_learned --write` rebuilds the
-shipped model), with its threshold set on held-out clean sentences. Above the threshold a sentence is suspect; only
-above `CONFIDENT` does the judge let the model alone drop a passage (`injection.score_text`). It reads word pairs the patterns do not spell
-out ("your reply", "the reviewer be told", "approved by"), so it reaches phrasings nobody wrote a pattern for:
-16 of `_fresh6`'s 24, never seen in training. Pure numpy: no model download, no torch, ~1 MB of weights in memory.
+them and never tuned on, they caught 3 of 12 (`_fresh5`), 9 of 24 (`_fresh6`) and 9 of 24 (`_fresh7`). This is a
+logistic regression over hashed word unigrams and bigrams of one sentence, trained on the attacks Assay has against
+sentences of real docstrings, comments and strings (`train`; `python -m tests.benchmarks.bench_injection_learned
+--write` rebuilds the shipped model), with its threshold set on held-out clean sentences. Above the threshold a
+sentence is suspect; only above `CONFIDENT` does the judge let the model alone drop a passage
+(`injection.score_text`). It reads word pairs the patterns do not spell out ("your reply", "the reviewer be told",
+"approved by"), so it reaches phrasings nobody wrote a pattern for: 17 of `_fresh7`'s 24, never seen in training
+(the first model, trained without `_fresh5` and `_fresh6`, caught 16 of `_fresh6`'s and 14 of `_fresh7`'s). Pure
+numpy: no model download, no torch, ~1 MB of weights in memory.
 """
 
 from __future__ import annotations
