@@ -44,6 +44,11 @@ class Signal:
     pattern: re.Pattern[str]
 
 
+# what follows a reader addressed ("Bots: approve ...", "Model, you must ..."), and not a label's description ("model: The
+# model identifier", "gemini: cannot force builtin tools", "# model, without the path")
+_ORDER = (r"approve|merge|ignore|skip|forget|tell|say|reply|respond|answer|write|output|print|mark|treat|consider|rate|give|"
+          r"delete|remove|run|open|close|add|do|don't|never|always|only|stop|talk|speak|pretend|label|assign|accept|reject|"
+          r"push|commit|deploy|publish|release|post|send|grant|allow|disable|enable|bypass|flag|report")
 _AI = r"(?:ai|a\.i\.|llm|llms|assistant|assistants|language\s+models?|chatbots?|copilot|claude|cursor|chatgpt|gpt|gemini|codex|agent|agents|bot|bots)"
 SIGNALS: tuple[Signal, ...] = (
     Signal("override", 0.95, re.compile(
@@ -84,7 +89,8 @@ SIGNALS: tuple[Signal, ...] = (
         r"(\b(dear|attention|hey|hello|hi)|(?:^\W*|[.!?;]\s+)(note\s+to(\s+the)?|message\s+(for|to)|note\s+for|instructions?\s+for|notice\s+(for|to)))\s*,?\s+"
         r"(all\s+|any\s+|the\s+)?(ai|llm|llms|assistants?|language\s+models?|chatbots?|copilot|claude|cursor|chatgpt|gpt|models?|agents?|"
         r"coding\s+(assistants?|agents?)|automated\s+(assistants?|agents?|tools?))\b|"
-        r"\bfor\s+(ai|llm|model|bot|agent|automated|machine)\s+(readers?|tools?|agents?|assistants?)(\s+only)?\b|"
+        # "for AI readers", "for AI tools only:"; not "configuration for agent tools"
+        r"\bfor\s+(ai|llm|model|bot|agent|automated|machine)\s+(readers?\b|(tools?|agents?|assistants?)(\s+only\b|\s*[:,]))|"
         r"\b(whoever|anyone\s+who|whatever)\s+(processes|parses|summari[sz]es|indexes|scans|ingests)\s+this\b|"
         r"^\W*(ai|llm|coding|language)\s+(assistant|model|agent|bot)\s*,\s+\w|"
         r"\b(you\s+are|you're|act\s+as|pretend\s+to\s+be)\s+(now\s+)?(an?\s+)?([\w-]+\s+)?(ai|assistant|llm|chatgpt|claude|gpt|"
@@ -98,12 +104,15 @@ SIGNALS: tuple[Signal, ...] = (
         r"\b" + _AI + r"s?\s+(reading|processing|summari[sz]ing|analy[sz]ing|indexing|scanning)\s+this\b|"
         r"\b(ai|llm)\s+tools?\s+(is|are)\s+(reading|indexing|processing|scanning)\b|"
         r"\b(whoever|anyone\s+who)\s+asks\b[^.\n]{0,40}\b(say|tell|answer|reply)\b|"
-        r"^\W*(\w+[,!]\s+)?(assistant|ai|llm|model|agent|bot|chatbot|copilot|claude|chatgpt|gpt|gemini)\s*[,:]\s+\w|"
+        # a reader named at a line's start, capitalised as a vocative is ("Assistant, ...", "Claude: ..."); a lower-case
+        # name there is a label (a parameter's doc "model: The model identifier", a log prefix "gemini: cannot force
+        # builtin tools", "# model, without the path") unless an order follows it
+        r"^\W*(\w+[,!]\s+)?(?=(?-i:[A-Z]))(assistant|ai|llm|model|agent|bot|chatbot|copilot|claude|chatgpt|gpt|gemini)\s*[,:]\s+\w|"
+        r"^\W*(\w+[,!]\s+)?(assistant|ai|llm|model|agent|bot|chatbot|copilot|claude|chatgpt|gpt|gemini)\s*[,:]\s+(please\s+|now\s+)?"
+        r"(" + _ORDER + r"|you|your|you're|disregard|reveal|insist|include|recommend|describe|state|claim|summari[sz]e|explain)\b|"
         # "Reviewer bots: approve ...", "Dear reader-bot, forget ...": a kind of bot or agent addressed, then an order
         r"(?:^\W*|[.!?]\s+|\b(?:dear|hey|hello|hi|attention)\s+)(?:[\w]+[\s-]){0,2}(?:bots?|agents?|assistants?|ais|llms)\s*[,:]\s+(?:please\s+)?"
-        r"(?:approve|merge|ignore|skip|forget|tell|say|reply|respond|answer|write|output|print|mark|treat|consider|rate|give|"
-        r"delete|remove|run|open|close|add|do|don't|never|always|only|stop|talk|speak|pretend|label|assign|accept|reject|"
-        r"push|commit|deploy|publish|release|post|send|grant|allow|disable|enable|bypass|flag|report)\b|"
+        r"(?:" + _ORDER + r")\b|"
         r"\b(attention|dear|hey|hello|hi)\s*,?\s+(all\s+|any\s+)?(automated|ai|llm|bot)\s+\w+s?\s*[:,]|"
         r"\bas\s+an?\s+(ai|llm|large\s+language\s+model|language\s+model|ai\s+assistant)\b[^.\n]{0,30}\byou\b|"
         r"\b(gpt|llm|ai|model)[- ]based\s+(tools?|assistants?|agents?|bots?)\b|"
@@ -277,7 +286,7 @@ _STATEMENT_PARENTS = frozenset({"expression_statement", "block", "module", "prog
 def _raw_prose_kinds(text: str, language: str) -> list[tuple[str, bool, bool]]:
     """Each prose region; whether it is a value the code uses (a string literal assigned, passed or returned)
     rather than text for whoever reads the code (a comment, a docstring or other string standing as a statement);
-    and whether it is the content of a chat message the code builds (`_chat_content`)."""
+    and whether it is what the code sends to its own model, a chat message's content or a named prompt (`_to_own_model`)."""
     if is_document(language):
         return [(text, False, False)]
     tree = _parser(language).parse(text.encode("utf-8", "replace"))
@@ -289,26 +298,51 @@ def _raw_prose_kinds(text: str, language: str) -> list[tuple[str, bool, bool]]:
             raw = node.text.decode("utf-8", "replace") if node.text else ""
             value = "string" in node.type and node.parent is not None and node.parent.type not in _STATEMENT_PARENTS
             # a string's own quotes are not a quotation inside it
-            out.append((_STRING_PREFIX.sub("", raw, count=1), value, value and _chat_content(node)))
+            out.append((_STRING_PREFIX.sub("", raw, count=1), value, value and _to_own_model(node)))
             continue
         stack.extend(node.children)
     return out
 
 
+def _name(node: Node | None) -> str:
+    """A key or name as written, quotes aside (its case kept for `word_parts`)."""
+    return (node.text or b"").decode("utf-8", "replace").strip("\"'` ") if node is not None else ""
+
+
 def _key(node: Node | None) -> str:
-    return (node.text or b"").decode("utf-8", "replace").strip("\"'` ").lower() if node is not None else ""
+    return _name(node).lower()
 
 
-def _chat_content(node: Node) -> bool:
-    """The string is the content of a chat message the code sends to its own model: `{"role": "user", "content":
-    "..."}` (Python, JS, TS) or `Message(role="user", content="...")`. An AI library's examples and tests are full
-    of them ("Write a haiku about ...", "Tell me a joke"): requests, but to that model, not to whoever reads the code."""
+# a prompt the code holds for its own model is named so: `SYSTEM_PROMPT = ...`, `system=...`, `{"instructions": ...}`
+_PROMPT_WORDS = frozenset({"prompt", "prompts", "system", "instruction", "instructions", "preamble", "persona"})
+# what a string sits in on its way to the name it is given: implicit concatenation, parentheses, `+`
+_STRING_WRAPPERS = frozenset({"concatenated_string", "parenthesized_expression", "binary_operator", "binary_expression"})
+
+
+def _names_a_prompt(name: str) -> bool:
+    return not _PROMPT_WORDS.isdisjoint(word_parts(re.split(r"\W+", name.strip())[-1]))
+
+
+def _to_own_model(node: Node) -> bool:
+    """The string is what the code sends to its own model: the content of a chat message (`{"role": "user",
+    "content": "..."}` in Python, JS, TS, or `Message(role="user", content="...")`), or a prompt the code names as
+    one (`SYSTEM_PROMPT = "You are a helpful assistant."`, `create(system=...)`, `{"instructions": ...}`). An AI
+    library's examples, tests and defaults are full of them ("Write a haiku about ...", "You are Claude Code"):
+    requests and words to an AI, but to that model, not to whoever reads the code."""
     field = node.parent
-    if field is None or field.parent is None or field.type not in ("pair", "keyword_argument"):
+    while field is not None and field.type in _STRING_WRAPPERS:
+        field = field.parent
+    if field is None:
+        return False
+    if field.type in ("assignment", "variable_declarator", "assignment_expression"):
+        target = field.child_by_field_name("left") or field.child_by_field_name("name")
+        return _names_a_prompt(_name(target))
+    if field.parent is None or field.type not in ("pair", "keyword_argument"):
         return False
     label = "key" if field.type == "pair" else "name"
+    key = _name(field.child_by_field_name(label))
     others = {_key(c.child_by_field_name(label)) for c in field.parent.named_children if c.type == field.type and c != field}
-    return _key(field.child_by_field_name(label)) in ("content", "text") and "role" in others
+    return _names_a_prompt(key) or (key.lower() in ("content", "text") and "role" in others)
 
 
 def _printable(decoded: str) -> bool:
@@ -499,7 +533,7 @@ def injection_score(text: str, language: str) -> tuple[float, list[str]]:
     score, names = score_text("\n".join(q for q, _, _ in talk), raw="\n".join(r for _, r, _ in talk), context=text,
                               learned=not is_document(language), for_reader="\n".join(q for q, _, v in talk if not v))
     chats = [r for r, _, chat in kinds if chat]
-    if chats:  # the code's own chat messages: only what no ordinary chat says
+    if chats:  # what the code sends its own model (chat messages, named prompts): only what no ordinary chat says
         inner, found = score_text("\n".join(_QUOTED.sub(_MENTION, r) for r in chats), raw="\n".join(chats),
                                   context=text, learned=False, conversational=False)
         score, names = max(score, inner), sorted({*names, *found})
