@@ -204,3 +204,24 @@ def test_named_definers_are_the_owners_member_or_every_definition_of_the_name(in
     assert found("Session") == ["Session"]
     assert found("how does Session send a request") == []
     catalog.close()
+
+
+def test_the_ranked_pool_carries_every_passages_dense_distance(indexed_project: Path) -> None:
+    """Found on rxjs: a passage only BM25 ranked came with no distance, which the judge reads as no likeness at all
+    (`innerFrom`, 4th in `search`, fell below the answer's passages). The rank stage reads list positions and is
+    given none; the pool it returns carries each passage's distance, as the lists would have said at any depth."""
+    from stages.index.store import dense_distances
+    from stages.query.rank import RankConfig
+
+    manifest, emb = load_manifest(indexed_project), embedder_for(Settings())
+    query = "parse the config file"
+
+    def pooled(ranking: RankConfig | None) -> list:
+        return retrieve(indexed_project, query, manifest, emb, pool=10, depth=1, ranking=ranking).candidates
+
+    assert any(c.distance is None for c in pooled(None))  # one deep, a BM25-only passage has none
+    ranked = pooled(RankConfig())
+    assert len(ranked) == len(pooled(None)) and all(c.distance is not None for c in ranked)
+    vector = emb.embed([query])[0][0].tolist()
+    truth = dense_distances(indexed_project, None, manifest.collection, vector, [c.id for c in ranked])
+    assert all(abs(c.distance - truth[c.id]) < 1e-6 for c in ranked)

@@ -142,6 +142,17 @@ def search(root: Path, query: str, settings, k: int = 10, mode: str = "hybrid", 
     return result.model_copy(update={"candidates": collapse_parts(root, result.candidates)[:k]})
 
 
+def _with_distances(root: Path, chroma_url: str | None, collection: str | None, query_vector: list[float],
+                    candidates: list[Candidate]) -> list[Candidate]:
+    """The ranked pool, each passage with its dense distance: one that only BM25 ranked has none, and the judge
+    read that as no likeness at all (rxjs's `innerFrom`, 4th in `search`, fell below the answer's passages).
+    After the rank stage, which reads list positions: given to it, distances for the whole union cost semble's dev
+    set 0.884 -> 0.876."""
+    missing = [c.id for c in candidates if c.distance is None]
+    found = dense_distances(root, chroma_url, collection, query_vector, missing) if missing else {}
+    return [c.model_copy(update={"distance": found[c.id]}) if c.id in found else c for c in candidates]
+
+
 def retrieve(
     root: Path, query: str, manifest: IndexManifest, embedder: Embedder, pool: int = 30,
     distance_floor: float | None = None, chroma_url: str | None = None, mode: str = "hybrid",
@@ -218,5 +229,8 @@ def retrieve(
         candidates = rank(query, candidates, ranking, paths=manifest.files.keys(), limit=pool, centrality=central,
                           callees=callees, located=located)
     fresh, stale = checked.result()
-    candidates = [c.model_copy(update={"stale": True}) if c.file in stale else c for c in candidates[:pool]]
+    candidates = candidates[:pool]
+    if ranking is not None and dense_ok and query_vector:
+        candidates = _with_distances(root, chroma_url, manifest.collection, query_vector, candidates)
+    candidates = [c.model_copy(update={"stale": True}) if c.file in stale else c for c in candidates]
     return Retrieval(query=query, candidates=candidates, dense_available=dense_ok, note=note, freshness=fresh)
