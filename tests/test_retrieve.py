@@ -208,7 +208,7 @@ def test_named_definers_are_the_owners_member_or_every_definition_of_the_name(in
 
 def test_the_ranked_pool_carries_every_passages_dense_distance(indexed_project: Path) -> None:
     """Found on rxjs: a passage only BM25 ranked came with no distance, which the judge reads as no likeness at all
-    (`innerFrom`, 4th in `search`, fell below the answer's passages). The rank stage reads list positions and is
+    (`innerFrom`, 4th in `search`, was 16th of the judged pool). The rank stage reads list positions and is
     given none; the pool it returns carries each passage's distance, as the lists would have said at any depth."""
     from stages.index.store import dense_distances
     from stages.query.rank import RankConfig

@@ -145,7 +145,7 @@ def search(root: Path, query: str, settings, k: int = 10, mode: str = "hybrid", 
 def _with_distances(root: Path, chroma_url: str | None, collection: str | None, query_vector: list[float],
                     candidates: list[Candidate]) -> list[Candidate]:
     """The ranked pool, each passage with its dense distance: one that only BM25 ranked has none, and the judge
-    read that as no likeness at all (rxjs's `innerFrom`, 4th in `search`, fell below the answer's passages).
+    read that as no likeness at all (rxjs's `innerFrom`, 4th in `search`, was 16th of the judged pool).
     After the rank stage, which reads list positions: given to it, distances for the whole union cost semble's dev
     set 0.884 -> 0.876."""
     missing = [c.id for c in candidates if c.distance is None]
