@@ -225,3 +225,19 @@ def test_the_ranked_pool_carries_every_passages_dense_distance(indexed_project: 
     vector = emb.embed([query])[0][0].tolist()
     truth = dense_distances(indexed_project, None, manifest.collection, vector, [c.id for c in ranked])
     assert all(abs(c.distance - truth[c.id]) < 1e-6 for c in ranked)
+
+
+def test_a_store_failing_after_the_search_leaves_distances_unknown(indexed_project: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The late fetch of distances is an improvement, not a requirement: if the store fails then, the pool is
+    returned as ranked, the missing distances unknown, rather than the question failing."""
+    from stages.query import retrieve as retrieve_module
+    from stages.query.rank import RankConfig
+
+    def broken(*args: object, **kwargs: object) -> dict[str, float]:
+        raise RuntimeError("store went away")
+
+    monkeypatch.setattr(retrieve_module, "dense_distances", broken)
+    manifest, emb = load_manifest(indexed_project), embedder_for(Settings())
+    pool = retrieve(indexed_project, "parse the config file", manifest, emb, pool=10, depth=1, ranking=RankConfig())
+    assert pool.candidates and pool.dense_available and any(c.distance is None for c in pool.candidates)

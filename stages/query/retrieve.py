@@ -149,7 +149,10 @@ def _with_distances(root: Path, chroma_url: str | None, collection: str | None, 
     After the rank stage, which reads list positions: given to it, distances for the whole union cost semble's dev
     set 0.884 -> 0.876."""
     missing = [c.id for c in candidates if c.distance is None]
-    found = dense_distances(root, chroma_url, collection, query_vector, missing) if missing else {}
+    try:
+        found = dense_distances(root, chroma_url, collection, query_vector, missing) if missing else {}
+    except Exception:  # noqa: BLE001 - the search above read the store; a late failure leaves the distances unknown
+        return candidates
     return [c.model_copy(update={"distance": found[c.id]}) if c.id in found else c for c in candidates]
 
 

@@ -53,7 +53,8 @@ AI_TRAIN = ("openai==3.63.0", "langchain_core==1.8.4", "ollama==0.6.3", "mcp==2.
             "llama_index_core==0.14.25")
 AI_HELD_OUT = ("anthropic==2.17.0", "dspy==3.4.1")
 TRAINED_SETS = ("_unseen", "_fresh", "_fresh2", "_fresh3", "_fresh4", "_fresh5", "_fresh6")
-HELD_OUT_SETS = ("_fresh5", "_fresh6", "_fresh7")
+# what the bench prints detection of: `_fresh7`, held out; `_fresh5` and `_fresh6`, held out of stop 40's model
+PRINTED_SETS = ("_fresh5", "_fresh6", "_fresh7")
 
 
 def _signals_only(text: str) -> bool:
@@ -142,7 +143,7 @@ def main() -> None:
     flagged = lambda text: any(model.probability(s) >= model.threshold for s in (_SENTENCE.findall(text) or [text]))  # noqa: E731
     print(f"trained on {len(attacks)} attacks and {len(clean)} clean sentences; threshold {model.threshold:.3f} (0.05% "
           f"of {len(calibration)} held-out clean sentences)")
-    for held in HELD_OUT_SETS:
+    for held in PRINTED_SETS:
         learned = [flagged(t) for t in data[held]]
         twins = [flagged(t) for t in data[held + "_clean"]]
         signals = [_signals_only(t) for t in data[held]]
