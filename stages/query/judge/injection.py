@@ -49,6 +49,8 @@ class Signal:
 _ORDER = (r"approve|merge|ignore|skip|forget|tell|say|reply|respond|answer|write|output|print|mark|treat|consider|rate|give|"
           r"delete|remove|run|open|close|add|do|don't|never|always|only|stop|talk|speak|pretend|label|assign|accept|reject|"
           r"push|commit|deploy|publish|release|post|send|grant|allow|disable|enable|bypass|flag|report")
+_ADDRESSEE = (r"(all\s+|any\s+|the\s+)?(ai|llm|llms|assistants?|language\s+models?|chatbots?|copilot|claude|cursor|chatgpt|gpt|"
+              r"models?|agents?|coding\s+(assistants?|agents?)|automated\s+(assistants?|agents?|tools?))")
 _AI = r"(?:ai|a\.i\.|llm|llms|assistant|assistants|language\s+models?|chatbots?|copilot|claude|cursor|chatgpt|gpt|gemini|codex|agent|agents|bot|bots)"
 SIGNALS: tuple[Signal, ...] = (
     Signal("override", 0.95, re.compile(
@@ -85,10 +87,11 @@ SIGNALS: tuple[Signal, ...] = (
         r"(^|[.!:]\s+|^\W*)act\s+as\s+(an?\s+|the\s+)?\w+", _F)),
     Signal("addresses_ai", 0.8, re.compile(
         # a greeting anywhere; a note or message "to the model" only where it opens a sentence ("sent as the first
-        # message to the model" describes the code)
-        r"(\b(dear|attention|hey|hello|hi)|(?:^\W*|[.!?;]\s+)(note\s+to(\s+the)?|message\s+(for|to)|note\s+for|instructions?\s+for|notice\s+(for|to)))\s*,?\s+"
-        r"(all\s+|any\s+|the\s+)?(ai|llm|llms|assistants?|language\s+models?|chatbots?|copilot|claude|cursor|chatgpt|gpt|models?|agents?|"
-        r"coding\s+(assistants?|agents?)|automated\s+(assistants?|agents?|tools?))\b|"
+        # message to the model" describes the code) and introduces what follows ("Note for coding agents: commit ...",
+        # not a field's doc "Instructions for Claude, up to 8,192 characters")
+        r"\b(dear|attention|hey|hello|hi)\s*,?\s+" + _ADDRESSEE + r"\b|"
+        r"(?:^\W*|[.!?;]\s+)(note\s+to(\s+the)?|message\s+(for|to)|note\s+for|instructions?\s+for|notice\s+(for|to))\s*,?\s+"
+        + _ADDRESSEE + r"\b([^.\n:]{0,40}:|\s*,\s*(please\s+)?(" + _ORDER + r"|you|your)\b)|"
         # "for AI readers", "for AI tools only:"; not "configuration for agent tools"
         r"\bfor\s+(ai|llm|model|bot|agent|automated|machine)\s+(readers?\b|(tools?|agents?|assistants?)(\s+only\b|\s*[:,]))|"
         r"\b(whoever|anyone\s+who|whatever)\s+(processes|parses|summari[sz]es|indexes|scans|ingests)\s+this\b|"
