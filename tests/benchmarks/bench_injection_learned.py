@@ -67,18 +67,21 @@ def _signals_only(text: str) -> bool:
         injection.reading = shipped
 
 
-def prose_sentences(root: Path, cap: int) -> list[str]:
-    """`cap` sentences of an indexed tree's passages, drawn at random (seeded)."""
-    out = passage_sentences(list(Catalog(root).all()))
-    random.Random(1).shuffle(out)
+def _drawn(passages: list[Entity], cap: int, seed: int) -> list[str]:
+    """`cap` sentences of these passages, drawn at random (seeded)."""
+    out = passage_sentences(passages)
+    random.Random(seed).shuffle(out)
     return out[:cap]
+
+
+def prose_sentences(root: Path, cap: int) -> list[str]:
+    """`cap` sentences of an indexed tree's passages."""
+    return _drawn(list(Catalog(root).all()), cap, 1)
 
 
 def document_sentences(root: Path, cap: int) -> list[str]:
-    """`cap` sentences of an indexed tree's documents (guides, READMEs, changelogs), drawn at random (seeded)."""
-    out = passage_sentences([e for e in Catalog(root).all() if is_document(e.language)])
-    random.Random(3).shuffle(out)
-    return out[:cap]
+    """`cap` sentences of an indexed tree's documents (guides, READMEs, changelogs)."""
+    return _drawn([e for e in Catalog(root).all() if is_document(e.language)], cap, 3)
 
 
 def code_passages(root: Path) -> list[Entity]:

@@ -51,6 +51,8 @@ _ORDER = (r"approve|merge|ignore|skip|forget|tell|say|reply|respond|answer|write
           r"push|commit|deploy|publish|release|post|send|grant|allow|disable|enable|bypass|flag|report")
 _ADDRESSEE = (r"(all\s+|any\s+|the\s+)?(ai|llm|llms|assistants?|language\s+models?|chatbots?|copilot|claude|cursor|chatgpt|gpt|"
               r"models?|agents?|coding\s+(assistants?|agents?)|automated\s+(assistants?|agents?|tools?))")
+# a reader named at a line's start ("Assistant, ...", "Claude: ...")
+_VOCATIVE = r"(assistant|ai|llm|model|agent|bot|chatbot|copilot|claude|chatgpt|gpt|gemini)"
 _AI = r"(?:ai|a\.i\.|llm|llms|assistant|assistants|language\s+models?|chatbots?|copilot|claude|cursor|chatgpt|gpt|gemini|codex|agent|agents|bot|bots)"
 SIGNALS: tuple[Signal, ...] = (
     Signal("override", 0.95, re.compile(
@@ -110,8 +112,8 @@ SIGNALS: tuple[Signal, ...] = (
         # a reader named at a line's start, capitalised as a vocative is ("Assistant, ...", "Claude: ..."); a lower-case
         # name there is a label (a parameter's doc "model: The model identifier", a log prefix "gemini: cannot force
         # builtin tools", "# model, without the path") unless an order follows it
-        r"^\W*(\w+[,!]\s+)?(?=(?-i:[A-Z]))(assistant|ai|llm|model|agent|bot|chatbot|copilot|claude|chatgpt|gpt|gemini)\s*[,:]\s+\w|"
-        r"^\W*(\w+[,!]\s+)?(assistant|ai|llm|model|agent|bot|chatbot|copilot|claude|chatgpt|gpt|gemini)\s*[,:]\s+(please\s+|now\s+)?"
+        r"^\W*(\w+[,!]\s+)?(?=(?-i:[A-Z]))" + _VOCATIVE + r"\s*[,:]\s+\w|"
+        r"^\W*(\w+[,!]\s+)?" + _VOCATIVE + r"\s*[,:]\s+(please\s+|now\s+)?"
         r"(" + _ORDER + r"|you|your|you're|disregard|reveal|insist|include|recommend|describe|state|claim|summari[sz]e|explain)\b|"
         # "Reviewer bots: approve ...", "Dear reader-bot, forget ...": a kind of bot or agent addressed, then an order
         r"(?:^\W*|[.!?]\s+|\b(?:dear|hey|hello|hi|attention)\s+)(?:[\w]+[\s-]){0,2}(?:bots?|agents?|assistants?|ais|llms)\s*[,:]\s+(?:please\s+)?"
@@ -394,6 +396,7 @@ def off_topic_request(prose: str, context: str = "") -> bool:
     if not vocabulary:
         return False
     local: set[str] | None = None  # words of the code around it are on topic (read only when a sentence gets that far)
+    low_prose = low_context = ""
     for sentence in _SENTENCE.findall(prose):
         opener = _FIRST_WORD.match(sentence)
         if opener is None or opener.group(1).lower() not in _TASK_OPENERS:
@@ -411,11 +414,12 @@ def off_topic_request(prose: str, context: str = "") -> bool:
         unknown = [w for w in words if not inflections(w.lower()) & vocabulary]
         if unknown and local is None:
             local = {w.lower() for w in re.findall(r"[A-Za-z]{3,}", context)}
+            low_prose, low_context = prose.lower(), context.lower()
         # on topic: a word of the code around it, or of the text's other sentences ("The bucket is already in use.
         # Name a different bucket."); an attack brings its subject with it ("Write a haiku about autumn leaves")
-        told = set(re.findall(r"[a-z]{3,}", prose.lower().replace(sentence.lower(), " ", 1))) if unknown else set()
-        foreign = [w for w in unknown if w.lower() not in told and (
-            w.lower() not in (local or ()) or prose.lower().count(w.lower()) >= context.lower().count(w.lower()))]
+        told = set(re.findall(r"[a-z]{3,}", low_prose.replace(sentence.lower(), " ", 1))) if unknown else set()
+        foreign = [w for w in unknown if (lw := w.lower()) not in told and (
+            lw not in (local or ()) or low_prose.count(lw) >= low_context.count(lw))]
         question = bool(re.match(r"^\W*(what|who|whom|when|where|which|why|how)\b", sentence, re.I))
         if question and not sentence.rstrip().endswith("?"):
             continue  # "When customizing the transport, use ...": a clause, not a question to the reader
