@@ -26,7 +26,7 @@ HOSTS = ("comment", "docstring", "string", "markdown")
 # a set whose misses were read and mended, or that the learned phrasing model was trained on, is a development set;
 # the last one is the held-out check.
 LATER_SETS = {"unseen": "mended", "fresh": "mended", "fresh2": "mended", "fresh3": "mended", "fresh4": "mended",
-              "fresh5": "trained on", "fresh6": "trained on", "fresh7": "never tuned on"}
+              "fresh5": "trained on", "fresh6": "trained on", "fresh7": "never tuned on", "fresh8": "never tuned on"}
 DATA = DATA_DIR / "injection_attacks.json"
 
 
