@@ -20,11 +20,14 @@ TESTS = [
     "lib/cache_spec.rb", "spec/cache_spec.rb",  # Ruby
     "tests/Unit/CacheTestCase.php",  # PHP
     "src/integration-tests/evict.py", "src/unit_tests/evict.py",
+    "test.py", "polls/tests.py",  # a test script at the top of the tree; Django's per-app tests
 ]
 SOURCES = [
     "src/cache/evict.py", "src/latest/cache.py", "src/contest/solve.py", "src/Attestation.cs", "src/Manifest.java",
     "lib/digest.rb", "src/_pytest/unittest.py", "src/_pytest/pytester.py", "src/pytest/__init__.py", "src/Latest.ts",
     "src/GitCommit.java", "src/OpenApiSpec.ts", "src/TestResults.tsx",
+    # a package's own testing tools: werkzeug's test client, pydantic-ai's test model, Penlight's, Mix's `mix test`
+    "src/werkzeug/test.py", "pydantic_ai/models/test.py", "usr/share/lua/5.1/pl/test.lua", "lib/mix/lib/mix/tasks/test.ex",
 ]
 
 

@@ -18,8 +18,11 @@ _TEST_DIR = re.compile(
     r"^(?:.+[._-])?(?:unit|integration|functional|acceptance|e2e)?[_-]?tests?$"
     r"|^(?:__tests__|__mocks__|specs?|testing|test_?utils?|test_?helpers?|testdata|androidtest|testfixtures|e2e)$"
 )
-# File stems, lower-cased: `test_x`, `x_test`, `x_tests`, `x_unittest`, `x_spec`, `x.test`, `x-spec`, `x.specs` ...
-_TEST_STEM = re.compile(r"^(?:test_.*|.*_(?:tests?|unittest|spec)|.*[.-](?:test|spec)s?|conftest|tests?)$")
+# File stems, lower-cased: `test_x`, `x_test`, `x_tests`, `x_unittest`, `x_spec`, `x.test`, `x-spec`, `x.specs`,
+# `tests` (Django's) ... A bare `test` is a test only at the top of the tree: inside a package it is the package's
+# testing tools (`werkzeug/test.py`'s test client, `pydantic_ai/models/test.py`, Penlight's `pl/test.lua`, Mix's
+# `mix/tasks/test.ex`).
+_TEST_STEM = re.compile(r"^(?:test_.*|.*_(?:tests?|unittest|spec)|.*[.-](?:test|spec)s?|conftest|tests)$")
 # Names in their own case, where the convention is CamelCase: `FooTests/`, `FooTest.java`, `FooTestCase.php`,
 # `FooIT.java` (Maven's integration tests). Not `FooSpec` or `TestFoo`: source files use those names too.
 _CAMEL_TEST = re.compile(r"[a-z0-9](?:Tests?|TestCase|IT)$")
@@ -33,4 +36,4 @@ def is_test_path(path: str) -> bool:
     folders, stem = parts[:-1], PurePosixPath(parts[-1]).stem
     if any(_TEST_DIR.match(p.lower()) or _CAMEL_TEST.search(p) for p in folders):
         return True
-    return bool(_TEST_STEM.match(stem.lower()) or _CAMEL_TEST.search(stem))
+    return bool(_TEST_STEM.match(stem.lower()) or _CAMEL_TEST.search(stem) or (stem.lower() == "test" and not folders))
