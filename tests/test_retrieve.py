@@ -241,3 +241,22 @@ def test_a_store_failing_after_the_search_leaves_distances_unknown(indexed_proje
     manifest, emb = load_manifest(indexed_project), embedder_for(Settings())
     pool = retrieve(indexed_project, "parse the config file", manifest, emb, pool=10, depth=1, ranking=RankConfig())
     assert pool.candidates and pool.dense_available and any(c.distance is None for c in pool.candidates)
+
+
+def test_a_long_questions_bm25_list_is_read_deeper(indexed_project: Path) -> None:
+    """Each term of a long question draws its own matches: the BM25 list is read `LEXICAL_DEPTH_PER_TERM` passages
+    per term when that is deeper than the depth asked for (SWE-QA requests' `RequestException` sat 63rd of 60)."""
+    from stages.query.rank import query_shape
+    from stages.query.retrieve import LEXICAL_DEPTH_PER_TERM, load_lexical
+
+    manifest, emb = load_manifest(indexed_project), embedder_for(Settings())
+    question = "How does the client retry a failed request, keep session cookies and parse the config file?"
+    terms = len(query_shape(question).terms)
+    assert terms >= 5
+
+    def listed(query: str) -> int:
+        return len(retrieve(indexed_project, query, manifest, emb, pool=1000, depth=1, mode="bm25").candidates)
+
+    matching = len(load_lexical(indexed_project).search(question, 10**4))
+    assert matching > 1 and listed(question) == min(matching, LEXICAL_DEPTH_PER_TERM * terms)
+    assert len(retrieve(indexed_project, question, manifest, emb, pool=1000, depth=matching, mode="bm25").candidates) == matching

@@ -26,6 +26,9 @@ from stages.query.rank import DEFINITION_KINDS, QueryShape, RankConfig, query_sh
 
 RRF_K = 60
 DEFAULT_DEPTH = 60  # candidates read from each list before ranking
+# A long question's BM25 list is read deeper: each of its terms draws its own matches, and a passage that shares a
+# question's few rare words sits below the many that share its common ones.
+LEXICAL_DEPTH_PER_TERM = 4
 
 _lexical_cache: dict[str, tuple[float, LexicalIndex]] = {}
 _cache_lock = threading.Lock()
@@ -161,7 +164,8 @@ def retrieve(
     distance_floor: float | None = None, chroma_url: str | None = None, mode: str = "hybrid",
     ranking: RankConfig | None = None, depth: int | None = None, look_up: bool | None = None,
 ) -> Retrieval:
-    """The `pool` best passages. Each list (dense, BM25) is read `depth` deep (default max(pool, 60));
+    """The `pool` best passages. Each list (dense, BM25) is read `depth` deep (default max(pool, 60)), the BM25 list
+    `LEXICAL_DEPTH_PER_TERM` passages per query term when that is deeper;
     with `ranking` the union is ordered by the code-aware rank stage, else by plain RRF. `look_up`: add to the
     union the definitions of the names a bare-name query uses and the entities at the places a query pastes
     (default: each when `ranking` has its signal, definition or location).
@@ -187,7 +191,9 @@ def retrieve(
             note = "the vector store is empty although the index lists entities; BM25 only. Run `assay index --rebuild`."
         if distance_floor is not None:
             dense = [(i, d) for i, d in dense if d <= distance_floor]
-    lexical = load_lexical(root).search(query, depth) if mode in ("hybrid", "bm25") else []
+    shape = query_shape(query)
+    lexical_depth = max(depth, LEXICAL_DEPTH_PER_TERM * len(shape.terms))
+    lexical = load_lexical(root).search(query, lexical_depth) if mode in ("hybrid", "bm25") else []
     fused = fuse(dense, lexical)
     if ranking is None:
         fused = fused[:pool]  # only the rank stage needs the whole union; RRF order is final here
@@ -195,7 +201,6 @@ def retrieve(
     def wanted(signal: str) -> bool:
         return look_up if look_up is not None else ranking is not None and getattr(ranking, signal)
 
-    shape = query_shape(query)
     named = named_definers(catalog, shape) if wanted("definition") and mode == "hybrid" else []
     located = located_entities(catalog, query, manifest.files) if wanted("location") else []
     pooled = {eid for eid, _ in fused}
