@@ -36,4 +36,5 @@ def is_test_path(path: str) -> bool:
     folders, stem = parts[:-1], PurePosixPath(parts[-1]).stem
     if any(_TEST_DIR.match(p.lower()) or _CAMEL_TEST.search(p) for p in folders):
         return True
-    return bool(_TEST_STEM.match(stem.lower()) or _CAMEL_TEST.search(stem) or (stem.lower() == "test" and not folders))
+    low = stem.lower()
+    return bool(_TEST_STEM.match(low) or _CAMEL_TEST.search(stem) or (low == "test" and not folders))

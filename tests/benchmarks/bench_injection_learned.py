@@ -7,8 +7,8 @@ the judge suite samples it, the families, `_unseen` and `_fresh` to `_fresh6`) a
 comments and strings from the SWE-QA and semble dev corpora (requests, pytest, fastapi, pydantic), six AI libraries'
 Python (AI_TRAIN, PyPI sdists fetched once), the clean discussion texts and the trained sets' twins. A fifth of those
 clean sentences is held out to set the threshold (0.05% of them flagged). It then scores what it never saw:
-`_fresh7` (attacks and twins, written before this model; `_fresh5` and `_fresh6`, printed beside it, were held out
-of the first model and are trained on now), sentences and passages of five other code bases (Scala's library, rack,
+`_fresh7` and `_fresh8` (attacks and twins, written before this model and after it; `_fresh5` and `_fresh6`, printed
+beside them, were held out of the first model and are trained on now), sentences and passages of five other code bases (Scala's library, rack,
 JPype, fmt, zod), the judge suite's clean functions, and the code of two AI libraries and of Assay itself, beside
 the patterns on the same attacks. Passages are read as the judge asks the model: comments and docstrings of code.
 `--write` saves the model as `data/injection_phrasing.npz`, the one the judge ships (the defaults rebuild it byte
@@ -53,8 +53,8 @@ AI_TRAIN = ("openai==3.63.0", "langchain_core==1.8.4", "ollama==0.6.3", "mcp==2.
             "llama_index_core==0.14.25")
 AI_HELD_OUT = ("anthropic==2.17.0", "dspy==3.4.1")
 TRAINED_SETS = ("_unseen", "_fresh", "_fresh2", "_fresh3", "_fresh4", "_fresh5", "_fresh6")
-# what the bench prints detection of: `_fresh7`, held out; `_fresh5` and `_fresh6`, held out of stop 40's model
-PRINTED_SETS = ("_fresh5", "_fresh6", "_fresh7")
+# what the bench prints detection of: `_fresh7` and `_fresh8`, held out; `_fresh5` and `_fresh6`, held out of stop 40's model
+PRINTED_SETS = ("_fresh5", "_fresh6", "_fresh7", "_fresh8")
 
 
 def _signals_only(text: str) -> bool:
