@@ -5,16 +5,16 @@ from __future__ import annotations
 from datetime import date, datetime, timezone
 from pathlib import Path
 
-from flows import runtime  # noqa: F401
+from assay.flows import runtime  # noqa: F401
 
-from flows.runtime import Caller, flow_exports, lazy_flow, prefect_call, run_flow
-from stages.audit import stats as audit_stats
-from stages.audit.charts import calibration_heatmap, score_histograms, verdict_bars
-from stages.audit.report import render_markdown
-from stages.core.config import DATA_DIR, Settings
-from stages.core.workspace import resolve_workspace, state_dir
-from tasks import audit as t
-from tasks.artifacts import publish_markdown
+from assay.flows.runtime import Caller, flow_exports, lazy_flow, prefect_call, run_flow
+from assay.stages.audit import stats as audit_stats
+from assay.stages.audit.charts import calibration_heatmap, score_histograms, verdict_bars
+from assay.stages.audit.report import render_markdown
+from assay.stages.core.config import DATA_DIR, Settings
+from assay.stages.core.workspace import resolve_workspace, state_dir
+from assay.tasks import audit as t
+from assay.tasks.artifacts import publish_markdown
 
 
 def audit_pipeline(

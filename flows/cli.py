@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from flows import runtime  # noqa: F401
+from assay.flows import runtime  # noqa: F401
 
 app = typer.Typer(
     add_completion=False,
@@ -40,7 +40,7 @@ PathArg = typer.Argument(".", help="workspace folder (default: current directory
 
 
 def _settings(**overrides):
-    from stages.core.config import Settings
+    from assay.stages.core.config import Settings
 
     base = Settings()
     return base.model_copy(update={k: v for k, v in overrides.items() if v is not None})
@@ -79,10 +79,10 @@ def index(
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
 ) -> None:
     """Index a workspace (incremental: only changed files are re-parsed and re-embedded)."""
-    from flows.index import run_index
-    from stages.core import progress as prog
-    from stages.index.report import summary_lines
-    from stages.core.workspace import resolve_workspace
+    from assay.flows.index import run_index
+    from assay.stages.core import progress as prog
+    from assay.stages.index.report import summary_lines
+    from assay.stages.core.workspace import resolve_workspace
 
     try:
         root = resolve_workspace(path)
@@ -106,10 +106,10 @@ def index(
 @app.command()
 def status(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -> None:
     """Show what a workspace's index holds and how the last index run went."""
-    from stages.index.incremental import dense_note
-    from stages.core.progress import read_status
-    from stages.index.store import Catalog, load_manifest
-    from stages.core.workspace import resolve_workspace
+    from assay.stages.index.incremental import dense_note
+    from assay.stages.core.progress import read_status
+    from assay.stages.index.store import Catalog, load_manifest
+    from assay.stages.core.workspace import resolve_workspace
 
     try:
         root = resolve_workspace(path)
@@ -158,9 +158,9 @@ def search(
     example, legacy, stub, built: a build's copy of an indexed source, hidden, private, re-export), and
     `same file xN` (a file already shown counts less, so more files reach the top).
     Set ASSAY_RANKING=rrf for plain reciprocal rank fusion."""
-    from stages.query.rank import explain
-    from stages.query.retrieve import search as search_stage
-    from stages.core.workspace import resolve_workspace
+    from assay.stages.query.rank import explain
+    from assay.stages.query.retrieve import search as search_stage
+    from assay.stages.core.workspace import resolve_workspace
 
     try:
         result = search_stage(resolve_workspace(path), query, _settings(), k=k, mode=mode)
@@ -172,7 +172,7 @@ def search(
         typer.echo(json.dumps([c.model_dump(exclude={"body"}) for c in hits]))
         return
     if max_tokens is not None or outline:
-        from stages.query.budget import search_text
+        from assay.stages.query.budget import search_text
 
         typer.echo(search_text(hits, max_tokens, outline, why=explain))
         return
@@ -200,8 +200,8 @@ def search(
 
 
 def _graph(command: str, name: str, path: str, depth: int, limit: int, as_json: bool) -> None:
-    from stages.query.graph import query_workspace, render
-    from stages.core.workspace import resolve_workspace
+    from assay.stages.query.graph import query_workspace, render
+    from assay.stages.core.workspace import resolve_workspace
 
     try:
         res = query_workspace(resolve_workspace(path), command, name, depth=depth, limit=limit)
@@ -249,8 +249,8 @@ def watch(path: str = PathArg, debounce: Optional[int] = typer.Option(None, help
 
     Respects .gitignore/.assayignore and never reacts to .assay/ or .git/; changes within the debounce window
     are one incremental run, so a branch switch re-indexes once. Each run prints one line."""
-    from flows.watch import watch_workspace
-    from stages.core.workspace import resolve_workspace
+    from assay.flows.watch import watch_workspace
+    from assay.stages.core.workspace import resolve_workspace
 
     try:
         root = resolve_workspace(path)
@@ -276,8 +276,8 @@ def watch(path: str = PathArg, debounce: Optional[int] = typer.Option(None, help
 def changed(path: str = PathArg, since: str = typer.Option("HEAD", help="a commit, branch or tag: entities changed since it"),
             as_json: bool = typer.Option(False, "--json")) -> None:
     """Which indexed entities a diff touches: commits after --since plus uncommitted edits (innermost definitions)."""
-    from stages.query.git_history import render_changed, workspace_changed
-    from stages.core.workspace import resolve_workspace
+    from assay.stages.query.git_history import render_changed, workspace_changed
+    from assay.stages.core.workspace import resolve_workspace
 
     try:
         root = resolve_workspace(path)
@@ -292,8 +292,8 @@ def changed(path: str = PathArg, since: str = typer.Option("HEAD", help="a commi
 def history(name: str = NameArg, path: str = PathArg, limit: int = typer.Option(20, help="newest commits shown"),
             as_json: bool = typer.Option(False, "--json")) -> None:
     """Commits that changed NAME's lines (git log -L), newest first: for "why is this like this" questions."""
-    from stages.query.git_history import entity_history, render_history
-    from stages.core.workspace import resolve_workspace
+    from assay.stages.query.git_history import entity_history, render_history
+    from assay.stages.core.workspace import resolve_workspace
 
     try:
         res = entity_history(resolve_workspace(path), name, limit)
@@ -312,8 +312,8 @@ def brief(
     """The project brief: purpose, entry points, packages, key classes, tests, configuration — from the index,
     no LLM by default. Byte-identical while the project does not change, so agents can put it first in their
     prompts. --writer rewrites it with a model once per change; corrections are appended verbatim either way."""
-    from stages.query.brief import run_brief
-    from stages.core.workspace import resolve_workspace
+    from assay.stages.query.brief import run_brief
+    from assay.stages.core.workspace import resolve_workspace
 
     try:
         text, _ = run_brief(resolve_workspace(path), _settings(), writer, correct)
@@ -327,8 +327,8 @@ def brief(
 def usage(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -> None:
     """Model calls by day, backend, model and purpose: calls, tokens, cache hits, estimated cost (ASSAY_PRICES),
     median latency. The local judge and extractive writer make none; Ollama and cloud calls are all recorded."""
-    from stages.query.ledger import render, summary
-    from stages.core.workspace import resolve_workspace
+    from assay.stages.query.ledger import render, summary
+    from assay.stages.core.workspace import resolve_workspace
 
     try:
         table = summary(resolve_workspace(path))
@@ -345,7 +345,7 @@ def install(
 ) -> None:
     """Add Assay's MCP server to every agent found here (Claude Code, Claude Desktop, Cursor, Windsurf, VS Code,
     Codex). Only the `assay` entry is written; other servers are kept; each file is backed up before its first edit."""
-    from stages.core.install import apply, server_entry
+    from assay.stages.core.install import apply, server_entry
 
     _print_actions(apply(Path.home(), server_entry(roots or [Path.cwd()]), dry_run), dry_run)
 
@@ -353,7 +353,7 @@ def install(
 @app.command()
 def uninstall(dry_run: bool = typer.Option(False, "--dry-run", help="say what would change, change nothing")) -> None:
     """Remove Assay's MCP server entry from every agent found here (nothing else is touched)."""
-    from stages.core.install import apply
+    from assay.stages.core.install import apply
 
     _print_actions(apply(Path.home(), None, dry_run), dry_run)
 
@@ -381,7 +381,7 @@ def ask(
 
     The printed report fits --max-tokens (ASSAY_MAX_TOKENS, default 2000): whole lines, the answer first, then
     the assessment, guidance, sources and evidence; one line counts what was left out. --json keeps everything."""
-    from flows.query import run_query
+    from assay.flows.query import run_query
 
     try:
         settings = _settings(judge=judge, synth=synth, route=route, top_k=top_k)
@@ -413,7 +413,7 @@ def audit(
     Exits with status 1 when any clean function of the workspace scores above 0.15 for injection."""
     from datetime import date
 
-    from flows.audit import run_audit
+    from assay.flows.audit import run_audit
 
     try:
         data = run_audit(
@@ -465,16 +465,16 @@ def evaluate(
     The first run downloads each source tree (pip / npm, into ~/.assay/eval or ASSAY_EVAL_DIR); later runs are offline."""
     try:
         if suite == "semble":
-            from flows.evaluate import run_evaluate_semble
+            from assay.flows.evaluate import run_evaluate_semble
 
             data = run_evaluate_semble(_settings(), repos=corpus or None, semble_dir=str(questions) if questions else None,
                                        ablate=ablate, limit=limit)
         elif suite == "judge":
-            from flows.evaluate import run_evaluate_judge
+            from assay.flows.evaluate import run_evaluate_judge
 
             data = run_evaluate_judge(_settings())
         elif suite == "swe-qa":
-            from flows.evaluate import run_evaluate
+            from assay.flows.evaluate import run_evaluate
 
             data = run_evaluate(_settings(), corpora=corpus or ["requests", "pytest"], judges=judge, limit=limit,
                                 questions_dir=str(questions) if questions else None)
@@ -493,14 +493,14 @@ def evaluate(
 @app.command()
 def mcp() -> None:
     """Serve the MCP tools over stdio (configure your IDE to launch `assay mcp`)."""
-    from flows.mcp_server import serve
+    from assay.flows.mcp_server import serve
 
     serve()
 
 
 def main() -> None:
     """The `assay` command; it skips the interpreter's teardown at the end (`flows.process_exit`)."""
-    from flows.process_exit import exit_code, exit_now
+    from assay.flows.process_exit import exit_code, exit_now
 
     try:
         app()

@@ -15,13 +15,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from flows import runtime  # noqa: F401
+from assay.flows import runtime  # noqa: F401
 
-from flows.index import index_pipeline
-from flows.query import query_pipeline
-from flows.runtime import Caller, direct_call, flow_exports, lazy_flow, prefect_call, run_flow
-from stages.core.config import Settings
-from tasks import evaluate as t
+from assay.flows.index import index_pipeline
+from assay.flows.query import query_pipeline
+from assay.flows.runtime import Caller, direct_call, flow_exports, lazy_flow, prefect_call, run_flow
+from assay.stages.core.config import Settings
+from assay.tasks import evaluate as t
 
 CORPORA = {"requests": "requests==2.32.5", "pytest": "pytest==8.4.2"}
 
@@ -81,8 +81,8 @@ def evaluate_semble_pipeline(
     limit: int | None = None, call: Caller = prefect_call,
 ) -> dict:
     """Semble's benchmark (dev subset): index each repository's benchmark_root, then NDCG@10 per configuration."""
-    from stages.evaluate import runs as jobs
-    from stages.evaluate import semble as sb
+    from assay.stages.evaluate import runs as jobs
+    from assay.stages.evaluate import semble as sb
 
     home = eval_home()
     folder = Path(semble_dir) if semble_dir else default_semble_dir()
@@ -127,8 +127,8 @@ def run_evaluate_semble(settings: Settings | None = None, **options) -> dict:
 def evaluate_judge_pipeline(settings: Settings, bipia_dir: str | None = None, call: Caller = prefect_call) -> dict:
     """The local judge alone: premise checks on sets generated from third-party sdists, injection detection on
     attacks planted into their code and docs. No index, no model: parse and check."""
-    from stages.evaluate import planted_attacks as injection_eval
-    from stages.evaluate import premise_set as premise_eval
+    from assay.stages.evaluate import planted_attacks as injection_eval
+    from assay.stages.evaluate import premise_set as premise_eval
 
     home = eval_home()
     bipia = Path(bipia_dir) if bipia_dir else default_questions_dir().parent / "bipia"

@@ -3,17 +3,17 @@
 
 from __future__ import annotations
 
-from flows import runtime  # noqa: F401  (Prefect settings before Prefect loads)
+from assay.flows import runtime  # noqa: F401  (Prefect settings before Prefect loads)
 
-from flows.runtime import Caller, Stopwatch, flow_exports, lazy_flow, prefect_call, run_flow
-from stages.core.artifacts import IndexReport
-from stages.core.config import Settings
-from stages.core.progress import progress_for
-from stages.core.workspace import collection_name, resolve_workspace
-from stages.index.embed import embedder_for
-from stages.index.incremental import build_report, carried_pending, next_collection, next_manifest
-from stages.index.store import Catalog, VectorStore, mark_embedded, write_lock
-from tasks import index as t
+from assay.flows.runtime import Caller, Stopwatch, flow_exports, lazy_flow, prefect_call, run_flow
+from assay.stages.core.artifacts import IndexReport
+from assay.stages.core.config import Settings
+from assay.stages.core.progress import progress_for
+from assay.stages.core.workspace import collection_name, resolve_workspace
+from assay.stages.index.embed import embedder_for
+from assay.stages.index.incremental import build_report, carried_pending, next_collection, next_manifest
+from assay.stages.index.store import Catalog, VectorStore, mark_embedded, write_lock
+from assay.tasks import index as t
 
 
 EMBED_STORE_BATCH = 1024

@@ -21,11 +21,11 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent
 
-from flows import runtime  # noqa: F401
-from stages.core import registry
-from stages.core import progress as prog
-from stages.core.config import Settings
-from stages.core.workspace import WorkspaceError, check_allowed, inside, parse_roots, resolve_workspace, state_dir
+from assay.flows import runtime  # noqa: F401
+from assay.stages.core import registry
+from assay.stages.core import progress as prog
+from assay.stages.core.config import Settings
+from assay.stages.core.workspace import WorkspaceError, check_allowed, inside, parse_roots, resolve_workspace, state_dir
 
 INSTRUCTIONS = (
     "Assay is this workspace's code memory. Call index_workspace once (it returns at once; poll index_status), "
@@ -100,7 +100,7 @@ async def _run(fn, ctx: Context | None, label: str, *args: Any) -> Any:
     "Start indexing a workspace folder in the background and return at once. Re-indexing is incremental "
     "(only changed files). Poll index_status(path) for progress."))
 def index_workspace(path: str, rebuild: bool = False) -> CallToolResult:
-    from flows.index import run_index
+    from assay.flows.index import run_index
 
     try:
         root = workspace(path)
@@ -121,7 +121,7 @@ def index_workspace(path: str, rebuild: bool = False) -> CallToolResult:
                 registry.register(root)
                 sink.finish("done", {"entities": report.entities_total, "files": report.files_seen,
                                      "embedded": report.entities_embedded, "skipped": report.skipped})
-                from flows.watch import ensure_watching
+                from assay.flows.watch import ensure_watching
 
                 ensure_watching(root, _settings())  # keep it fresh from here on (ASSAY_WATCH=false turns this off)
             except Exception as exc:  # noqa: BLE001
@@ -138,8 +138,8 @@ def index_workspace(path: str, rebuild: bool = False) -> CallToolResult:
 
 @server.tool(description="Progress of the latest index run of a workspace: files done/total, entities, ETA, last error.")
 def index_status(path: str) -> CallToolResult:
-    from stages.index.incremental import dense_note
-    from stages.index.store import load_manifest
+    from assay.stages.index.incremental import dense_note
+    from assay.stages.index.store import load_manifest
 
     try:
         root = workspace(path)
@@ -181,7 +181,7 @@ def index_status(path: str) -> CallToolResult:
     "false premises, injection) and a report of the verdicts. max_tokens bounds the text (default 2000)."))
 async def ask(question: str, path: str, ctx: Context, judge: str | None = None, synth: str | None = None,
               max_tokens: int | None = None) -> CallToolResult:
-    from flows.query import run_query
+    from assay.flows.query import run_query
 
     try:
         root = workspace(path)
@@ -196,8 +196,8 @@ async def ask(question: str, path: str, ctx: Context, judge: str | None = None, 
 @server.tool(description=("Retrieval only: the k best entities with file:line. query: words, a name, or a pasted error "
                           "message, log line or stack frame. max_tokens: whole entities best-first within it; outline: signatures only."))
 async def search(query: str, path: str, ctx: Context, k: int = 10, max_tokens: int | None = None, outline: bool = False) -> CallToolResult:
-    from stages.query.rank import explain
-    from stages.query.retrieve import search as search_stage
+    from assay.stages.query.rank import explain
+    from assay.stages.query.retrieve import search as search_stage
 
     try:
         res = await _run(lambda: search_stage(workspace(path), query, _settings(), k=max(1, min(k, 100))), ctx, "searching")
@@ -218,7 +218,7 @@ async def search(query: str, path: str, ctx: Context, k: int = 10, max_tokens: i
         for r in rows
     ) or "no results"
     if max_tokens is not None or outline:
-        from stages.query.budget import search_text
+        from assay.stages.query.budget import search_text
 
         text = search_text(hits, max_tokens, outline, why=explain)
     if res.note:
@@ -231,7 +231,7 @@ async def search(query: str, path: str, ctx: Context, k: int = 10, max_tokens: i
 
 @server.tool(description="The exact source span of an entity, by file and line, or by (qualified) name.")
 def get_entity(path: str, file: str | None = None, line: int | None = None, name: str | None = None) -> CallToolResult:
-    from stages.index.store import Catalog
+    from assay.stages.index.store import Catalog
 
     try:
         root = workspace(path)
@@ -262,7 +262,7 @@ def get_entity(path: str, file: str | None = None, line: int | None = None, name
 
 
 def _graph(command: str, path: str, name: str, depth: int = 3, limit: int = 50) -> CallToolResult:
-    from stages.query.graph import query_workspace, render
+    from assay.stages.query.graph import query_workspace, render
 
     try:
         res = query_workspace(workspace(path), command, name, depth=depth, limit=max(1, min(limit, 500)))
@@ -293,7 +293,7 @@ def impact(path: str, name: str, depth: int = 3, limit: int = 100) -> CallToolRe
 
 @server.tool(description="Indexed entities a git diff touches: commits since `since` plus uncommitted edits (default HEAD).")
 def changed_symbols(path: str, since: str = "HEAD") -> CallToolResult:
-    from stages.query.git_history import render_changed, workspace_changed
+    from assay.stages.query.git_history import render_changed, workspace_changed
 
     try:
         root = workspace(path)
@@ -305,7 +305,7 @@ def changed_symbols(path: str, since: str = "HEAD") -> CallToolResult:
 
 @server.tool(description="Commits that changed an entity's lines (git log -L), newest first: for 'why is this like this'.")
 def history(path: str, name: str, limit: int = 20) -> CallToolResult:
-    from stages.query.git_history import entity_history, render_history
+    from assay.stages.query.git_history import entity_history, render_history
 
     try:
         res = entity_history(workspace(path), name, limit)
@@ -326,7 +326,7 @@ def update_brief(path: str, correction: str) -> CallToolResult:
 
 
 def _brief(path: str, correction: str | None, writer: str | None) -> CallToolResult:
-    from stages.query.brief import run_brief
+    from assay.stages.query.brief import run_brief
 
     try:
         text, rewritten = run_brief(workspace(path), _settings(), writer, correction)
@@ -337,7 +337,7 @@ def _brief(path: str, correction: str | None, writer: str | None) -> CallToolRes
 
 @server.tool(description="Model calls per day/backend/model: tokens, cache hits, estimated cost, latency.")
 def usage(path: str) -> CallToolResult:
-    from stages.query.ledger import render, summary
+    from assay.stages.query.ledger import render, summary
 
     try:
         table = summary(workspace(path))
@@ -363,7 +363,7 @@ def list_workspaces() -> CallToolResult:
 
 @server.tool(description="Delete a workspace's index, notes and audit snapshots (its .assay folder). Cannot be undone.")
 def forget_workspace(path: str) -> CallToolResult:
-    from stages.index.store import VectorStore, forget_cached_client, load_manifest, write_lock
+    from assay.stages.index.store import VectorStore, forget_cached_client, load_manifest, write_lock
 
     try:
         root = workspace(path)
@@ -385,8 +385,8 @@ def forget_workspace(path: str) -> CallToolResult:
 
 @server.tool(description="Store a note (a decision, a convention) verbatim as a searchable entity of kind `note`.")
 async def remember(path: str, note: str, ctx: Context) -> CallToolResult:
-    from stages.index.embed import embedder_for
-    from stages.index.notes import add_note
+    from assay.stages.index.embed import embedder_for
+    from assay.stages.index.notes import add_note
 
     def work():
         root = workspace(path)
@@ -402,7 +402,7 @@ async def remember(path: str, note: str, ctx: Context) -> CallToolResult:
 
 @server.tool(description="The notes stored in a workspace, verbatim, oldest first.")
 def notes(path: str) -> CallToolResult:
-    from stages.index.notes import list_notes
+    from assay.stages.index.notes import list_notes
 
     try:
         items = list_notes(workspace(path))
@@ -415,12 +415,12 @@ def notes(path: str) -> CallToolResult:
 def _warm() -> None:
     """Load the heavy parts once, in the background, so the first call is fast."""
     try:
-        from stages.index.embed import embedder_for
+        from assay.stages.index.embed import embedder_for
 
         s = Settings()
         embedder_for(s)
-        import flows.index  # noqa: F401
-        import flows.query  # noqa: F401
+        import assay.flows.index  # noqa: F401
+        import assay.flows.query  # noqa: F401
     except Exception:  # noqa: BLE001 - warming is best effort
         pass
 

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import uuid
 
-from flows import runtime  # noqa: F401
+from assay.flows import runtime  # noqa: F401
 
-from flows.runtime import Caller, Stopwatch, flow_exports, lazy_flow, prefect_call, run_flow
-from stages.core.artifacts import QueryReport
-from stages.core.config import Settings
-from stages.core.llm_clients import LLMError, require_loopback
-from stages.core.workspace import resolve_workspace
-from stages.query.budget import file_tokens
-from stages.query.report import make_report
-from stages.query.synthesize import state_corrections
-from tasks import query as t
+from assay.flows.runtime import Caller, Stopwatch, flow_exports, lazy_flow, prefect_call, run_flow
+from assay.stages.core.artifacts import QueryReport
+from assay.stages.core.config import Settings
+from assay.stages.core.llm_clients import LLMError, require_loopback
+from assay.stages.core.workspace import resolve_workspace
+from assay.stages.query.budget import file_tokens
+from assay.stages.query.report import make_report
+from assay.stages.query.synthesize import state_corrections
+from assay.tasks import query as t
 
 
 def check_local_mode(settings: Settings) -> None:

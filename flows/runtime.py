@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from tasks.lazy import LazyPrefect
-from tasks.lazy import flow as lazy_flow  # noqa: F401 - the flows' decorator: Prefect is built on first run
+from assay.tasks.lazy import LazyPrefect
+from assay.tasks.lazy import flow as lazy_flow  # noqa: F401 - the flows' decorator: Prefect is built on first run
 
 DEFAULTS = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",

@@ -10,10 +10,10 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from flows.index import run_index
-from stages.core.artifacts import IndexReport
-from stages.core.config import Settings
-from stages.index.watch import batches
+from assay.flows.index import run_index
+from assay.stages.core.artifacts import IndexReport
+from assay.stages.core.config import Settings
+from assay.stages.index.watch import batches
 
 OnRun = Callable[[list[str], IndexReport | None, BaseException | None], None]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.lazy import in_prefect_run
+from assay.tasks.lazy import in_prefect_run
 
 
 def publish_markdown(key: str, markdown: str, description: str) -> None:

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from stages.audit import rejudge as audit_jobs
-from stages.audit import stats as audit_stats
-from stages.audit.snapshots import judgments_dir
-from stages.core.config import Settings
-from stages.index.embed import embedder_for
-from stages.index.store import Catalog
-from tasks.gpu import judge_holding_gpu
-from tasks.lazy import task
+from assay.stages.audit import rejudge as audit_jobs
+from assay.stages.audit import stats as audit_stats
+from assay.stages.audit.snapshots import judgments_dir
+from assay.stages.core.config import Settings
+from assay.stages.index.embed import embedder_for
+from assay.stages.index.store import Catalog
+from assay.tasks.gpu import judge_holding_gpu
+from assay.tasks.lazy import task
 
 
 @task(name="load-snapshots")

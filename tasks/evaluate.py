@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from stages.core.config import Settings
-from stages.evaluate import metrics as ev
-from stages.evaluate import runs as jobs
-from tasks.gpu import judge_holding_gpu
-from tasks.lazy import task
+from assay.stages.core.config import Settings
+from assay.stages.evaluate import metrics as ev
+from assay.stages.evaluate import runs as jobs
+from assay.tasks.gpu import judge_holding_gpu
+from assay.tasks.lazy import task
 
 if TYPE_CHECKING:
-    from stages.evaluate.semble import Source
+    from assay.stages.evaluate.semble import Source
 
 
 @task(name="prepare-corpus", retries=1)
@@ -49,7 +49,7 @@ def render(results: dict) -> str:
 
 @task(name="prepare-semble-repo", retries=1)
 def prepare_semble_repo(repo: dict, home: Path, source: Source | None = None) -> Path:
-    from stages.evaluate.semble import prepare_repo
+    from assay.stages.evaluate.semble import prepare_repo
 
     return prepare_repo(repo, home, source)
 
@@ -66,13 +66,13 @@ def render_semble(results: dict) -> str:
 
 @task(name="evaluate-premises")
 def evaluate_premises(roots: dict[str, Path]) -> dict:
-    from stages.evaluate import premise_set as premise_eval
+    from assay.stages.evaluate import premise_set as premise_eval
 
     return premise_eval.evaluate(roots)
 
 
 @task(name="evaluate-injection-planted")
 def evaluate_injection_planted(roots: list[Path], bipia: Path | None) -> dict:
-    from stages.evaluate import planted_attacks as injection_eval
+    from assay.stages.evaluate import planted_attacks as injection_eval
 
     return injection_eval.evaluate(roots, bipia)

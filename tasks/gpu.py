@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from filelock import FileLock
 
-from stages.core.registry import assay_home
-from tasks.lazy import in_prefect_run
+from assay.stages.core.registry import assay_home
+from assay.tasks.lazy import in_prefect_run
 
 GPU_LIMIT = "gpu"
 _created = threading.Event()
@@ -53,7 +53,7 @@ def gpu_slot(timeout: float = 600.0) -> Iterator[str]:
 
 def judge_holding_gpu(backend: str, settings):
     """A judge callable for batch jobs: an Ollama judge holds the `gpu` slot for each batched call."""
-    from stages.query.judge.backends import run_judge
+    from assay.stages.query.judge.backends import run_judge
 
     def judge(question: str, candidates: list):
         if backend == "ollama":

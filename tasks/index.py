@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stages.index import incremental, injection_scan
-from stages.index import discover as discover_stage
-from stages.core.artifacts import (
+from assay.stages.index import incremental, injection_scan
+from assay.stages.index import discover as discover_stage
+from assay.stages.core.artifacts import (
     DiscoveryResult, EmbeddedBatch, Entity, IndexManifest, IndexPlan, IndexReport, ParseResult,
 )
-from stages.core.config import Settings
-from stages.core.progress import progress_for
-from stages.index.embed import embed_entities, embedder_for
-from stages.index.store import Catalog, VectorStore, prepare_dense, previous_manifest, rebuild_lexical, write_manifest
-from stages.index.vector_cache import EmbedCache, embed_with_cache
-from tasks.gpu import gpu_slot
-from tasks.lazy import task
+from assay.stages.core.config import Settings
+from assay.stages.core.progress import progress_for
+from assay.stages.index.embed import embed_entities, embedder_for
+from assay.stages.index.store import Catalog, VectorStore, prepare_dense, previous_manifest, rebuild_lexical, write_manifest
+from assay.stages.index.vector_cache import EmbedCache, embed_with_cache
+from assay.tasks.gpu import gpu_slot
+from assay.tasks.lazy import task
 
 
 @task(name="discover")
@@ -103,8 +103,8 @@ def prepare_vectors(root: Path, previous: IndexManifest | None, plan: IndexPlan,
 
 @task(name="report")
 def report(report_data: IndexReport) -> IndexReport:
-    from stages.index.report import render_markdown
-    from tasks.artifacts import publish_markdown
+    from assay.stages.index.report import render_markdown
+    from assay.tasks.artifacts import publish_markdown
 
     publish_markdown("index-report", render_markdown(report_data), "Assay index run")
     return report_data

@@ -4,22 +4,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stages.audit.snapshots import write_snapshot
-from stages.core.artifacts import Answer, Candidate, Judgment, PremiseCheck, PremiseFinding, QueryReport, Retrieval, RouteDecision, Selection
-from stages.core.config import Settings
-from stages.index.embed import embedder_for
-from stages.index.store import read_manifest
-from stages.query import synthesize as synth
-from stages.query.judge.backends import cloud_backend, ollama_backend, run_judge
-from stages.query.premise import check_workspace
-from stages.query.report import render_markdown
-from stages.query.retrieve import ranking_for
-from stages.query.retrieve import retrieve as retrieve_stage
-from stages.query.route import route_for
-from stages.query.threshold import default_thresholds, select
-from tasks.artifacts import publish_markdown
-from tasks.gpu import gpu_slot
-from tasks.lazy import task
+from assay.stages.audit.snapshots import write_snapshot
+from assay.stages.core.artifacts import Answer, Candidate, Judgment, PremiseCheck, PremiseFinding, QueryReport, Retrieval, RouteDecision, Selection
+from assay.stages.core.config import Settings
+from assay.stages.index.embed import embedder_for
+from assay.stages.index.store import read_manifest
+from assay.stages.query import synthesize as synth
+from assay.stages.query.judge.backends import cloud_backend, ollama_backend, run_judge
+from assay.stages.query.premise import check_workspace
+from assay.stages.query.report import render_markdown
+from assay.stages.query.retrieve import ranking_for
+from assay.stages.query.retrieve import retrieve as retrieve_stage
+from assay.stages.query.route import route_for
+from assay.stages.query.threshold import default_thresholds, select
+from assay.tasks.artifacts import publish_markdown
+from assay.tasks.gpu import gpu_slot
+from assay.tasks.lazy import task
 
 
 @task(name="retrieve")
@@ -37,8 +37,8 @@ def premises(root: Path, question: str, candidates: list[Candidate]) -> PremiseC
 
 @task(name="called-by")
 def called_by(root: Path, ids: list[str]) -> dict[str, int]:
-    from stages.index.store import Catalog, index_generation
-    from stages.query.graph import called_by_counts
+    from assay.stages.index.store import Catalog, index_generation
+    from assay.stages.query.graph import called_by_counts
 
     catalog = Catalog(root)
     try:
@@ -96,7 +96,7 @@ def publish(report: QueryReport) -> QueryReport:
 
 @task(name="usage-ledger", retries=2, retry_delay_seconds=1)
 def ledger(root: Path, report: QueryReport, settings: Settings) -> str:
-    from stages.query.ledger import prices_from, record
+    from assay.stages.query.ledger import prices_from, record
 
     return str(record(root, report, prices_from(settings.prices)) or "")
 

@@ -20,7 +20,7 @@ os.environ.pop("ASSAY_CHROMA_URL", None)
 os.environ.pop("ASSAY_CLOUD_API_KEY", None)
 os.environ["ASSAY_MODE"] = "local"
 
-from flows import runtime  # noqa: E402,F401  (Prefect defaults before Prefect loads)
+from assay.flows import runtime  # noqa: E402,F401  (Prefect defaults before Prefect loads)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
@@ -44,7 +44,7 @@ def langs(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def indexed_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The project fixture, indexed once per session (read-only for the tests that use it)."""
-    from flows.index import run_index
+    from assay.flows.index import run_index
 
     dest = tmp_path_factory.mktemp("indexed") / "project"
     shutil.copytree(FIXTURES / "project", dest)

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
-from flows.query import run_query
-from stages.core.config import Settings
-from stages.core.install import AGENTS, apply, detected, server_entry
-from stages.query.budget import count_tokens, fit, search_text
-from stages.query.retrieve import search
+from assay.flows.cli import app
+from assay.flows.query import run_query
+from assay.stages.core.config import Settings
+from assay.stages.core.install import AGENTS, apply, detected, server_entry
+from assay.stages.query.budget import count_tokens, fit, search_text
+from assay.stages.query.retrieve import search
 
 
 def test_fit_keeps_whole_lines_best_first_and_counts_the_rest() -> None:
@@ -29,7 +29,7 @@ def test_fit_keeps_whole_lines_best_first_and_counts_the_rest() -> None:
 def test_token_counts_are_the_tokenizers_and_each_line_is_tokenized_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Counting line by line must give the whole-text count (WordPiece never joins across a newline), and a
     report counted to fit and again for its receipt pays the tokenizer once per distinct line."""
-    from stages.query import budget
+    from assay.stages.query import budget
 
     whole = budget._tokenizer()
     texts = ["def f(x):\n    return x  # café, naïve\r\n\n\tTabs\tand 中文字符 mixed",
@@ -114,9 +114,9 @@ def test_install_uninstall_round_trip_on_every_agent_format(tmp_path: Path) -> N
 
 
 def test_brief_is_byte_stable_changes_with_the_code_and_keeps_corrections(project: Path) -> None:
-    from flows.index import run_index
-    from stages.query.brief import add_correction, refresh
-    from stages.index.store import Catalog
+    from assay.flows.index import run_index
+    from assay.stages.query.brief import add_correction, refresh
+    from assay.stages.index.store import Catalog
 
     run_index(str(project))
     catalog = Catalog(project)
@@ -137,9 +137,9 @@ def test_brief_is_byte_stable_changes_with_the_code_and_keeps_corrections(projec
 
 
 def test_brief_rewritten_by_a_loopback_ollama_once_per_change_with_a_ledger_row(project: Path) -> None:
-    from flows.index import run_index
-    from stages.query.brief import add_correction, run_brief
-    from stages.query.ledger import summary
+    from assay.flows.index import run_index
+    from assay.stages.query.brief import add_correction, run_brief
+    from assay.stages.query.ledger import summary
     from tests.fakes import FakeOllama
 
     run_index(str(project))

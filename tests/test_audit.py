@@ -10,14 +10,14 @@ import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
-from flows.audit import run_audit
-from flows.cli import app
-from flows.index import run_index
-from flows.query import run_query
-from stages.audit import stats as audit_stats
-from stages.audit.snapshots import SNAPSHOT_SCHEMA, judgments_dir
-from stages.core.artifacts import Judgment, PassageScores
-from stages.core.config import Settings
+from assay.flows.audit import run_audit
+from assay.flows.cli import app
+from assay.flows.index import run_index
+from assay.flows.query import run_query
+from assay.stages.audit import stats as audit_stats
+from assay.stages.audit.snapshots import SNAPSHOT_SCHEMA, judgments_dir
+from assay.stages.core.artifacts import Judgment, PassageScores
+from assay.stages.core.config import Settings
 from tests.fakes import FakeOllama
 
 
@@ -50,7 +50,7 @@ def test_distributions_agreement_and_kappa_by_hand() -> None:
 
 
 def test_calibration_sweep_and_injection_baseline_by_hand() -> None:
-    from stages.audit.stats import LabelledPassage, calibrate
+    from assay.stages.audit.stats import LabelledPassage, calibrate
     from tests.test_judge import cand
 
     items = [LabelledPassage("q", cand(str(i), f"f{i}", "def f(): pass"), rel) for i, rel in enumerate([True, True, False, False])]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from flows.cli import app
-from stages.core.config import settings_table
+from assay.flows.cli import app
+from assay.stages.core.config import settings_table
 
 runner = CliRunner()
 README = Path(__file__).resolve().parents[1] / "README.md"

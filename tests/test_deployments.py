@@ -35,11 +35,11 @@ def test_the_direct_path_never_imports_prefect(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("def retry_request(url):\n    '''Retry a request.'''\n    return url\n")
     code = (
         "import sys\n"
-        "from flows.index import run_index\nfrom flows.query import run_query\nimport flows.cli, flows.audit, flows.evaluate\n"
+        "from assay.flows.index import run_index\nfrom flows.query import run_query\nimport flows.cli, flows.audit, flows.evaluate\n"
         f"run_index({str(tmp_path)!r})\nreport = run_query({str(tmp_path)!r}, 'how are requests retried?')\n"
         "assert report.answer.text, report\n"
         "print('prefect' in sys.modules)\n"
-        "from flows.index import index_flow\nprint(type(index_flow).__name__)\n"
+        "from assay.flows.index import index_flow\nprint(type(index_flow).__name__)\n"
     )
     env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("PREFECT_API")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 
-from stages.index import discover as discover_mod
-from stages.index.discover import discover
+from assay.stages.index import discover as discover_mod
+from assay.stages.index.discover import discover
 from tests.conftest import make_unreadable
 
 
@@ -131,7 +131,7 @@ def test_spaces_and_unicode_in_paths(tmp_path: Path) -> None:
 
 
 def test_the_watchers_root_ignore_check_agrees_with_discovery(tmp_path: Path) -> None:
-    from stages.index.discover import root_ignore_check
+    from assay.stages.index.discover import root_ignore_check
 
     (tmp_path / ".gitignore").write_text("build/\n*.log\n!keep.log\n")
     for rel in ("src/a.py", "build/out.py", "src/debug.log", "src/keep.log", "node_modules/x/index.js", ".assay/m.json"):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from stages.evaluate.metrics import AnchorIndex, GoldEntity, Question, aggregate, dedupe, keep_drop_prf, question_metrics
-from stages.evaluate.runs import plant
+from assay.stages.evaluate.metrics import AnchorIndex, GoldEntity, Question, aggregate, dedupe, keep_drop_prf, question_metrics
+from assay.stages.evaluate.runs import plant
 
 
 def q(primary=("a.py", "f"), gold=(("a.py", "f"), ("b.py", "g")), files=("a.py", "b.py", "c.py")) -> Question:
@@ -45,8 +45,8 @@ def test_dedupe_keeps_first_seen_order() -> None:
 
 
 def test_anchor_reproduction_embeds_signature_and_docstring_only() -> None:
-    from stages.core.artifacts import Entity
-    from stages.index.embed import get_embedder
+    from assay.stages.core.artifacts import Entity
+    from assay.stages.index.embed import get_embedder
 
     def ent(name: str, sig: str, doc: str, body: str) -> Entity:
         return Entity(id=name, kind="function", name=name, qualname=name, signature=sig, docstring=doc, body=body,
@@ -79,7 +79,7 @@ def test_plant_goes_past_decorators_and_a_long_signature() -> None:
 
 def test_evaluate_flow_on_a_tiny_local_corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, project: Path) -> None:
     """The flow end to end, offline: a pre-unpacked corpus and hand-written questions."""
-    import flows.evaluate as evaluate
+    import assay.flows.evaluate as evaluate
 
     home = tmp_path / "evalhome"
     corpus = home / "corpora" / "tiny-1.0"

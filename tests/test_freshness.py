@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from flows.index import run_index
-from flows.query import run_query
-from flows.watch import watch_workspace
-from stages.core.config import Settings
-from stages.index.store import load_manifest
-from stages.query.git_history import NotAGitRepository, entity_history, workspace_changed
-from stages.query.retrieve import search
+from assay.flows.index import run_index
+from assay.flows.query import run_query
+from assay.flows.watch import watch_workspace
+from assay.stages.core.config import Settings
+from assay.stages.index.store import load_manifest
+from assay.stages.query.git_history import NotAGitRepository, entity_history, workspace_changed
+from assay.stages.query.retrieve import search
 
 SETTINGS = Settings(embedder="static", watch_debounce_ms=300)
 APP = "def parse_config(path):\n    \"\"\"Read the config file.\"\"\"\n    return open(path).read()\n\n\ndef render_page(title):\n    return f'<h1>{title}</h1>'\n"

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
-from flows.index import run_index
-from flows.query import run_query
-from stages.index.languages import language_for
-from stages.index.parse import parse_source
-from stages.index.store import Catalog
-from stages.query import graph
+from assay.flows.cli import app
+from assay.flows.index import run_index
+from assay.flows.query import run_query
+from assay.stages.index.languages import language_for
+from assay.stages.index.parse import parse_source
+from assay.stages.index.store import Catalog
+from assay.stages.query import graph
 
 PROJECTS: dict[str, dict[str, str]] = {
     "python": {
@@ -197,8 +197,8 @@ def test_impact_reaches_callers_of_callers_and_tests(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def requests_catalog(tmp_path_factory: pytest.TempPathFactory) -> Catalog:
-    from flows.evaluate import eval_home
-    from stages.evaluate.runs import prepare_corpus
+    from assay.flows.evaluate import eval_home
+    from assay.stages.evaluate.runs import prepare_corpus
 
     try:
         root = prepare_corpus("requests==2.32.5", eval_home())
@@ -252,7 +252,7 @@ def test_cli_and_index_flow_build_the_graph(project: Path) -> None:
 
 
 def test_called_by_counts_are_remembered_until_the_index_changes(project: Path) -> None:
-    from stages.index.store import index_generation
+    from assay.stages.index.store import index_generation
 
     run_index(str(project))
     catalog = Catalog(project)
@@ -360,7 +360,7 @@ def test_an_index_from_an_older_parser_with_edges_still_answers_graph_questions(
     only an index from before edges existed is refused."""
     import json
 
-    from stages.index.store import manifest_path
+    from assay.stages.index.store import manifest_path
 
     run_index(str(project))
     path = manifest_path(project)

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 
-from flows.index import run_index
-from stages.core.config import Settings
-from stages.index.embed import embedder_for
-from stages.index.store import Catalog, VectorStore, load_manifest, manifest_path
-from stages.query.retrieve import retrieve
+from assay.flows.index import run_index
+from assay.stages.core.config import Settings
+from assay.stages.index.embed import embedder_for
+from assay.stages.index.store import Catalog, VectorStore, load_manifest, manifest_path
+from assay.stages.query.retrieve import retrieve
 from tests.conftest import make_unreadable
 from tests.fakes import FakeOllama
 
@@ -69,7 +69,7 @@ def test_deleted_and_newly_ignored_files_are_purged(project: Path) -> None:
 def test_the_index_answers_before_chroma_opens_and_purged_vectors_go_in_the_dense_phase(project: Path) -> None:
     """The lexical phase needs no vector store: with Chroma unreachable, a change is searchable by BM25 and the
     purged passages' vectors are listed in the manifest; the next run that reaches Chroma deletes them."""
-    from stages.query.retrieve import search
+    from assay.stages.query.retrieve import search
 
     run_index(str(project))
     gone = set(load_manifest(project).files["pkg/session.py"].entity_ids)
@@ -105,7 +105,7 @@ def test_crash_before_manifest_leaves_previous_index_queryable(project: Path, mo
     run_index(str(project))
     old_manifest = manifest_path(project).read_text()
     (project / "pkg" / "retry.py").write_text("def brand_new_helper():\n    return 42\n")
-    import tasks.index as index_tasks
+    import assay.tasks.index as index_tasks
 
     def boom(*args, **kwargs):
         raise RuntimeError("simulated crash before the manifest is written")
@@ -155,7 +155,7 @@ def test_rebuild_flag_and_damaged_manifest(project: Path) -> None:
 def test_unreadable_folder_keeps_everything_below_it(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    from stages.index import discover as discover_mod
+    from assay.stages.index import discover as discover_mod
 
     run_index(str(project))
     real_scandir = os.scandir
@@ -189,19 +189,19 @@ def test_a_query_during_the_dense_fill_gets_bm25_results_and_says_dense_is_parti
     import threading
     import time
 
-    import flows.index
-    import tasks.index
-    from stages.query.retrieve import search
+    import assay.flows.index as index_flow_module
+    import assay.tasks.index as index_task_module
+    from assay.stages.query.retrieve import search
 
-    real = tasks.index.embed_entities
+    real = index_task_module.embed_entities
     release = threading.Event()
 
     def slow_embed(*args, **kwargs):
         release.wait(30)  # hold the dense phase open until the test has queried
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(tasks.index, "embed_entities", slow_embed)
-    monkeypatch.setattr(flows.index, "EMBED_STORE_BATCH", 4)
+    monkeypatch.setattr(index_task_module, "embed_entities", slow_embed)
+    monkeypatch.setattr(index_flow_module, "EMBED_STORE_BATCH", 4)
     runner = threading.Thread(target=run_index, args=(str(project),))
     runner.start()
     try:
@@ -220,8 +220,8 @@ def test_a_query_during_the_dense_fill_gets_bm25_results_and_says_dense_is_parti
 
 
 def test_parsing_in_worker_processes_gives_the_same_result_in_the_same_order(tmp_path: Path) -> None:
-    from stages.index.discover import discover
-    from stages.index.incremental import parse_files, parse_workers
+    from assay.stages.index.discover import discover
+    from assay.stages.index.incremental import parse_files, parse_workers
 
     for i in range(6):
         (tmp_path / f"m{i}.py").write_text(f"class C{i}:\n    def m(self):\n        return {i}\n")
@@ -238,8 +238,8 @@ def test_parsing_in_worker_processes_gives_the_same_result_in_the_same_order(tmp
 
 
 def test_the_catalog_keeps_bm25_tokens_and_fills_in_missing_ones(project: Path) -> None:
-    from stages.index.tokens import tokenize
-    from stages.index.store import _TOKENS
+    from assay.stages.index.tokens import tokenize
+    from assay.stages.index.store import _TOKENS
 
     run_index(str(project), Settings())
     catalog = Catalog(project)
@@ -255,7 +255,7 @@ def test_the_catalog_keeps_bm25_tokens_and_fills_in_missing_ones(project: Path) 
 
 
 def test_queries_read_the_manifest_once_per_version(project: Path) -> None:
-    from stages.index.store import read_manifest, write_manifest
+    from assay.stages.index.store import read_manifest, write_manifest
 
     run_index(str(project), Settings())
     first = read_manifest(project)

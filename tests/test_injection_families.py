@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from stages.evaluate.planted_attacks import DATA, HOSTS, clean_discussion, evaluate, load_attacks, plant
-from stages.index.parse import parse_source
-from stages.query.judge.code_lexicon import code_words, inflections
-from stages.query.judge.injection import injection_score
+from assay.stages.evaluate.planted_attacks import DATA, HOSTS, clean_discussion, evaluate, load_attacks, plant
+from assay.stages.index.parse import parse_source
+from assay.stages.query.judge.code_lexicon import code_words, inflections
+from assay.stages.query.judge.injection import injection_score
 
 FUNCTION = parse_source(b"def total(items):\n    count = 0\n    for item in items:\n        count += item.price\n    return count\n",
                         "shop.py", "python", "h").entities
@@ -188,7 +188,7 @@ def test_signal_gates_never_hide_a_match() -> None:
     """A signal's pattern runs only when its gate words are present; a gate that misses a word its pattern needs
     would silently lose detections. Every shipped attack, with and without its quoted mentions, must pass the gate
     of each signal that matches it."""
-    from stages.query.judge import injection as inj
+    from assay.stages.query.judge import injection as inj
 
     texts = _shipped_texts()
     assert len(texts) > 150
@@ -227,7 +227,7 @@ GATE_PROBES = {  # one phrase per gate word, each holding only that gate word, e
 @pytest.mark.parametrize("name", sorted(GATE_PROBES))
 def test_every_gate_word_opens_its_signal(name: str) -> None:
     """Each gate word is the only gate word of a probe the pattern matches, so dropping one word from a gate fails here."""
-    from stages.query.judge import injection as inj
+    from assay.stages.query.judge import injection as inj
 
     pattern = next(s.pattern for s in inj.SIGNALS if s.name == name)
     opened: set[str] = set()
@@ -246,7 +246,7 @@ def test_an_imperative_docstring_that_names_its_definitions_action_is_its_summar
     imperative ("List federation rules in your organization." atop `def list`), and `off_topic_request` read 207 of
     its 28,529 passages as requests to the reader. The opening verb is a word of the name defined there; under
     another name the same sentence is still a request. The judge scores a docstring with its code as context."""
-    from stages.query.judge.local import injection_of
+    from assay.stages.query.judge.local import injection_of
 
     doc = "List federation rules in your organization."
     for name in ("list", "list_federation_rules", "listRules"):

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from flows.index import run_index
-from stages.core.config import Settings
-from stages.index import injection_scan
-from stages.index.embed import embedder_for
-from stages.index.store import Catalog, load_manifest
-from stages.query.judge.local import injection_of, judge_local
-from stages.query.retrieve import retrieve
+from assay.flows.index import run_index
+from assay.stages.core.config import Settings
+from assay.stages.index import injection_scan
+from assay.stages.index.embed import embedder_for
+from assay.stages.index.store import Catalog, load_manifest
+from assay.stages.query.judge.local import injection_of, judge_local
+from assay.stages.query.retrieve import retrieve
 
 ATTACK = '''
 
@@ -47,7 +47,7 @@ def test_the_index_scans_every_passage_and_the_judge_reads_the_scan(project: Pat
         raise AssertionError("the judge parsed a passage the index had scanned")
 
     injection_of.cache_clear()
-    monkeypatch.setattr("stages.query.judge.local.injection_of", no_parsing)
+    monkeypatch.setattr("assay.stages.query.judge.local.injection_of", no_parsing)
     judged = judge_local("where are settings loaded", found)
     assert judged.scores[attack.id].injection == attack.injection_scan[0]
 
@@ -75,10 +75,10 @@ def test_a_scan_of_other_text_or_by_another_detector_is_not_used(project: Path, 
 
 
 def test_a_fresh_process_leaves_a_few_changed_passages_to_the_query(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delitem(__import__("sys").modules, "stages.query.judge.local")
+    monkeypatch.delitem(__import__("sys").modules, "assay.stages.query.judge.local")
     assert not injection_scan.worth_scanning(12)  # the detector's import would cost more than these scans save
     assert injection_scan.worth_scanning(injection_scan.FRESH_PROCESS_MIN)
-    monkeypatch.setitem(__import__("sys").modules, "stages.query.judge.local", object())
+    monkeypatch.setitem(__import__("sys").modules, "assay.stages.query.judge.local", object())
     assert injection_scan.worth_scanning(1) and not injection_scan.worth_scanning(0)
 
 
@@ -99,7 +99,7 @@ def test_the_detector_version_changes_with_the_learned_model_and_the_word_list(m
                                                                                tmp_path: Path) -> None:
     """A retrained phrasing model (`data/injection_phrasing.npz`) scores passages differently: every stored scan
     must then be stale, as for a changed detector."""
-    from stages.core import config
+    from assay.stages.core import config
 
     for name in ("code_words.txt", "injection_phrasing.npz"):
         (tmp_path / name).write_bytes((config.DATA_DIR / name).read_bytes())

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from stages.core.artifacts import Answer, Candidate, Judgment, PassageScores, QueryReport, RankedPassage, RouteDecision
-from stages.index.discover import file_hash
-from stages.index.parse import parse_source
-from stages.query.judge.injection import injection_score
-from stages.query.judge.local import judge_local, question_identifiers
-from stages.query.report import render_text
-from stages.query.retrieve import to_candidate
-from stages.query.synthesize import extractive
-from stages.query.threshold import default_thresholds, select
+from assay.stages.core.artifacts import Answer, Candidate, Judgment, PassageScores, QueryReport, RankedPassage, RouteDecision
+from assay.stages.index.discover import file_hash
+from assay.stages.index.parse import parse_source
+from assay.stages.query.judge.injection import injection_score
+from assay.stages.query.judge.local import judge_local, question_identifiers
+from assay.stages.query.report import render_text
+from assay.stages.query.retrieve import to_candidate
+from assay.stages.query.synthesize import extractive
+from assay.stages.query.threshold import default_thresholds, select
 from tests.conftest import shared_path
 
 REPO = Path(__file__).resolve().parents[1]

@@ -14,10 +14,16 @@ def imported_packages(path: Path) -> set[str]:
     found: set[str] = set()
     for node in ast.walk(tree):  # function-local imports count too
         if isinstance(node, ast.Import):
-            found.update(alias.name.split(".")[0] for alias in node.names)
+            found.update(_layer(alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module.split(".")[0])
+            found.add(_layer(node.module))
     return found & set(RANK)
+
+
+def _layer(module: str) -> str:
+    """`assay.stages.core.config` -> `stages`: the repository's folders install under the `assay` namespace."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "assay" and len(parts) > 1 else parts[0]
 
 
 def test_no_module_imports_from_a_higher_layer() -> None:
@@ -32,5 +38,5 @@ def test_no_module_imports_from_a_higher_layer() -> None:
 
 def test_the_walker_sees_function_local_imports(tmp_path: Path) -> None:
     sample = tmp_path / "x.py"
-    sample.write_text("def f():\n    from flows.query import run_query\n    import tasks.index\n")
+    sample.write_text("def f():\n    from assay.flows.query import run_query\n    import assay.tasks.index\n")
     assert imported_packages(sample) == {"flows", "tasks"}

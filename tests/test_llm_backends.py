@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from stages.core.artifacts import Candidate
-from stages.core.llm_clients import CloudBackend, LLMError, OllamaBackend
-from stages.query.judge.llm import JUDGE_SYSTEM, build_prompt, judge_with_cloud, judge_with_ollama, split_batches
-from stages.query.threshold import default_thresholds, select
+from assay.stages.core.artifacts import Candidate
+from assay.stages.core.llm_clients import CloudBackend, LLMError, OllamaBackend
+from assay.stages.query.judge.llm import JUDGE_SYSTEM, build_prompt, judge_with_cloud, judge_with_ollama, split_batches
+from assay.stages.query.threshold import default_thresholds, select
 from tests.fakes import FakeCloud, FakeOllama
 
 
@@ -115,8 +115,8 @@ def test_cloud_judge_redacts_secrets_in_passages() -> None:
 
 
 def test_llm_judge_gets_the_rubric_and_checked_facts_and_the_local_checks_stay_a_floor() -> None:
-    from stages.core.config import Settings
-    from stages.query.judge.backends import run_judge
+    from assay.stages.core.config import Settings
+    from assay.stages.query.judge.backends import run_judge
 
     send = Candidate(id="s", file="client.py", start_line=5, end_line=7, entity="Client.send", kind="method", language="python",
                      signature="def send(self, request, stream=False)", params=["self", "request", "stream"],

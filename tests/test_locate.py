@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stages.core.artifacts import Entity
-from stages.query.locate import entity_at, locations, resolve
-from stages.query.rank import RankConfig, explain, rank
+from assay.stages.core.artifacts import Entity
+from assay.stages.query.locate import entity_at, locations, resolve
+from assay.stages.query.rank import RankConfig, explain, rank
 from tests.test_rank import cand
 
 
@@ -75,8 +75,8 @@ def test_the_entity_at_a_pasted_place_comes_first_even_in_a_test() -> None:
 def test_search_finds_the_code_a_pasted_frame_or_message_points_at(indexed_project: Path) -> None:
     """Through the search door, on the indexed fixture: a frame from an installed copy of the package, and the
     message `retry_call` raises with its value filled in."""
-    from stages.core.config import Settings
-    from stages.query.retrieve import search
+    from assay.stages.core.config import Settings
+    from assay.stages.query.retrieve import search
 
     frame = 'File "/usr/lib/python3/site-packages/pkg/session.py", line 24, in send'
     assert search(indexed_project, frame, Settings(), k=3).candidates[0].entity == "Session.send"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from stages.index.discover import file_hash
-from stages.index.languages import language_for
-from stages.index.parse import parse_source
+from assay.stages.index.discover import file_hash
+from assay.stages.index.languages import language_for
+from assay.stages.index.parse import parse_source
 from tests.conftest import FIXTURES
 
 LANGS = FIXTURES / "langs"

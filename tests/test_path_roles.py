@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from stages.core.path_roles import is_test_path
-from stages.query.rank import path_kinds
+from assay.stages.core.path_roles import is_test_path
+from assay.stages.query.rank import path_kinds
 
 TESTS = [
     "tests/test_cache.py", "testing/python/approx.py", "conftest.py", "pkg/cache_test.py",  # Python

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from flows.index import run_index
-from flows.query import run_query
-from stages.core.config import Settings
+from assay.flows.index import run_index
+from assay.flows.query import run_query
+from assay.stages.core.config import Settings
 from tests.fakes import FakeOllama
 
 pytestmark = pytest.mark.prefect

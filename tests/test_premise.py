@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from flows.query import run_query
-from stages.core.artifacts import Candidate
-from stages.evaluate import premise_set
-from stages.evaluate.premise_set import FLAG_AT, generate, resolver_for, score
-from stages.index.parse import parse_source
-from stages.query.judge.local import judge_local
-from stages.query.premise import check_question, entity_of, extract, resolver_from
+from assay.flows.query import run_query
+from assay.stages.core.artifacts import Candidate
+from assay.stages.evaluate import premise_set
+from assay.stages.evaluate.premise_set import FLAG_AT, generate, resolver_for, score
+from assay.stages.index.parse import parse_source
+from assay.stages.query.judge.local import judge_local
+from assay.stages.query.premise import check_question, entity_of, extract, resolver_from
 
 SOURCE = b'''"""Clients."""
 import functools
@@ -377,8 +377,8 @@ def test_cue_gates_never_hide_a_premise(monkeypatch: pytest.MonkeyPatch) -> None
     template sets, and questions without cues, the gates change nothing."""
     import re
 
-    from stages.evaluate.premise_set import PHRASINGS
-    from stages.query import premise
+    from assay.stages.evaluate.premise_set import PHRASINGS
+    from assay.stages.query import premise
 
     values = {"S": "`Session.request`", "V": "`dict`", "P": "timeout", "D": "a staticmethod", "N": "staticmethod",
               "W": "cached property", "B": "dict", "F": "sessions.py", "M": "sessions", "K": "class"}

@@ -17,7 +17,7 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
 def test_exit_now_flushes_output_runs_exit_handlers_and_keeps_the_code() -> None:
     done = _run(
         "import atexit, sys\n"
-        "from flows.process_exit import exit_now\n"
+        "from assay.flows.process_exit import exit_now\n"
         "atexit.register(lambda: print('handler ran'))\n"
         "sys.stdout.write('x' * 100000)\n"  # more than a pipe buffer: left buffered unless flushed
         "exit_now(3)\n"
@@ -29,7 +29,7 @@ def test_exit_now_flushes_output_runs_exit_handlers_and_keeps_the_code() -> None
 def test_exit_now_waits_for_a_running_thread_as_a_normal_exit_would() -> None:
     done = _run(
         "import threading, time\n"
-        "from flows.process_exit import exit_now\n"
+        "from assay.flows.process_exit import exit_now\n"
         "threading.Thread(target=lambda: (time.sleep(0.5), print('thread finished'))).start()\n"
         "exit_now(0)\n"
     )
@@ -47,7 +47,7 @@ def test_the_cli_reports_results_and_errors_with_their_exit_codes(tmp_path: Path
 
 def test_a_profiled_command_still_writes_its_profile(tmp_path: Path) -> None:
     profile = tmp_path / "status.prof"
-    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "flows.cli", "status", str(tmp_path)],
+    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "assay.flows.cli", "status", str(tmp_path)],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0 and "not indexed" in done.stdout
     assert profile.stat().st_size > 0  # cProfile writes it after the program returns

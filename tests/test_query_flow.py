@@ -8,12 +8,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from flows.index import run_index
-from flows.query import run_query
-from stages.audit.snapshots import SNAPSHOT_SCHEMA, judgments_dir
-from stages.core.config import Settings
-from stages.core.llm_clients import LLMError
-from stages.query.route import decide_route
+from assay.flows.index import run_index
+from assay.flows.query import run_query
+from assay.stages.audit.snapshots import SNAPSHOT_SCHEMA, judgments_dir
+from assay.stages.core.config import Settings
+from assay.stages.core.llm_clients import LLMError
+from assay.stages.query.route import decide_route
 from tests.fakes import FakeCloud, FakeOllama
 
 
@@ -160,7 +160,7 @@ def test_cloud_synthesis_pins_the_judge_and_redacts(project: Path) -> None:
     assert "[REDACTED]" in sent
     assert report.answer.redactions >= 1 and "secret(s) were redacted" in report.text
     # the usage ledger: one Ollama judge call and one cloud writer call per answer, with the tokens they reported
-    from stages.query.ledger import summary
+    from assay.stages.query.ledger import summary
 
     table = {(r["backend"], r["purpose"]): r for r in summary(project)}
     assert table[("ollama", "judge")]["calls"] >= 2 and table[("ollama", "judge")]["prompt_tokens"] > 0

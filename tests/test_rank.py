@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from stages.core.artifacts import Candidate
-from stages.index.tokens import tokenize
-from stages.query.rank import (Quotation, RankConfig, built_copies, explain, legacy_version_dirs, phrase_match, query_shape,
+from assay.stages.core.artifacts import Candidate
+from assay.stages.index.tokens import tokenize
+from assay.stages.query.rank import (Quotation, RankConfig, built_copies, explain, legacy_version_dirs, phrase_match, query_shape,
                                rank, word_roots)
 
 _n = 0
@@ -426,7 +426,7 @@ def test_a_long_question_keeps_more_of_a_files_further_entities_than_a_phrase() 
     """Found on held-out questions (`bench_questions`): regex's `Bounded.has_visited` (BM25 second, dense close)
     fell to 13th behind two other `backtrack.rs` methods and a stranger from another file. A long question asks about
     one mechanism, often several entities of one file; a short phrase is served best by a list spread over files."""
-    from stages.query.rank import diversity_floor
+    from assay.stages.query.rank import diversity_floor
 
     pool = [*[cand("backtrack.rs", f"Bounded.m{i}", bm25=10.0 - 0.1 * i, distance=0.4) for i in range(3)],
             cand("exec.rs", "ExecBuilder.bounded", bm25=6.0, distance=0.5)]
@@ -518,8 +518,8 @@ def test_what_a_named_function_delegates_to_lifts_for_a_delegation_question() ->
 
 
 def test_delegation_callees_come_from_the_graph_only_for_a_delegation_question(indexed_project) -> None:
-    from stages.index.store import Catalog
-    from stages.query.graph import delegation_callees
+    from assay.stages.index.store import Catalog
+    from assay.stages.query.graph import delegation_callees
 
     catalog = Catalog(indexed_project)
     try:

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from flows.index import run_index
-from stages.core.config import Settings
-from stages.index.embed import embedder_for
-from stages.index.store import load_manifest
-from stages.query.retrieve import collapse_parts, fuse, retrieve
+from assay.flows.index import run_index
+from assay.stages.core.config import Settings
+from assay.stages.index.embed import embedder_for
+from assay.stages.index.store import load_manifest
+from assay.stages.query.retrieve import collapse_parts, fuse, retrieve
 
 
 def test_rrf_by_hand() -> None:
@@ -35,7 +35,7 @@ def test_modes_and_collapsed_parts(project: Path) -> None:
 
 
 def test_search_ranks_code_aware_and_reaches_files(indexed_project: Path) -> None:
-    from stages.query.retrieve import search
+    from assay.stages.query.retrieve import search
 
     settings = Settings()
     symbol = search(indexed_project, "RetryError", settings, k=5).candidates
@@ -48,7 +48,7 @@ def test_search_ranks_code_aware_and_reaches_files(indexed_project: Path) -> Non
 
 
 def test_dense_search_keeps_one_collection_handle_and_replaces_a_failing_one(indexed_project: Path, monkeypatch) -> None:
-    from stages.index import store
+    from assay.stages.index import store
 
     manifest = load_manifest(indexed_project)
     vector = [1.0 / manifest.dimension**0.5] * manifest.dimension
@@ -77,9 +77,9 @@ def test_a_store_another_process_replaced_is_read_and_written_afresh(tmp_path: P
     import subprocess
     import sys
 
-    from stages.core.artifacts import EmbeddedBatch
-    from stages.core.workspace import state_dir
-    from stages.index import store
+    from assay.stages.core.artifacts import EmbeddedBatch
+    from assay.stages.core.workspace import state_dir
+    from assay.stages.index import store
 
     def batch(ids: list[str], dim: int) -> EmbeddedBatch:
         return EmbeddedBatch(embedder="e", dimension=dim, ids=ids, vectors=[[1.0] + [0.0] * (dim - 1) for _ in ids])
@@ -87,7 +87,7 @@ def test_a_store_another_process_replaced_is_read_and_written_afresh(tmp_path: P
     store.VectorStore(tmp_path, None, "c_g1").upsert(batch(["old"], 4))
     assert [i for i, _ in store.dense_search(tmp_path, None, "c_g1", [1.0, 0, 0, 0], 5)] == ["old"]
     shutil.rmtree(state_dir(tmp_path) / "chroma")
-    code = ("import sys; from pathlib import Path; from stages.index.store import VectorStore; from stages.core.artifacts "
+    code = ("import sys; from pathlib import Path; from assay.stages.index.store import VectorStore; from assay.stages.core.artifacts "
             "import EmbeddedBatch; VectorStore(Path(sys.argv[1]), None, 'c_g1').upsert(EmbeddedBatch(embedder='e', "
             "dimension=3, ids=['new'], vectors=[[1.0, 0.0, 0.0]]))")
     subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True)
@@ -103,7 +103,7 @@ def test_array_built_bm25_scores_as_bm25s_does(tmp_path: Path) -> None:
     import bm25s
     import numpy as np
 
-    from stages.index.lexical import LexicalIndex
+    from assay.stages.index.lexical import LexicalIndex
 
     rng = random.Random(7)
     words = [f"w{i}" for i in range(300)]
@@ -128,8 +128,8 @@ def test_the_vector_store_returns_nearly_the_exact_nearest_passages(tmp_path: Pa
     the store's settings must keep dense lists within 1% of exact search."""
     import numpy as np
 
-    from stages.core.artifacts import EmbeddedBatch
-    from stages.index.store import VectorStore
+    from assay.stages.core.artifacts import EmbeddedBatch
+    from assay.stages.index.store import VectorStore
 
     rng = np.random.default_rng(0)
     centres = rng.normal(size=(40, 384))
@@ -150,7 +150,7 @@ def test_a_named_definition_joins_the_pool_below_both_lists_depth(project: Path)
     """Found on gin: `Context` is repeated by each of its ~90 methods, so BM25 and the dense model fill their depth
     with mentions and the struct itself was in neither list. The definition of the name a query uses joins the
     pool, scored by both lists."""
-    from stages.query.rank import RankConfig
+    from assay.stages.query.rank import RankConfig
 
     attrs = "\n".join(f"        self.setting_{i} = None" for i in range(30))
     helpers = "\n\n".join(f'def open_channel_{i}(url):\n    """Open a Channel for call {i}."""\n    channel = Channel()\n'
@@ -171,8 +171,8 @@ def test_a_named_definition_joins_the_pool_below_both_lists_depth(project: Path)
 
 def test_scores_and_distances_of_named_passages_match_the_lists(indexed_project: Path) -> None:
     """What the pool's late joiners are scored with is what the lists would have said at any depth."""
-    from stages.index.store import dense_distances, dense_search
-    from stages.query.retrieve import load_lexical
+    from assay.stages.index.store import dense_distances, dense_search
+    from assay.stages.query.retrieve import load_lexical
 
     manifest = load_manifest(indexed_project)
     lexical = load_lexical(indexed_project)
@@ -189,9 +189,9 @@ def test_scores_and_distances_of_named_passages_match_the_lists(indexed_project:
 def test_named_definers_are_the_owners_member_or_every_definition_of_the_name(indexed_project: Path) -> None:
     """`Session.send` looks up that owner's `send`; `s.close` (an owner no qualified name holds, like zod's `z`) every
     `close`; a sentence looks up nothing (its names are many and often incidental)."""
-    from stages.index.store import Catalog
-    from stages.query.rank import query_shape
-    from stages.query.retrieve import named_definers
+    from assay.stages.index.store import Catalog
+    from assay.stages.query.rank import query_shape
+    from assay.stages.query.retrieve import named_definers
 
     catalog = Catalog(indexed_project)
     qualname = {eid: e.qualname for eid, e in catalog.get(list(catalog.ids())).items()}
@@ -210,8 +210,8 @@ def test_the_ranked_pool_carries_every_passages_dense_distance(indexed_project: 
     """Found on rxjs: a passage only BM25 ranked came with no distance, which the judge reads as no likeness at all
     (`innerFrom`, 4th in `search`, was 16th of the judged pool). The rank stage reads list positions and is
     given none; the pool it returns carries each passage's distance, as the lists would have said at any depth."""
-    from stages.index.store import dense_distances
-    from stages.query.rank import RankConfig
+    from assay.stages.index.store import dense_distances
+    from assay.stages.query.rank import RankConfig
 
     manifest, emb = load_manifest(indexed_project), embedder_for(Settings())
     query = "parse the config file"
@@ -231,8 +231,8 @@ def test_a_store_failing_after_the_search_leaves_distances_unknown(indexed_proje
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """The late fetch of distances is an improvement, not a requirement: if the store fails then, the pool is
     returned as ranked, the missing distances unknown, rather than the question failing."""
-    from stages.query import retrieve as retrieve_module
-    from stages.query.rank import RankConfig
+    from assay.stages.query import retrieve as retrieve_module
+    from assay.stages.query.rank import RankConfig
 
     def broken(*args: object, **kwargs: object) -> dict[str, float]:
         raise RuntimeError("store went away")
@@ -246,8 +246,8 @@ def test_a_store_failing_after_the_search_leaves_distances_unknown(indexed_proje
 def test_a_long_questions_bm25_list_is_read_deeper(indexed_project: Path) -> None:
     """Each term of a long question draws its own matches: the BM25 list is read `LEXICAL_DEPTH_PER_TERM` passages
     per term when that is deeper than the depth asked for (SWE-QA requests' `RequestException` sat 63rd of 60)."""
-    from stages.query.rank import query_shape
-    from stages.query.retrieve import LEXICAL_DEPTH_PER_TERM, load_lexical
+    from assay.stages.query.rank import query_shape
+    from assay.stages.query.retrieve import LEXICAL_DEPTH_PER_TERM, load_lexical
 
     manifest, emb = load_manifest(indexed_project), embedder_for(Settings())
     question = "How does the client retry a failed request, keep session cookies and parse the config file?"

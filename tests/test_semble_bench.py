@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from stages.evaluate import semble as sb
+from assay.stages.evaluate import semble as sb
 
 
 def test_ndcg_by_hand_with_suffix_paths_and_spans() -> None:
@@ -78,9 +78,9 @@ def test_prepare_lays_out_only_the_benchmark_root_at_its_repository_path(tmp_pat
 
 
 def test_semble_suite_scores_assay_beside_plain_bm25(tmp_path: Path) -> None:
-    from flows.index import run_index
-    from stages.core.config import Settings
-    from stages.evaluate.runs import evaluate_semble, render_semble, semble_summary
+    from assay.flows.index import run_index
+    from assay.stages.core.config import Settings
+    from assay.stages.evaluate.runs import evaluate_semble, render_semble, semble_summary
 
     repo, source = demo_repo(tmp_path)
     root = sb.prepare_repo(repo, tmp_path, source)
@@ -100,9 +100,9 @@ def test_semble_suite_scores_assay_beside_plain_bm25(tmp_path: Path) -> None:
 def test_any_repository_in_repos_json_is_fetched_as_its_registry_field_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The held-out repositories are not in `SOURCES`: each is fetched from what its `registry` field names, and
     one that no registry here carries is reported, not a crash that loses the others."""
-    from flows.evaluate import evaluate_semble_pipeline
-    from flows.runtime import direct_call
-    from stages.core.config import Settings
+    from assay.flows.evaluate import evaluate_semble_pipeline
+    from assay.flows.runtime import direct_call
+    from assay.stages.core.config import Settings
 
     repo, _ = demo_repo(tmp_path)
     folder = tmp_path / "bench"

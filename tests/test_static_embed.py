@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stages.index.embed import MiniLMEmbedder
-from stages.index.static_model import StaticEmbedder, distill_table
+from assay.stages.index.embed import MiniLMEmbedder
+from assay.stages.index.static_model import StaticEmbedder, distill_table
 
 TEXTS = ["retry the call with exponential backoff", "def retry_call(func, attempts): sleep between attempts",
          "render an html table of rows", "cookies merged into the session jar"]
@@ -29,7 +29,7 @@ def subset_table(model: MiniLMEmbedder, texts: list[str]) -> np.ndarray:
 def plain_tokenizer(model: MiniLMEmbedder):
     from tokenizers import Tokenizer
 
-    from stages.core.config import DATA_DIR
+    from assay.stages.core.config import DATA_DIR
 
     tok = Tokenizer.from_file(str(DATA_DIR / "minilm-tokenizer.json"))
     tok.no_truncation()
@@ -53,7 +53,7 @@ def test_a_text_is_the_normalised_mean_of_its_token_rows(model: MiniLMEmbedder) 
 
 
 def test_the_table_is_built_once_and_cached(model: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from stages.index import static_model as static_embed
+    from assay.stages.index import static_model as static_embed
 
     monkeypatch.setenv("ASSAY_HOME", str(tmp_path))
     calls = []
@@ -70,12 +70,12 @@ def test_the_table_is_built_once_and_cached(model: MiniLMEmbedder, monkeypatch: 
 
 
 def test_index_and_search_on_the_static_embedder(project: Path, model: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
-    from flows.index import run_index
-    from stages.index import static_model as static_embed
-    from stages.core.config import Settings
-    from stages.index.embed import get_embedder
-    from stages.query.retrieve import search
-    from stages.index.store import Catalog, load_manifest
+    from assay.flows.index import run_index
+    from assay.stages.index import static_model as static_embed
+    from assay.stages.core.config import Settings
+    from assay.stages.index.embed import get_embedder
+    from assay.stages.query.retrieve import search
+    from assay.stages.index.store import Catalog, load_manifest
 
     texts = [e.embed_text() for e in Catalog(project).all()] if (project / ".assay").exists() else []
     texts += [p.read_text(errors="replace") for p in project.rglob("*.py")] + ["how are retries backed off"]
@@ -98,8 +98,8 @@ def test_index_runs_embed_on_the_unoptimised_session_and_queries_on_the_optimise
     """An index run in a fresh process must not pay for the graph optimisation (it folds the int8 weights into
     float32 ones: ~0.3 s and 70 MB), a query must not pay the per-run dequantize it saves; both give the
     same vectors."""
-    from stages.core.artifacts import Entity
-    from stages.index.embed import embed_entities
+    from assay.stages.core.artifacts import Entity
+    from assay.stages.index.embed import embed_entities
 
     fresh = MiniLMEmbedder()
     entities = [Entity(id=f"e{i}", kind="function", name=f"f{i}", qualname=f"f{i}", body=text, start_line=1, end_line=2,
@@ -117,7 +117,7 @@ def test_index_runs_embed_on_the_unoptimised_session_and_queries_on_the_optimise
 def test_frequent_tokens_weigh_less_so_noise_moves_a_text_less(model: MiniLMEmbedder) -> None:
     """The table's rows are scaled by Model2Vec's frequency weight (rank in the vocabulary as the estimate):
     punctuation and stop words pull a text's mean away from its identifiers less than unweighted rows do."""
-    from stages.index.static_model import sif_weights
+    from assay.stages.index.static_model import sif_weights
 
     clean, noisy = "retry backoff", "the ( retry ) . , the backoff ; : of the and"
     ids = {i for e in model._tokenizer.encode_batch([clean, noisy]) for i in e.ids}

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
-from flows.index import run_index
-from stages.core.config import Settings
-from stages.index.lexical import LexicalIndex
-from stages.index.store import Catalog, lexical_dir, rebuild_lexical
-from stages.index.term_counts import TermCounts
+from assay.flows.index import run_index
+from assay.stages.core.config import Settings
+from assay.stages.index.lexical import LexicalIndex
+from assay.stages.index.store import Catalog, lexical_dir, rebuild_lexical
+from assay.stages.index.term_counts import TermCounts
 
 
 def _corpus(rng: random.Random, n: int, words: list[str]) -> tuple[list[str], list[list[str]]]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 PARENT = """
 import os, sys
-from stages.core.workers import worker_pool
+from assay.stages.core.workers import worker_pool
 pool = worker_pool(1)
 print(pool.submit(os.getpid).result(), flush=True)
 pool.shutdown(wait=False)

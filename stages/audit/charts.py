@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from stages.audit.stats import SCORES  # noqa: E402
+from assay.stages.audit.stats import SCORES  # noqa: E402
 
 
 def score_histograms(dist: dict[str, dict], out: Path) -> Path:

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from stages.audit import stats as audit_stats
-from stages.audit.snapshots import selection_rows, write_rows
-from stages.core.artifacts import Candidate, Entity, Judgment
-from stages.query.report import status_of
-from stages.query.retrieve import to_candidate
-from stages.query.threshold import default_thresholds, select
+from assay.stages.audit import stats as audit_stats
+from assay.stages.audit.snapshots import selection_rows, write_rows
+from assay.stages.core.artifacts import Candidate, Entity, Judgment
+from assay.stages.query.report import status_of
+from assay.stages.query.retrieve import to_candidate
+from assay.stages.query.threshold import default_thresholds, select
 
 Judge = Callable[[str, list[Candidate]], Judgment]
 BASELINE_QUESTION = "Describe what this code does."

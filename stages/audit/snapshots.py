@@ -13,8 +13,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from stages.core.artifacts import Judgment, QueryReport, Selection
-from stages.core.workspace import state_dir
+from assay.stages.core.artifacts import Judgment, QueryReport, Selection
+from assay.stages.core.workspace import state_dir
 
 SNAPSHOT_VERSION = 1
 

@@ -16,8 +16,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from stages.audit.snapshots import SNAPSHOT_SCHEMA
-from stages.core.artifacts import Candidate, Judgment
+from assay.stages.audit.snapshots import SNAPSHOT_SCHEMA
+from assay.stages.core.artifacts import Candidate, Judgment
 
 SCORES = ("relevance", "evidence", "contradicts", "injection")
 INJECTION_BASELINE_MAX = 0.15
@@ -147,7 +147,7 @@ def load_labels(path: Path) -> list[LabelledPassage]:
 
 def with_retrieval_signals(items: list[LabelledPassage], embedder) -> list[LabelledPassage]:
     """Give labelled passages the signals retrieval would have: cosine distance and the fused rank per question."""
-    from stages.index.lexical import LexicalIndex
+    from assay.stages.index.lexical import LexicalIndex
 
     out: list[LabelledPassage] = []
     by_q: dict[str, list[LabelledPassage]] = {}

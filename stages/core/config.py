@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib.resources import files
 from pathlib import Path
 from typing import Literal
 
@@ -9,7 +10,9 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data"  # shipped data: tokenizer, thresholds, word lists
+# Shipped data (tokenizer, thresholds, word lists, the learned phrasing model), found through the installed
+# package `assay.data` so a wheel works from any directory; a checkout's editable install maps it to `data/`.
+DATA_DIR = Path(str(files("assay.data")))
 
 
 class Settings(BaseSettings):

@@ -48,7 +48,7 @@ class ChatResult:
     latency_s: float = 0.0
 
     def as_call(self, purpose: str, backend: str):
-        from stages.core.artifacts import LLMCall
+        from assay.stages.core.artifacts import LLMCall
 
         return LLMCall(purpose=purpose, backend=backend, model=self.model, prompt_tokens=self.prompt_tokens,  # type: ignore[arg-type]
                        completion_tokens=self.completion_tokens, cached_tokens=self.cached_tokens, latency_s=round(self.latency_s, 3))

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-from stages.core.workspace import state_dir
+from assay.stages.core.workspace import state_dir
 
 
 class ProgressSink(Protocol):

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from stages.core.artifacts import Candidate, Entity
+from assay.stages.core.artifacts import Candidate, Entity
 
 ANCHOR_KINDS = frozenset({"function", "method", "class", "constant", "section", "element", "rule"})
 

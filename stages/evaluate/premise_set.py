@@ -20,10 +20,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from stages.core.artifacts import Entity
-from stages.index.languages import language_for
-from stages.index.parse import parse_source
-from stages.query.premise import check_question, resolver_from
+from assay.stages.core.artifacts import Entity
+from assay.stages.index.languages import language_for
+from assay.stages.index.parse import parse_source
+from assay.stages.query.premise import check_question, resolver_from
 
 PREMISE_CORPORA = ("httpx==0.28.1", "click==8.1.8", "rich==13.9.4", "starlette==0.41.3")
 KINDS = ("base", "param", "default", "decorator", "async", "returns", "raises", "file", "kind")

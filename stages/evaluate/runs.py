@@ -13,15 +13,15 @@ import tarfile
 from collections.abc import Callable
 from pathlib import Path
 
-from stages.core.artifacts import Candidate, Judgment, QueryReport
-from stages.core.config import Settings
-from stages.evaluate import metrics as ev
-from stages.index.embed import embedder_for
-from stages.index.store import Catalog, load_manifest
-from stages.query.graph import workspace_centrality
-from stages.query.judge.local import passage_injection
-from stages.query.retrieve import DEFAULT_DEPTH, located_entities, ranking_for, retrieve, to_candidate
-from stages.query.threshold import default_thresholds, select
+from assay.stages.core.artifacts import Candidate, Judgment, QueryReport
+from assay.stages.core.config import Settings
+from assay.stages.evaluate import metrics as ev
+from assay.stages.index.embed import embedder_for
+from assay.stages.index.store import Catalog, load_manifest
+from assay.stages.query.graph import workspace_centrality
+from assay.stages.query.judge.local import passage_injection
+from assay.stages.query.retrieve import DEFAULT_DEPTH, located_entities, ranking_for, retrieve, to_candidate
+from assay.stages.query.threshold import default_thresholds, select
 
 Judge = Callable[[str, list[Candidate]], Judgment]
 
@@ -227,7 +227,7 @@ def _entity_spans(entities: list) -> dict[tuple[str, str, str], tuple[int, int]]
 
 def _entity_hits(rows: list, spans: dict[tuple[str, str, str], tuple[int, int]], k: int = 10) -> list:
     """One hit per entity, in first-seen order, spanning the whole entity (as the search door shows it)."""
-    from stages.evaluate.semble import Hit
+    from assay.stages.evaluate.semble import Hit
 
     order = dict.fromkeys((r.file, getattr(r, "entity", None) or r.qualname, r.kind) for r in rows)
     return [Hit(key[0], *spans.get(key, (0, 0))) for key in list(order)[:k]]
@@ -236,9 +236,9 @@ def _entity_hits(rows: list, spans: dict[tuple[str, str, str], tuple[int, int]],
 def evaluate_semble(root: Path, repo: str, queries: list, settings: Settings, ablate: bool = True) -> list[dict]:
     """NDCG@10 per query for: plain BM25 (in-run baseline), RRF hybrid (Assay before code-aware ranking),
     Assay (the `search` door), and Assay with each ranking signal switched off."""
-    from stages.query.graph import delegation_callees
-    from stages.query.rank import RankConfig, query_shape, rank
-    from stages.evaluate.semble import ndcg_at_10
+    from assay.stages.query.graph import delegation_callees
+    from assay.stages.query.rank import RankConfig, query_shape, rank
+    from assay.stages.evaluate.semble import ndcg_at_10
 
     manifest = load_manifest(root)
     embedder = embedder_for(settings)
@@ -269,7 +269,7 @@ def evaluate_semble(root: Path, repo: str, queries: list, settings: Settings, ab
 
 
 def semble_summary(rows: list[dict]) -> dict[str, dict]:
-    from stages.evaluate.semble import summarise
+    from assay.stages.evaluate.semble import summarise
 
     configs = list(dict.fromkeys(r["config"] for r in rows))
     return {c: summarise([r for r in rows if r["config"] == c]) for c in configs}
@@ -277,7 +277,7 @@ def semble_summary(rows: list[dict]) -> dict[str, dict]:
 
 def render_semble(results: dict) -> str:
     """Assay beside the in-run plain BM25 and the benchmark's published figures (whole benchmark)."""
-    from stages.evaluate.semble import CATEGORIES, PUBLISHED
+    from assay.stages.evaluate.semble import CATEGORIES, PUBLISHED
 
     summary = results["summary"]
     repos = [r for r, info in results["repos"].items() if "error" not in info]

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pathspec
 
-from stages.core.artifacts import DiscoveryResult, SkippedFile, SourceFile
-from stages.index.languages import language_for, language_from_shebang, uses_tree_sitter
+from assay.stages.core.artifacts import DiscoveryResult, SkippedFile, SourceFile
+from assay.stages.index.languages import language_for, language_from_shebang, uses_tree_sitter
 
 ALWAYS_PRUNED = frozenset(
     {".git", ".hg", ".svn", ".assay", "node_modules", "__pycache__", ".venv", ".tox", ".nox",

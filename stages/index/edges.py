@@ -19,9 +19,9 @@ from functools import lru_cache
 
 from tree_sitter import Node, Query, QueryCursor
 
-from stages.core.artifacts import DEFINITION_KINDS, Edge, Entity
-from stages.index.idioms import elixir_form
-from stages.index.languages import node_text
+from assay.stages.core.artifacts import DEFINITION_KINDS, Edge, Entity
+from assay.stages.index.idioms import elixir_form
+from assay.stages.index.languages import node_text
 
 _CALLS: dict[str, tuple[str, ...]] = {
     "python": ("(call function: (identifier) @name) @site",

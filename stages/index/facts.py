@@ -14,8 +14,8 @@ import re
 
 from tree_sitter import Node
 
-from stages.core.artifacts import CodeFacts
-from stages.index.languages import SPECS, node_text
+from assay.stages.core.artifacts import CodeFacts
+from assay.stages.index.languages import SPECS, node_text
 
 _NESTED_SCOPES = frozenset(
     {"function_definition", "class_definition", "lambda", "function_declaration", "function_expression",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from stages.index.languages import node_text
+from assay.stages.index.languages import node_text
 
 # the called name says what an Elixir definition defines
 ELIXIR_DEFS = {

@@ -12,14 +12,14 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from stages.core.artifacts import (
+from assay.stages.core.artifacts import (
     DiscoveryResult, FileRecord, IndexManifest, IndexPlan, IndexReport, ParseResult, SkippedFile, SourceFile,
 )
-from stages.core.workers import worker_pool
-from stages.index.discover import file_hash
-from stages.index.tokens import token_string
-from stages.index.parse import PARSER_VERSION, parse_source
-from stages.query.freshness import git_head
+from assay.stages.core.workers import worker_pool
+from assay.stages.index.discover import file_hash
+from assay.stages.index.tokens import token_string
+from assay.stages.index.parse import PARSER_VERSION, parse_source
+from assay.stages.query.freshness import git_head
 
 
 def plan_index(discovery: DiscoveryResult, manifest: IndexManifest | None, embedder: str, rebuild: bool = False) -> IndexPlan:

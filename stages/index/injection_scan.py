@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from stages.core.artifacts import Entity
-from stages.core.progress import ProgressSink
-from stages.core.workers import worker_pool
+from assay.stages.core.artifacts import Entity
+from assay.stages.core.progress import ProgressSink
+from assay.stages.core.workers import worker_pool
 
 InjectionScan = tuple[float, list[str]]
 
-_DETECTOR = "stages.query.judge.local"
+_DETECTOR = "assay.stages.query.judge.local"
 FRESH_PROCESS_MIN = 1000  # passages worth the detector's import (~0.4 s) in a process that has not loaded it
 
 
@@ -33,11 +33,11 @@ def detector_version() -> str:
     """Digest of what decides a passage's score: the detector, its code lexicon and learned phrasing model, the
     judge's body/docstring rule, the word list and the model's weights (read from the files, without importing the
     detector)."""
-    from stages.core.config import DATA_DIR
+    from assay.stages.core.config import DATA_DIR
 
     digest = hashlib.sha256()
-    for path in (_source("stages.query.judge.injection"), _source("stages.query.judge.code_lexicon"),
-                 _source("stages.query.judge.learned_phrasing"), _source(_DETECTOR), DATA_DIR / "code_words.txt",
+    for path in (_source("assay.stages.query.judge.injection"), _source("assay.stages.query.judge.code_lexicon"),
+                 _source("assay.stages.query.judge.learned_phrasing"), _source(_DETECTOR), DATA_DIR / "code_words.txt",
                  DATA_DIR / "injection_phrasing.npz"):
         digest.update(path.read_bytes() if path is not None and path.exists() else b"")
     return digest.hexdigest()[:16]
@@ -63,7 +63,7 @@ def digest(entity: Entity) -> str:
 
 def scan(entities: list[Entity], progress=None) -> list[tuple[str, str, float, list[str]]]:
     """(id, digest, score, signal names) per entity, as the local judge scores it."""
-    from stages.query.judge.local import injection_of
+    from assay.stages.query.judge.local import injection_of
 
     out = []
     for n, e in enumerate(entities, start=1):
@@ -109,7 +109,7 @@ def start(root: Path, entities: list[Entity]) -> ScanJob:
     """Begin scanning. With much to scan (a first index, a new detector) it runs in a spawned process while this one
     embeds: the static embedder leaves the second core idle (full index of the pytest sdist 14.3 s with the scan
     after the embedding, against 9.8 s without a scan), and MiniLM shares both cores with it either way."""
-    from stages.index.store import Catalog
+    from assay.stages.index.store import Catalog
 
     catalog = Catalog(root)
     try:
@@ -126,7 +126,7 @@ def start(root: Path, entities: list[Entity]) -> ScanJob:
 
 def finish(root: Path, job: ScanJob, sink: ProgressSink | None = None) -> int:
     """Wait for the spawned scan, or scan here (`rescan`); a worker that failed is replaced by a scan here."""
-    from stages.index.store import Catalog
+    from assay.stages.index.store import Catalog
 
     if job.future is not None:
         try:
@@ -141,7 +141,7 @@ def finish(root: Path, job: ScanJob, sink: ProgressSink | None = None) -> int:
 
 
 def _scan_in_worker(root: Path, ids: list[str]) -> int:
-    from stages.index.store import Catalog
+    from assay.stages.index.store import Catalog
 
     catalog = Catalog(root)
     try:

@@ -19,8 +19,8 @@ import numpy as np
 from bm25s.scoring import _select_idf_scorer, _select_tfc_scorer
 from bm25s.tokenization import Tokenized
 
-from stages.index.term_counts import TermCounts, offsets
-from stages.index.tokens import tokenize
+from assay.stages.index.term_counts import TermCounts, offsets
+from assay.stages.index.tokens import tokenize
 
 logging.getLogger("bm25s").setLevel(logging.WARNING)
 

@@ -9,9 +9,9 @@ import hashlib
 from datetime import datetime, timezone
 from pathlib import Path
 
-from stages.core.artifacts import Entity, IndexManifest
-from stages.index.embed import Embedder, embed_entities
-from stages.index.store import Catalog, VectorStore, load_manifest, rebuild_lexical, require_manifest, write_lock, write_manifest
+from assay.stages.core.artifacts import Entity, IndexManifest
+from assay.stages.index.embed import Embedder, embed_entities
+from assay.stages.index.store import Catalog, VectorStore, load_manifest, rebuild_lexical, require_manifest, write_lock, write_manifest
 
 NOTES_FILE = ".assay/notes"
 MAX_NOTE_CHARS = 20_000

@@ -15,12 +15,12 @@ from pathlib import PurePosixPath
 
 from tree_sitter import Node, Parser, Tree
 
-from stages.core.artifacts import Entity, ParsedFile
-from stages.index.doc_markup import strip_doc_markup
-from stages.index.edges import extract_edges
-from stages.index.facts import facts_of
-from stages.index.idioms import ELIXIR_DEFS, child_of, elixir_doc, elixir_head, elixir_name, zig_kind, zig_name
-from stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec, SPECS, node_text, refine_language, uses_tree_sitter
+from assay.stages.core.artifacts import Entity, ParsedFile
+from assay.stages.index.doc_markup import strip_doc_markup
+from assay.stages.index.edges import extract_edges
+from assay.stages.index.facts import facts_of
+from assay.stages.index.idioms import ELIXIR_DEFS, child_of, elixir_doc, elixir_head, elixir_name, zig_kind, zig_name
+from assay.stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec, SPECS, node_text, refine_language, uses_tree_sitter
 
 # Bump when what unchanged files index to changes: entities, or the BM25 tokens made from them
 # (2: a file entity per code file, stemmed BM25 tokens; 3: code facts per definition, graph edges;

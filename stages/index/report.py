@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from stages.core.artifacts import IndexReport
+from assay.stages.core.artifacts import IndexReport
 
 
 def summary_lines(r: IndexReport) -> list[str]:

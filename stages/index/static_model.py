@@ -91,7 +91,7 @@ _build_lock = threading.Lock()
 
 
 def table_path(weights_version: str) -> Path:
-    from stages.core.registry import assay_home
+    from assay.stages.core.registry import assay_home
 
     return assay_home() / "models" / f"static-minilm-l6-v2-{weights_version}-{STATIC_DIMS}-r{STATIC_RECIPE}.npy"
 

@@ -21,11 +21,11 @@ from urllib.parse import urlparse
 
 from filelock import FileLock
 
-from stages.core.artifacts import Edge, EmbeddedBatch, Entity, IndexManifest, ParseResult
-from stages.core.workspace import collection_name, state_dir
-from stages.index.lexical import LexicalIndex
-from stages.index.term_counts import TermCounts
-from stages.index.tokens import TOKENIZER_VERSION, token_string
+from assay.stages.core.artifacts import Edge, EmbeddedBatch, Entity, IndexManifest, ParseResult
+from assay.stages.core.workspace import collection_name, state_dir
+from assay.stages.index.lexical import LexicalIndex
+from assay.stages.index.term_counts import TermCounts
+from assay.stages.index.tokens import TOKENIZER_VERSION, token_string
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 

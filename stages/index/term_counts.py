@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from stages.index.tokens import TOKENIZER_VERSION
+from assay.stages.index.tokens import TOKENIZER_VERSION
 
 EMPTY_PASSAGE = ("_empty_",)  # a passage without tokens still gets a row, so ids and rows stay aligned
 _ARRAYS = "terms.npz"

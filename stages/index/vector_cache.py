@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from stages.core.artifacts import EmbeddedBatch, Entity
-from stages.index.store import open_state_db
+from assay.stages.core.artifacts import EmbeddedBatch, Entity
+from assay.stages.index.store import open_state_db
 
 MAX_ROWS = 400_000
 

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from stages.index.discover import root_ignore_check
+from assay.stages.index.discover import root_ignore_check
 
 
 def change_filter(root: Path) -> Callable[[object, str], bool]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from stages.index.tokens import tokenize
+from assay.stages.index.tokens import tokenize
 
 # abbreviation (as a file or folder name writes it) -> the words it stands for
 WORDS: dict[str, str] = {

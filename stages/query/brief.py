@@ -19,10 +19,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from stages.core.workspace import state_dir
+from assay.stages.core.workspace import state_dir
 
 if TYPE_CHECKING:
-    from stages.core.llm_clients import ChatResult
+    from assay.stages.core.llm_clients import ChatResult
 
 BRIEF_FILE = "brief.md"
 CORRECTIONS_FILE = "brief_corrections.md"
@@ -193,7 +193,7 @@ def add_correction(root: Path, note: str) -> None:
 def workspace_brief(root: Path, correction: str | None = None, writer: Writer | None = None,
                     writer_name: str = "") -> tuple[str, bool, list]:
     """The brief of an indexed workspace (adding a correction first, when given): the doors call this."""
-    from stages.index.store import Catalog, require_manifest
+    from assay.stages.index.store import Catalog, require_manifest
 
     require_manifest(root)
     if correction:
@@ -208,13 +208,13 @@ def workspace_brief(root: Path, correction: str | None = None, writer: Writer | 
 def run_brief(root: Path, settings, writer_kind: str | None = None, correction: str | None = None) -> tuple[str, bool]:
     """The doors' entry: the brief, optionally rewritten by the Ollama or cloud writer (local mode allows only a
     loopback Ollama), with the writer's calls recorded in the usage ledger."""
-    from stages.query.ledger import prices_from, record_calls
+    from assay.stages.query.ledger import prices_from, record_calls
 
     writer: Writer | None = None
     name = ""
     if writer_kind in ("ollama", "cloud"):
-        from stages.query.judge.backends import cloud_backend, ollama_backend
-        from stages.core.llm_clients import LLMError, require_loopback
+        from assay.stages.query.judge.backends import cloud_backend, ollama_backend
+        from assay.stages.core.llm_clients import LLMError, require_loopback
 
         if writer_kind == "cloud":
             if settings.mode == "local":

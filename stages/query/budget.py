@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from stages.core.artifacts import Candidate
+from assay.stages.core.artifacts import Candidate
 
 @lru_cache(maxsize=1)
 def _tokenizer():
-    from stages.index.embed import wordpiece_tokenizer
+    from assay.stages.index.embed import wordpiece_tokenizer
 
     return wordpiece_tokenizer()
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from stages.core.artifacts import Freshness, IndexManifest
-from stages.query.git_history import COMMIT_ID, git
+from assay.stages.core.artifacts import Freshness, IndexManifest
+from assay.stages.query.git_history import COMMIT_ID, git
 
 GIT_TIMEOUT = 5.0
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from stages.core.artifacts import DEFINITION_KINDS, Entity
-from stages.index.edges import definition_spans
+from assay.stages.core.artifacts import DEFINITION_KINDS, Entity
+from assay.stages.index.edges import definition_spans
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 COMMIT_ID = re.compile(r"[0-9a-f]{40}")  # a full SHA-1 commit id
@@ -145,7 +145,7 @@ def render_history(result: History) -> str:
 
 def entity_history(root: Path, name: str, limit: int = 20) -> History:
     """History of an indexed definition by name (`Class.method`, `name`), over its whole span."""
-    from stages.index.store import Catalog
+    from assay.stages.index.store import Catalog
 
     catalog = Catalog(root)
     try:
@@ -162,7 +162,7 @@ def entity_history(root: Path, name: str, limit: int = 20) -> History:
 
 def workspace_changed(root: Path, since: str) -> ChangedSymbols:
     """`changed_symbols` against an indexed workspace's catalog (one line of error when it is not indexed)."""
-    from stages.index.store import Catalog, require_manifest
+    from assay.stages.index.store import Catalog, require_manifest
 
     require_manifest(root)
     catalog = Catalog(root)

@@ -24,8 +24,8 @@ from functools import lru_cache
 
 from pydantic import BaseModel, Field
 
-from stages.core.artifacts import DEFINITION_KINDS, Edge, Entity
-from stages.core.path_roles import is_test_path
+from assay.stages.core.artifacts import DEFINITION_KINDS, Edge, Entity
+from assay.stages.core.path_roles import is_test_path
 
 CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum"})
 _SELF = frozenset({"self", "this", "cls", "super()", "Self", "$this", "static"})  # PHP's `$this->f()`, `static::f()`
@@ -609,7 +609,7 @@ _CENTRALITY: dict[str, tuple[object, dict[str, float]]] = {}  # workspace -> (in
 
 def workspace_centrality(root) -> dict[str, float]:
     """`import_centrality` of a workspace's index, computed once per index generation (~20-100 ms)."""
-    from stages.index.store import Catalog, index_generation, per_generation
+    from assay.stages.index.store import Catalog, index_generation, per_generation
 
     def build() -> dict[str, float]:
         catalog = Catalog(root)
@@ -649,7 +649,7 @@ FIRST_GRAPH_PARSER = 3  # the parser version that began recording edges (`stages
 
 def query_workspace(root, command: str, query: str, depth: int = 3, limit: int = 50) -> GraphResult:
     """One graph question against a workspace's catalog (the doors: CLI and MCP)."""
-    from stages.index.store import Catalog, read_manifest
+    from assay.stages.index.store import Catalog, read_manifest
 
     if command not in COMMANDS:
         raise ValueError(f"unknown graph command {command!r}; use {', '.join(COMMANDS)}")
@@ -674,7 +674,7 @@ def called_by_counts(catalog, entity_ids: list[str], cap: int = 60, memo: tuple[
     same-named sites are skipped: too common to count cheaply). `memo` = (workspace, index generation):
     counts, and the resolver's per-file lookups, are kept until the index changes, since answers keep
     citing the same definitions and their callers sit in the same files."""
-    from stages.index.store import per_generation
+    from assay.stages.index.store import per_generation
 
     with _CALLED_BY_LOCK:  # one resolver per workspace, lent to one query at a time
         if memo is None:

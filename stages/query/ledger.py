@@ -15,8 +15,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from stages.core.artifacts import LLMCall, QueryReport
-from stages.core.workspace import state_dir
+from assay.stages.core.artifacts import LLMCall, QueryReport
+from assay.stages.core.workspace import state_dir
 
 SCHEMA = pa.schema([
     ("day", pa.string()), ("at", pa.string()), ("query_id", pa.string()), ("purpose", pa.string()),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from stages.core.artifacts import Entity
+from assay.stages.core.artifacts import Entity
 
 MAX_LOCATIONS = 8  # a pasted traceback's frames; more are a log, not a question about one place
 MAX_FILES_PER_PATH = 3  # a bare `utils.py:12` among more files of that name names none of them

@@ -18,7 +18,7 @@ import builtins
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator
 
-from stages.core.artifacts import Candidate, DEFINITION_KINDS, Entity, Premise, PremiseCheck, PremiseFinding, short_name
+from assay.stages.core.artifacts import Candidate, DEFINITION_KINDS, Entity, Premise, PremiseCheck, PremiseFinding, short_name
 
 Resolver = Callable[[str], list[Entity]]
 
@@ -1076,8 +1076,8 @@ def subject_passages(findings: list[PremiseFinding], candidates: list[Candidate]
 
 def check_workspace(root, question: str, candidates: list[Candidate]) -> PremiseCheck:
     """The question's premises checked against the workspace catalog; cited definitions join the pool."""
-    from stages.query.retrieve import to_candidate
-    from stages.index.store import Catalog
+    from assay.stages.query.retrieve import to_candidate
+    from assay.stages.index.store import Catalog
 
     catalog = Catalog(root)
     try:

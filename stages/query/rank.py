@@ -37,13 +37,13 @@ from pathlib import PurePosixPath
 
 from pydantic import BaseModel
 
-from stages.core.artifacts import Candidate, short_name
-from stages.core.artifacts import DEFINITION_KINDS as NAMING_KINDS
-from stages.core.path_roles import is_test_path
-from stages.index.tokens import stem_word, tokenize
-from stages.query.abbreviations import expansions
-from stages.query.judge.local import question_identifiers
-from stages.query.synthesize import first_sentence
+from assay.stages.core.artifacts import Candidate, short_name
+from assay.stages.core.artifacts import DEFINITION_KINDS as NAMING_KINDS
+from assay.stages.core.path_roles import is_test_path
+from assay.stages.index.tokens import stem_word, tokenize
+from assay.stages.query.abbreviations import expansions
+from assay.stages.query.judge.local import question_identifiers
+from assay.stages.query.synthesize import first_sentence
 
 
 class RankConfig(BaseModel):

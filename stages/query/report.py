@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from stages.core.artifacts import Answer, Freshness, Judgment, QueryReport, RankedPassage, RouteDecision, Selection
-from stages.query.budget import count_tokens, fit
-from stages.query.judge.local import question_identifiers
+from assay.stages.core.artifacts import Answer, Freshness, Judgment, QueryReport, RankedPassage, RouteDecision, Selection
+from assay.stages.query.budget import count_tokens, fit
+from assay.stages.query.judge.local import question_identifiers
 
 LEGEND = (
     "Legend: relevance, evidence, contradicts and injection are judge scores in [0,1]. High relevance = on the\n"
@@ -41,7 +41,8 @@ def _row(i: int, rp: RankedPassage) -> str:
 
 
 def render_text(report: QueryReport, max_dropped_rows: int = 10, max_tokens: int | None = None) -> str:
-    """The report an agent reads. Over `max_tokens`, sections are kept in order of use (answer, assessment,
+    """The report an agent reads, in the order it is used: answer, Assessment, Evidence, Guidance, Sources, then
+    the Legend. Over `max_tokens`, sections are kept in order of use (answer, assessment,
     guidance, sources, evidence, legend), whole lines only, and one line says how many were left out."""
     sel, j = report.selection, report.judgment
     reasons = Counter(rp.drop_reason or "dropped" for rp in sel.dropped)
@@ -80,7 +81,8 @@ def render_text(report: QueryReport, max_dropped_rows: int = 10, max_tokens: int
         sources.append(f"  * {c.file}:{c.start_line}-{c.end_line} [{c.entity}] {d}{b}{used}")
     if not sel.included:
         sources.append("  (none)")
-    text = "\n".join([LEGEND, "", *answer, *assessment, *evidence, *advice, *sources])
+    # the answer first, the legend last: an agent reading a report cut short by its own budget still has the answer
+    text = "\n".join([*answer, *assessment, *evidence, *advice, *sources, "", LEGEND])
     if max_tokens is None or count_tokens(text) <= max_tokens:
         return text
     return fit([answer, assessment, advice, sources, evidence, LEGEND.splitlines()], max_tokens,

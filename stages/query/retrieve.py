@@ -13,16 +13,16 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from stages.core.artifacts import Candidate, Entity, IndexManifest, Retrieval
-from stages.index.embed import Embedder
-from stages.index.incremental import dense_note
-from stages.index.injection_scan import valid_scans
-from stages.index.lexical import LexicalIndex
-from stages.index.store import Catalog, dense_distances, dense_search, lexical_dir, read_manifest
-from stages.query import freshness
-from stages.query.graph import DELEGATION_CUE, delegation_callees, workspace_centrality
-from stages.query.locate import entity_at, locations, resolve
-from stages.query.rank import DEFINITION_KINDS, QueryShape, RankConfig, query_shape, rank
+from assay.stages.core.artifacts import Candidate, Entity, IndexManifest, Retrieval
+from assay.stages.index.embed import Embedder
+from assay.stages.index.incremental import dense_note
+from assay.stages.index.injection_scan import valid_scans
+from assay.stages.index.lexical import LexicalIndex
+from assay.stages.index.store import Catalog, dense_distances, dense_search, lexical_dir, read_manifest
+from assay.stages.query import freshness
+from assay.stages.query.graph import DELEGATION_CUE, delegation_callees, workspace_centrality
+from assay.stages.query.locate import entity_at, locations, resolve
+from assay.stages.query.rank import DEFINITION_KINDS, QueryShape, RankConfig, query_shape, rank
 
 RRF_K = 60
 DEFAULT_DEPTH = 60  # candidates read from each list before ranking
@@ -138,7 +138,7 @@ def ranking_for(settings) -> RankConfig | None:
 def search(root: Path, query: str, settings, k: int = 10, mode: str = "hybrid", ranking: RankConfig | None = None) -> Retrieval:
     """Retrieval only, for the search doors (CLI, MCP): the k best entities, one row each. `ranking`: a rank
     configuration other than the settings' (a benchmark's ablation)."""
-    from stages.index.embed import embedder_for
+    from assay.stages.index.embed import embedder_for
 
     result = retrieve(root, query, read_manifest(root), embedder_for(settings), pool=max(k, settings.pool_size),
                       chroma_url=settings.chroma_url, mode=mode, ranking=ranking or ranking_for(settings))

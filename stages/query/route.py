@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from stages.core.artifacts import RouteDecision
+from assay.stages.core.artifacts import RouteDecision
 
 CLOUD_KEYWORDS = frozenset(
     "refactor refactoring architect architecture architectural design redesign migrate migration strategy "

@@ -9,10 +9,10 @@
 
 from __future__ import annotations
 
-from stages.core.artifacts import Answer, LLMCall, PremiseFinding, RankedPassage
-from stages.core.redact import redact
-from stages.index.languages import CONTAINER_KINDS
-from stages.index.tokens import tokenize
+from assay.stages.core.artifacts import Answer, LLMCall, PremiseFinding, RankedPassage
+from assay.stages.core.redact import redact
+from assay.stages.index.languages import CONTAINER_KINDS
+from assay.stages.index.tokens import tokenize
 
 NO_EVIDENCE = "No passage in this workspace supports an answer to that question."
 
@@ -94,8 +94,8 @@ def build_user_prompt(question: str, passages: list[RankedPassage], for_cloud: b
 
 def synthesize_with_ollama(backend, model: str, question: str, passages: list[RankedPassage], ceiling: int) -> Answer:
     """Local writer; the context window is sized from the prompt (plus ~600 tokens of answer), capped."""
-    from stages.query.judge.llm import num_ctx_for
-    from stages.core.llm_clients import LLMError
+    from assay.stages.query.judge.llm import num_ctx_for
+    from assay.stages.core.llm_clients import LLMError
 
     if not passages:
         return Answer(text=NO_EVIDENCE, backend="ollama", model=model)
@@ -111,7 +111,7 @@ def synthesize_with_ollama(backend, model: str, question: str, passages: list[Ra
 
 
 def synthesize_with_cloud(backend, model: str, question: str, passages: list[RankedPassage]) -> Answer:
-    from stages.core.llm_clients import LLMError
+    from assay.stages.core.llm_clients import LLMError
 
     if not passages:
         return Answer(text=NO_EVIDENCE, backend="cloud", model=model)

@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from stages.core.artifacts import Candidate, Judgment, PassageScores, RankedPassage, Selection, Thresholds
-from stages.core.config import DATA_DIR
-from stages.query.judge.local import passage_injection
+from assay.stages.core.artifacts import Candidate, Judgment, PassageScores, RankedPassage, Selection, Thresholds
+from assay.stages.core.config import DATA_DIR
+from assay.stages.query.judge.local import passage_injection
 
 
 

@@ -20,8 +20,8 @@ from tests.benchmarks.common import sdist
 
 
 def entities_of(root):
-    from stages.index.discover import discover
-    from stages.index.incremental import parse_files
+    from assay.stages.index.discover import discover
+    from assay.stages.index.incremental import parse_files
 
     found = discover(root, 1_000_000)
     start = time.perf_counter()
@@ -31,7 +31,7 @@ def entities_of(root):
 
 
 def _parse_chunk(args):
-    from stages.index.incremental import parse_files
+    from assay.stages.index.incremental import parse_files
 
     root, files = args
     return len(parse_files(root, files, 40, 1200).files)
@@ -75,7 +75,7 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=1500, help="entities per MiniLM lever (all for the static one)")
     parser.add_argument("--requirement", default="pytest==8.4.2")
     opts = parser.parse_args()
-    from stages.index.embed import MiniLMEmbedder, get_embedder
+    from assay.stages.index.embed import MiniLMEmbedder, get_embedder
 
     root = sdist(opts.requirement)
     entities, files, one_process = entities_of(root)

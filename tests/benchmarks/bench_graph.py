@@ -21,9 +21,9 @@ from tests.benchmarks.common import sdist
 
 
 def parse_seconds(root: Path, with_edges: bool) -> tuple[float, int]:
-    from stages.index import parse
-    from stages.index.discover import discover
-    from stages.index.incremental import parse_files
+    from assay.stages.index import parse
+    from assay.stages.index.discover import discover
+    from assay.stages.index.incremental import parse_files
 
     real = parse.extract_edges
     parse.extract_edges = real if with_edges else (lambda *a, **k: [])
@@ -46,9 +46,9 @@ def main() -> None:
     on = statistics.median(t for t, _ in runs[True])
     edges = runs[True][0][1]
     os.environ.setdefault("ASSAY_ORCHESTRATION", "direct")
-    from flows.index import run_index
-    from stages.query import graph
-    from stages.index.store import Catalog
+    from assay.flows.index import run_index
+    from assay.stages.query import graph
+    from assay.stages.index.store import Catalog
 
     work = Path(tempfile.mkdtemp(prefix="assay-graph-bench-")) / "pytest"
     shutil.copytree(root, work, ignore=shutil.ignore_patterns(".assay"))

@@ -34,7 +34,7 @@ def run(root: Path, embedder: str, tree: Path | None = None) -> tuple[dict, floa
     manifest = root / ".assay" / "manifest.json"
     before = manifest.stat().st_mtime_ns if manifest.exists() else None
     start = time.perf_counter()
-    command = [ASSAY] if tree is None else [sys.executable, "-c", "from flows.cli import main; main()"]
+    command = [ASSAY] if tree is None else [sys.executable, "-c", "from assay.flows.cli import main; main()"]
     proc = subprocess.Popen([*command, "index", "--json", str(root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env, cwd=tree)  # `python -c` puts the tree's folder first on sys.path
     queryable = None
@@ -66,8 +66,8 @@ def edit_one_file(root: Path, tag: str) -> None:
 def warm_incremental(root: Path, embedder: str, repeats: int = 3) -> list[float]:
     """Seconds per one-file re-index in this (long-lived) process, after a first run that pays the imports."""
     os.environ["ASSAY_ORCHESTRATION"] = "direct"
-    from flows.index import run_index
-    from stages.core.config import Settings
+    from assay.flows.index import run_index
+    from assay.stages.core.config import Settings
 
     settings = Settings(embedder=embedder)
     run_index(str(root), settings)

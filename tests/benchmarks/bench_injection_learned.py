@@ -25,15 +25,15 @@ from pathlib import Path
 
 import numpy as np
 
-from flows.evaluate import eval_home
-from stages.core.artifacts import Entity
-from stages.evaluate.planted_attacks import DATA, clean_discussion, clean_hosts, load_attacks
-from stages.evaluate.runs import prepare_corpus
-from stages.index.parse import parse_source
-from stages.index.store import Catalog
-from stages.query.judge import injection
-from stages.query.judge.injection import _MENTION, _QUOTED, _SENTENCE, _raw_prose, _raw_prose_kinds, is_document, score_text
-from stages.query.judge.learned_phrasing import MIN_WORDS, MODEL_PATH, train
+from assay.flows.evaluate import eval_home
+from assay.stages.core.artifacts import Entity
+from assay.stages.evaluate.planted_attacks import DATA, clean_discussion, clean_hosts, load_attacks
+from assay.stages.evaluate.runs import prepare_corpus
+from assay.stages.index.parse import parse_source
+from assay.stages.index.store import Catalog
+from assay.stages.query.judge import injection
+from assay.stages.query.judge.injection import _MENTION, _QUOTED, _SENTENCE, _raw_prose, _raw_prose_kinds, is_document, score_text
+from assay.stages.query.judge.learned_phrasing import MIN_WORDS, MODEL_PATH, train
 
 HOME = Path.home() / ".assay"
 TRAIN = [HOME / "eval/corpora/requests-2.32.5", HOME / "eval/corpora/pytest-8.4.2", HOME / "eval/semble/fastapi-0.136.0",

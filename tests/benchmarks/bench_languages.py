@@ -43,7 +43,7 @@ from tests.benchmarks.common import CACHE
 def unpack(spec: str, registry: str = "npm", reuse: bool = False, include: tuple[str, ...] = ()) -> Path:
     """Fetch the package once (`npm pack`, a PyPI sdist or wheel, or a Debian package), then a fresh copy of its
     tree per run (or the last run's copy and index, with `reuse`); a wheel's or tarball's members under `include` only."""
-    from stages.evaluate.semble import Source, download
+    from assay.stages.evaluate.semble import Source, download
 
     package, version = spec.rsplit("@", 1)
     target = CACHE / "work" / f"{package}-{version}"
@@ -131,13 +131,13 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="query the last run's copy of this package (an incremental index run, so a parser change re-parses it)")
     args = parser.parse_args()
 
-    from flows.index import run_index
-    from stages.core.config import Settings
-    from stages.evaluate.runs import plain_bm25
-    from stages.index.store import Catalog
-    from stages.query.rank import RankConfig
-    from stages.query.retrieve import search
-    from stages.query.synthesize import first_sentence
+    from assay.flows.index import run_index
+    from assay.stages.core.config import Settings
+    from assay.stages.evaluate.runs import plain_bm25
+    from assay.stages.index.store import Catalog
+    from assay.stages.query.rank import RankConfig
+    from assay.stages.query.retrieve import search
+    from assay.stages.query.synthesize import first_sentence
 
     root = unpack(args.package, args.registry, args.reuse, tuple(p for p in args.include.split(",") if p))
     settings = Settings(orchestration="direct")
@@ -357,8 +357,8 @@ def famous_names(entities: list, languages: set[str], n: int) -> list[tuple[str,
     language of the package (expo defines one interface in Kotlin, Swift and Objective-C)."""
     from collections import Counter
 
-    from stages.core.artifacts import DEFINITION_KINDS
-    from stages.index.tokens import tokenize
+    from assay.stages.core.artifacts import DEFINITION_KINDS
+    from assay.stages.index.tokens import tokenize
 
     frequency = Counter(t for e in entities for t in set(tokenize(e.body)))
     definers: dict[str, set[tuple[str, str]]] = {}

@@ -37,7 +37,7 @@ def most_used_names(root: str, n: int = 48) -> list[str]:
     """The names the most passages use, as `bench_languages`' famous-name row picks them, in every language."""
     from pathlib import Path
 
-    from stages.index.store import Catalog
+    from assay.stages.index.store import Catalog
     from tests.benchmarks.bench_languages import famous_names
 
     entities = list(Catalog(Path(root)).all())
@@ -45,7 +45,7 @@ def most_used_names(root: str, n: int = 48) -> list[str]:
 
 
 def measure(run, root: str, n: int, gap: float = 0.0, questions: list[str] = QUESTIONS) -> tuple[list[float], list[float], list[int]]:
-    from stages.query.judge.local import _terms_of, injection_of
+    from assay.stages.query.judge.local import _terms_of, injection_of
 
     injection_of.cache_clear()  # every configuration meets its passages for the first time
     _terms_of.cache_clear()
@@ -77,14 +77,14 @@ def main() -> None:
                         "queries, whose definitions are looked up by name) instead of SWE-QA's questions")
     opts = parser.parse_args()
     os.environ["ASSAY_ORCHESTRATION"] = "direct"
-    from flows.index import run_index
+    from assay.flows.index import run_index
 
     root = opts.workspace or str(sdist("pytest==8.4.2"))
     run_index(root)
 
-    from flows.query import query_flow, query_pipeline
-    from flows.runtime import direct_call, quiet_prefect
-    from stages.core.config import Settings
+    from assay.flows.query import query_flow, query_pipeline
+    from assay.flows.runtime import direct_call, quiet_prefect
+    from assay.stages.core.config import Settings
 
     settings = Settings()
     unique = most_used_names(root) if opts.names else swe_qa_questions()

@@ -20,8 +20,8 @@ def source_tree(package: str) -> Path:
     """`name==version`: the PyPI sdist, as `assay eval` fetches SWE-QA's; `registry:name@version`: as
     `bench_languages` fetches its packages (`debian:golang-github-gin-gonic-gin-dev@1.8.1-1`)."""
     if "==" in package:
-        from flows.evaluate import eval_home
-        from stages.evaluate.runs import prepare_corpus
+        from assay.flows.evaluate import eval_home
+        from assay.stages.evaluate.runs import prepare_corpus
 
         return prepare_corpus(package, eval_home())
     from tests.benchmarks.bench_languages import unpack
@@ -37,10 +37,10 @@ def main() -> None:
     parser.add_argument("--misses", action="store_true", help="print each question whose primary entity `ask` misses")
     args = parser.parse_args()
 
-    from flows.index import run_index
-    from stages.core.config import Settings
-    from stages.evaluate.runs import answerable_questions, evaluate_retrieval
-    from tasks.gpu import judge_holding_gpu
+    from assay.flows.index import run_index
+    from assay.stages.core.config import Settings
+    from assay.stages.evaluate.runs import answerable_questions, evaluate_retrieval
+    from assay.tasks.gpu import judge_holding_gpu
 
     settings = Settings(orchestration="direct")
     print(f"{'set':10s} {'configuration':14s} {'hit@1':>6s} {'hit@5':>6s} {'hit@10':>6s} {'MRR':>6s}")

@@ -27,10 +27,10 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=3000, help="edges sampled per language and package (seeded)")
     args = parser.parse_args()
 
-    from flows.index import run_index
-    from stages.core.config import Settings
-    from stages.index.store import Catalog
-    from stages.query.graph import Graph
+    from assay.flows.index import run_index
+    from assay.stages.core.config import Settings
+    from assay.stages.index.store import Catalog
+    from assay.stages.query.graph import Graph
     from tests.benchmarks.bench_languages import unpack
 
     settings = Settings(orchestration="direct")

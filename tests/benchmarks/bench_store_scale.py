@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from stages.core.artifacts import EmbeddedBatch, Entity
-from stages.index.lexical import LexicalIndex
-from stages.index.store import VectorStore
+from assay.stages.core.artifacts import EmbeddedBatch, Entity
+from assay.stages.index.lexical import LexicalIndex
+from assay.stages.index.store import VectorStore
 from tests.benchmarks.common import median, pct
 
 WORDS = ("get set parse load save request response session cookie retry backoff config cache token user path file "

@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 import json
 
-from stages.query.budget import count_tokens
+from assay.stages.query.budget import count_tokens
 
 
 def main() -> None:
-    from flows.mcp_server import server
+    from assay.flows.mcp_server import server
 
     tools = asyncio.run(server.list_tools())
     rows = []

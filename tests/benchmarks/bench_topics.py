@@ -46,7 +46,7 @@ INCLUDE: dict[str, tuple[str, ...]] = {
 
 
 def load(topic: str) -> list:
-    from stages.evaluate.semble import read_queries
+    from assay.stages.evaluate.semble import read_queries
 
     return read_queries(TOPICS / f"{topic}.json", topic)
 
@@ -58,9 +58,9 @@ def main() -> None:
     parser.add_argument("--misses", action="store_true", help="print each query Assay scores below 1 and its top 3 files")
     args = parser.parse_args()
 
-    from flows.index import run_index
-    from stages.core.config import Settings
-    from stages.evaluate.runs import evaluate_semble
+    from assay.flows.index import run_index
+    from assay.stages.core.config import Settings
+    from assay.stages.evaluate.runs import evaluate_semble
     from tests.benchmarks.bench_languages import unpack
 
     settings = Settings(orchestration="direct")

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 
-from flows.index import run_index
-from stages.index import incremental
-from stages.index.store import Catalog
+from assay.flows.index import run_index
+from assay.stages.index import incremental
+from assay.stages.index.store import Catalog
 from tests.conftest import make_unreadable
 
 
@@ -69,7 +69,7 @@ def test_file_vanishing_between_discovery_and_parse(indexed, ledger, monkeypatch
         target.unlink()  # deleted after discovery saw it
         return real_parse(r, files, *args, **kwargs)
 
-    monkeypatch.setattr("tasks.index.incremental.parse_files", vanish_then_parse)
+    monkeypatch.setattr("assay.tasks.index.incremental.parse_files", vanish_then_parse)
     report = run_index(str(root))
     assert report.skipped["vanished"] == 1
     ledger.kept(before, names(root))  # the old entities stay until a run sees the file gone

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from flows.index import run_index
-from flows.query import run_query
-from stages.core.config import Settings
-from stages.index.store import Catalog, VectorStore, load_manifest
+from assay.flows.index import run_index
+from assay.flows.query import run_query
+from assay.stages.core.config import Settings
+from assay.stages.index.store import Catalog, VectorStore, load_manifest
 from tests.fakes import FakeCloud, FakeOllama
 
 ASSAY = str(Path(sys.executable).with_name("assay"))
@@ -50,7 +50,7 @@ def test_sigkill_during_dense_fill_leaves_a_queryable_index_and_the_next_run_com
         pytest.fail("the index run never reached the embed stage")
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
-    from stages.core.progress import read_status
+    from assay.stages.core.progress import read_status
 
     assert read_status(project)["state"] == "interrupted"  # not "running" forever
     after_kill = load_manifest(project)

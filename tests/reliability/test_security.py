@@ -11,9 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from flows.index import run_index
-from flows.query import run_query
-from stages.core.config import Settings
+from assay.flows.index import run_index
+from assay.flows.query import run_query
+from assay.stages.core.config import Settings
 from tests.conftest import FIXTURES, shared_path
 from tests.fakes import FakeCloud, FakeOllama
 

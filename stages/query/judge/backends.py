@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from stages.core.artifacts import Candidate, Judgment, PassageScores, PremiseFinding
-from stages.core.config import Settings
-from stages.core.llm_clients import CloudBackend, OllamaBackend
-from stages.query.judge import local as local_judge
-from stages.query.judge import llm as judge_llm
-from stages.query.premise import check_question, entity_of, resolver_from
+from assay.stages.core.artifacts import Candidate, Judgment, PassageScores, PremiseFinding
+from assay.stages.core.config import Settings
+from assay.stages.core.llm_clients import CloudBackend, OllamaBackend
+from assay.stages.query.judge import local as local_judge
+from assay.stages.query.judge import llm as judge_llm
+from assay.stages.query.premise import check_question, entity_of, resolver_from
 
 
 def ollama_backend(settings: Settings) -> OllamaBackend:

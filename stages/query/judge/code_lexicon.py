@@ -14,7 +14,7 @@ from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 
-from stages.core.config import DATA_DIR
+from assay.stages.core.config import DATA_DIR
 
 PATH = DATA_DIR / "code_words.txt"
 _WORD = re.compile(r"[A-Za-z][a-z]{2,}")

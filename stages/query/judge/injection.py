@@ -21,10 +21,10 @@ from functools import lru_cache
 
 from tree_sitter import Node
 
-from stages.index.languages import SPECS, uses_tree_sitter
-from stages.index.tokens import word_parts
-from stages.query.judge.code_lexicon import code_words, inflections
-from stages.query.judge.learned_phrasing import CONFIDENT, reading
+from assay.stages.index.languages import SPECS, uses_tree_sitter
+from assay.stages.index.tokens import word_parts
+from assay.stages.query.judge.code_lexicon import code_words, inflections
+from assay.stages.query.judge.learned_phrasing import CONFIDENT, reading
 
 _PROSE_NODE_TYPES = frozenset(
     {"comment", "line_comment", "block_comment", "string", "string_literal", "template_string",

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from stages.core.config import DATA_DIR
+from assay.stages.core.config import DATA_DIR
 
 BUCKETS = 1 << 18
 MIN_WORDS = 4  # shorter fragments ("Ask the user.") carry too little to judge; the clean sentences were as long

@@ -13,7 +13,7 @@ import math
 
 from pydantic import ValidationError
 
-from stages.core.artifacts import Candidate, Judgment, LLMCall, PassageScores
+from assay.stages.core.artifacts import Candidate, Judgment, LLMCall, PassageScores
 
 JUDGE_SYSTEM = (
     "You are a strict evidence judge for a code search engine. You receive numbered passages from a "
@@ -193,7 +193,7 @@ def judge_with_ollama(
     facts: list[str] | None = None,
 ) -> Judgment:
     """Batched Ollama judging with structured output; overflowing sets are split, failures fail open."""
-    from stages.core.llm_clients import LLMError
+    from assay.stages.core.llm_clients import LLMError
 
     if not candidates:
         return Judgment(backend="ollama", model=model, scores={}, calls=0)
@@ -217,8 +217,8 @@ def judge_with_ollama(
 
 def judge_with_cloud(backend, model: str, question: str, candidates: list[Candidate], facts: list[str] | None = None) -> Judgment:
     """One JSON-mode call to an OpenAI-compatible endpoint; passages are redacted before they leave."""
-    from stages.core.llm_clients import LLMError
-    from stages.core.redact import redact
+    from assay.stages.core.llm_clients import LLMError
+    from assay.stages.core.redact import redact
 
     if not candidates:
         return Judgment(backend="cloud", model=model, scores={}, calls=0)

@@ -17,10 +17,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from stages.core.artifacts import Candidate, DEFINITION_KINDS, Judgment, PassageScores, PremiseFinding, short_name
-from stages.index.tokens import tokenize
-from stages.query.judge.injection import injection_score, is_document, score_text
-from stages.query.premise import check_question, entity_of, resolver_from
+from assay.stages.core.artifacts import Candidate, DEFINITION_KINDS, Judgment, PassageScores, PremiseFinding, short_name
+from assay.stages.index.tokens import tokenize
+from assay.stages.query.judge.injection import injection_score, is_document, score_text
+from assay.stages.query.premise import check_question, entity_of, resolver_from
 
 _IDENT = re.compile(r"`([^`]+)`|\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)\b|\b([A-Za-z_]+[A-Za-z0-9]*_[A-Za-z0-9_]+|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*)\b|\b([A-Za-z_][A-Za-z0-9_]*)\(\)")
 RANK_WEIGHT = 0.5  # share of relevance taken from the rank stage's score, when the pool was ranked

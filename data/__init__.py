@@ -1,0 +1,1 @@
+"""Data shipped with Assay (installed as `assay.data`): read through `assay.stages.core.config.DATA_DIR`."""
