@@ -49,9 +49,20 @@ def _settings(**overrides):
 def _fail(exc: BaseException) -> None:
     if os.environ.get("ASSAY_DEBUG"):
         raise exc
-    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    msg = _one_line(exc)
     typer.echo(f"error: {msg}", err=True)  # one line, never wrapped
     raise typer.Exit(2)
+
+
+def _one_line(exc: BaseException) -> str:
+    """The error's first line; a settings error names the variable and what is wrong with it."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError) and exc.errors():
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first.get("loc", ()))
+        return f"ASSAY_{field.upper()}: {first.get('msg', 'invalid')}" + (f" (got {first['input']!r})" if "input" in first else "")
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 class _RichSink:
@@ -80,7 +91,6 @@ def index(
 ) -> None:
     """Index a workspace (incremental: only changed files are re-parsed and re-embedded)."""
     from assay.flows.index import run_index
-    from assay.stages.core import progress as prog
     from assay.stages.index.report import summary_lines
     from assay.stages.core.workspace import resolve_workspace
 
@@ -88,12 +98,7 @@ def index(
         root = resolve_workspace(path)
         columns = (TextColumn("{task.description:>8}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
         with Progress(*columns, console=console, transient=True, disable=as_json or not console.is_terminal) as progress:
-            sink = prog.FanOut(_RichSink(progress), prog.StatusSink(root))
-            prog.register(root, sink)
-            try:
-                report = run_index(str(root), _settings(), rebuild=rebuild)
-            finally:
-                prog.unregister(root)
+            report = run_index(str(root), _settings(), rebuild=rebuild, watcher=_RichSink(progress))  # it writes status.json
     except Exception as exc:  # noqa: BLE001
         _fail(exc)
         return
@@ -105,27 +110,34 @@ def index(
 
 @app.command()
 def status(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -> None:
-    """Show what a workspace's index holds and how the last index run went."""
+    """Show what a workspace's index holds and how the last index run went (a running one: its live progress)."""
     from assay.stages.index.incremental import dense_note
-    from assay.stages.core.progress import read_status
+    from assay.stages.core.progress import read_status, run_line, run_view
     from assay.stages.index.store import Catalog, load_manifest
     from assay.stages.core.workspace import resolve_workspace
 
     try:
         root = resolve_workspace(path)
         manifest = load_manifest(root)
+        last_run = read_status(root)
     except Exception as exc:  # noqa: BLE001
         _fail(exc)
         return
+    run = run_view(last_run)
     if manifest is None:
+        if as_json:
+            typer.echo(json.dumps({"workspace": str(root), "indexed": False, "last_run": last_run, "run": run}))
+            return
         typer.echo(f"{root}: not indexed (run `assay index {path}`)")
+        if run is not None:
+            typer.echo(f"run: {run_line(run)}")
         return
     catalog = Catalog(root)
     data = {
-        "workspace": str(root), "files": len(manifest.files), "entities": catalog.count(),
+        "workspace": str(root), "indexed": True, "files": len(manifest.files), "entities": catalog.count(),
         "by_kind": catalog.counts("kind"), "by_language": catalog.counts("language"), "embedder": manifest.embedder,
         "updated_at": manifest.updated_at, "notes": len(manifest.notes),
-        "partial_files": sum(1 for r in manifest.files.values() if r.partial), "last_run": read_status(root),
+        "partial_files": sum(1 for r in manifest.files.values() if r.partial), "last_run": last_run, "run": run,
         "dense_pending": len(manifest.dense_pending),
     }
     if as_json:
@@ -133,7 +145,9 @@ def status(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -
         return
     for key in ("workspace", "files", "entities", "notes", "partial_files", "embedder", "updated_at"):
         typer.echo(f"{key}: {data[key]}")
-    if manifest.dense_pending:
+    if run is not None:
+        typer.echo(f"run: {run_line(run)}")
+    if manifest.dense_pending and (run is None or run["state"] != "running"):  # a running index's line says more
         typer.echo(f"dense: {dense_note(manifest)}")
     typer.echo("by kind: " + ", ".join(f"{k} {v}" for k, v in data["by_kind"].items()))
 
@@ -159,9 +173,11 @@ def search(
     `same file xN` (a file already shown counts less, so more files reach the top).
     Set ASSAY_RANKING=rrf for plain reciprocal rank fusion."""
     from assay.stages.query.rank import explain
-    from assay.stages.query.retrieve import search as search_stage
     from assay.stages.core.workspace import resolve_workspace
+    from assay.stages.core.one_shot import mark_one_shot
+    from assay.stages.query.retrieve import search as search_stage
 
+    mark_one_shot()  # one query in this process: skip loading that pays only over many
     try:
         result = search_stage(resolve_workspace(path), query, _settings(), k=k, mode=mode)
     except Exception as exc:  # noqa: BLE001
@@ -379,10 +395,21 @@ def ask(
 ) -> None:
     """Answer a question with judged, cited evidence and a report of every passage's verdict.
 
-    The printed report fits --max-tokens (ASSAY_MAX_TOKENS, default 2000): whole lines, the answer first, then
-    the assessment, guidance, sources and evidence; one line counts what was left out. --json keeps everything."""
-    from assay.flows.query import run_query
+    The report reads: the answer, Assessment, Evidence, Guidance, Sources, then the Legend. It fits --max-tokens
+    (ASSAY_MAX_TOKENS, default 2000): whole lines, the answer kept first, then the assessment, guidance, sources and
+    evidence; one line counts what was left out. --json keeps everything.
 
+    Examples:
+
+      assay ask "How are retries backed off?"
+
+      assay ask "Where is the session's base URL joined with a request path?" ~/src/myrepo --json
+
+      assay ask "Which exceptions does send raise?" --judge none --max-tokens 800"""
+    from assay.flows.query import run_query
+    from assay.stages.core.one_shot import mark_one_shot
+
+    mark_one_shot()  # one query in this process: skip loading that pays only over many
     try:
         settings = _settings(judge=judge, synth=synth, route=route, top_k=top_k)
         if max_tokens is not None:
@@ -434,21 +461,24 @@ def audit(
 
 @app.command(name="eval")
 def evaluate(
-    suite: str = typer.Option("swe-qa", help="swe-qa (questions over the requests/pytest sdists) | semble (code-search NDCG@10) "
+    suite: str = typer.Option("swe-qa", help="swe-qa (SWE-QA questions over PyPI sdists) | semble (code-search NDCG@10) "
                               "| judge (premise checks and injection detection of the local judge)"),
-    corpus: list[str] = typer.Option([], help="swe-qa: requests, pytest; semble: names in repos.json (default: all of them)"),
+    corpus: list[str] = typer.Option([], help="swe-qa: any <name>.jsonl of the questions folder, e.g. requests, pytest, sphinx, "
+                                     "pylint, xarray (default: requests, pytest); semble: names in repos.json (default: all of them)"),
     judge: list[str] = typer.Option(["local", "none"], help="swe-qa: judges to compare (local, none, ollama, cloud)"),
     limit: Optional[int] = typer.Option(None, help="only the first N questions of each corpus"),
-    questions: Optional[Path] = typer.Option(None, help="swe-qa: folder with <corpus>.jsonl (default: ../shared/eval/swe-qa); "
+    questions: Optional[Path] = typer.Option(None, help="swe-qa: folder with <corpus>.jsonl (default: $ASSAY_EVAL_QUESTIONS, else "
+                                             "../shared/eval/swe-qa beside the checkout or the current directory); "
                                              "semble: folder with repos.json and annotations/ (default: ../shared/eval/semble)"),
     ablate: bool = typer.Option(True, help="semble: also score Assay with each ranking signal switched off"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Evaluate retrieval and judging on the development sets.
 
-    [bold]swe-qa[/bold]: SWE-QA questions over the requests and pytest sdists. Prints hit@1/5/10, MRR, entity and
-    file recall@10 per configuration, judge keep/drop precision and recall, injection detection on planted BIPIA
-    attacks, and answer cost in tokens.
+    [bold]swe-qa[/bold]: SWE-QA questions over the PyPI sdists their rows' `package` field pins. Prints hit@1/5/10, MRR
+    (by qualified name and by line overlap), entity and file recall@10 per configuration, the same for all, named and
+    paraphrased questions beside a stock BM25 over the same passages, primaries missing from the index, judge keep/drop
+    precision and recall, injection detection on planted BIPIA attacks, and answer cost in tokens.
 
     [bold]judge[/bold]: the local judge alone. Premise checking on false/true question twins generated from the `ast`
     facts of httpx, click, rich and starlette (recall and false alarms per premise kind, for tuned and held-back
@@ -488,6 +518,52 @@ def evaluate(
     else:
         typer.echo(data["markdown"])
         typer.echo(f"results: {data['output_dir']}")
+
+
+@app.command()
+def server(
+    port: int = typer.Option(4200, help="loopback port of the Prefect API and UI"),
+    host: str = typer.Option("127.0.0.1", help="address to listen on (keep it loopback in local mode)"),
+) -> None:
+    """Run a long-lived Prefect server for Assay's flow runs (Ctrl-C stops it).
+
+    While it runs, every `assay` command in any terminal records its flow run there (UI at http://HOST:PORT):
+    commands never start a temporary server of their own, and without a server they run the same stages
+    directly. Deployments from `prefect.yaml` (scheduled re-index, query, audit) need one too.
+
+    Examples:
+
+      assay server &                 # then use assay as usual; runs appear at http://127.0.0.1:4200
+
+      assay server --port 4300"""
+    from assay.flows import prefect_api as api
+    from assay.stages.core.llm_clients import require_loopback
+
+    try:
+        if _settings().mode == "local":
+            require_loopback(f"http://{host}:{port}", "the Prefect server")
+        url = api.api_url(host, port)
+        if api.answers(url):
+            raise RuntimeError(f"port {port} is already in use on {host}: pass --port, or stop what listens there")
+        proc = api.start_server(host, port)
+    except Exception as exc:  # noqa: BLE001
+        _fail(exc)
+        return
+    try:
+        if not api.wait_until_healthy(url, proc):
+            proc.terminate()
+            _fail(RuntimeError(f"the Prefect server on {host}:{port} did not start (exit code {proc.poll()}); "
+                               "run `prefect server start` to see why"))
+            return
+        api.write_record(url, proc.pid)
+        console.print(f"Prefect server for Assay at {url} (UI http://{host}:{port}); Ctrl-C stops it")
+        api.stop_on_signals()  # SIGTERM/SIGHUP as Ctrl-C (a background job ignores SIGINT)
+        proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        proc.wait(30)
+    finally:
+        api.clear_record(proc.pid)
 
 
 @app.command()

@@ -8,7 +8,7 @@ from assay.flows import runtime  # noqa: F401  (Prefect settings before Prefect 
 from assay.flows.runtime import Caller, Stopwatch, flow_exports, lazy_flow, prefect_call, run_flow
 from assay.stages.core.artifacts import IndexReport
 from assay.stages.core.config import Settings
-from assay.stages.core.progress import progress_for
+from assay.stages.core.progress import ProgressSink, StatusSink, progress_for, status_run
 from assay.stages.core.workspace import collection_name, resolve_workspace
 from assay.stages.index.embed import embedder_for
 from assay.stages.index.incremental import build_report, carried_pending, next_collection, next_manifest
@@ -87,11 +87,25 @@ def _index_flow(workspace: str, rebuild: bool = False, settings: Settings | None
     return index_pipeline(workspace, settings or Settings(), rebuild)
 
 
-def run_index(workspace: str, settings: Settings | None = None, rebuild: bool = False) -> IndexReport:
-    """Entry point for the CLI and MCP server: a Prefect flow run, or direct stage calls."""
+def run_index(workspace: str, settings: Settings | None = None, rebuild: bool = False,
+              watcher: ProgressSink | None = None, status: StatusSink | None = None) -> IndexReport:
+    """Entry point for the CLI, the MCP server and the watcher: a Prefect flow run, or direct stage calls. The run's
+    progress goes to `.assay/status.json` (through `status`, when the caller made it already) and to `watcher`; the
+    file ends "done" with a summary, or "failed" with the error, whichever door started the run."""
     s = settings or Settings()
-    return run_flow(_index_flow, lambda workspace, rebuild, settings, call: index_pipeline(workspace, settings, rebuild, call),
-                    workspace, rebuild=rebuild, settings=s)
+    root = resolve_workspace(workspace)
+    with status_run(root, watcher, status) as tracked:
+        report = run_flow(_index_flow, lambda workspace, rebuild, settings, call: index_pipeline(workspace, settings, rebuild, call),
+                          workspace, rebuild=rebuild, settings=s)
+        tracked.finish("done", run_summary(report))
+    return report
+
+
+def run_summary(report: IndexReport) -> dict:
+    """What a finished run's status keeps of its report."""
+    return {"files": report.files_seen, "files_parsed": report.files_parsed, "entities": report.entities_total,
+            "embedded": report.entities_embedded, "embed_cached": report.embed_cached,
+            "dense_pending": report.dense_pending, "skipped": report.skipped}
 
 
 __getattr__ = flow_exports(index_flow=_index_flow)  # the Prefect flow, built on first access (prefect.yaml)

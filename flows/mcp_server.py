@@ -1,7 +1,10 @@
 """`assay mcp`: a stdio MCP server (official SDK) that is the IDE agent's door into the flows.
 
-One warm process per IDE: Prefect, Chroma and the embedder load once. Blocking work runs in
-worker threads so the server keeps answering (index_status works while indexing). Every
+One warm process per IDE: Prefect, Chroma and the embedder load once. Its flows run on Prefect: the API
+PREFECT_API_URL or `assay server` names, else a private one it starts in the background at a lower CPU
+priority; tool calls run the same stages directly until that answers, so the first call never waits for a
+server start (`flows.prefect_api`). Blocking work runs in worker threads so the server keeps answering
+(index_status works while indexing). Every
 tool takes a workspace path, resolved to its real path and checked against the allowed roots
 (ASSAY_ALLOWED_ROOTS, default: the server's working directory), so results never cross
 workspaces and `..` or symlink tricks are refused.
@@ -12,7 +15,6 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -36,7 +38,6 @@ INSTRUCTIONS = (
 
 server = MCPServer("assay", instructions=INSTRUCTIONS)
 _jobs: dict[str, threading.Thread] = {}
-_sinks: dict[str, prog.StatusSink] = {}
 _jobs_lock = threading.Lock()
 
 
@@ -111,24 +112,17 @@ def index_workspace(path: str, rebuild: bool = False) -> CallToolResult:
         job = _jobs.get(key)
         if job is not None and job.is_alive():
             return result(f"already indexing {root}; poll index_status", {"workspace": key, "state": "running"})
-        sink = prog.StatusSink(root)
-        _sinks[key] = sink
-        prog.register(root, sink)
+        status = prog.StatusSink(root)  # "running" in status.json before this returns
 
         def work() -> None:
             try:
-                report = run_index(key, _settings(), rebuild=rebuild)
+                run_index(key, _settings(), rebuild=rebuild, status=status)  # it finishes the status, done or failed
                 registry.register(root)
-                sink.finish("done", {"entities": report.entities_total, "files": report.files_seen,
-                                     "embedded": report.entities_embedded, "skipped": report.skipped})
                 from assay.flows.watch import ensure_watching
 
                 ensure_watching(root, _settings())  # keep it fresh from here on (ASSAY_WATCH=false turns this off)
-            except Exception as exc:  # noqa: BLE001
-                sink.error(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
-                sink.finish("failed")
-            finally:
-                prog.unregister(root)
+            except Exception:  # noqa: BLE001 - the status file carries the error
+                pass
 
         job = threading.Thread(target=work, name=f"index {key}", daemon=True)
         _jobs[key] = job
@@ -143,37 +137,24 @@ def index_status(path: str) -> CallToolResult:
 
     try:
         root = workspace(path)
-        sink = _sinks.get(str(root))
-        state = sink.state if sink is not None else prog.read_status(root)
+        state = prog.read_status(root)  # the file every door's index run writes (a dead run reads "interrupted")
         manifest = load_manifest(root)
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
     pending = len(manifest.dense_pending) if manifest else 0
-    dense = f"; {dense_note(manifest)}" if pending else ""
-    if state is None:
+    view = prog.run_view(state)
+    dense = f"; {dense_note(manifest)}" if pending and (view is None or view["state"] != "running") else ""
+    if view is None:
         indexed = manifest is not None
-        text = f"{root}: " + ("indexed, no run in this session" if indexed else "not indexed; call index_workspace") + dense
+        text = f"{root}: " + ("indexed, no run recorded" if indexed else "not indexed; call index_workspace") + dense
         return result(text, {"workspace": str(root), "state": "idle" if indexed else "not_indexed",
                              "entities": manifest.entity_count if manifest else 0, "dense_pending": pending})
-    stages = state.get("stages", {})
-    stage = state.get("stage", "")
-    cur = stages.get(stage, {"done": 0, "total": 0, "started": time.time()})
-    eta = None
-    if state.get("state") == "running" and cur["done"] and cur["total"]:
-        rate = cur["done"] / max(time.time() - cur["started"], 1e-6)
-        eta = round((cur["total"] - cur["done"]) / rate, 1)
-    summary = state.get("summary", {})
+    current = (state or {}).get("stages", {}).get(view["stage"], {})
     data = {
-        "workspace": str(root), "state": state.get("state"), "stage": stage, "done": cur["done"], "total": cur["total"],
-        "files_total": stages.get("parse", {}).get("total", 0), "files_done": stages.get("parse", {}).get("done", 0),
-        "entities": summary.get("entities", manifest.entity_count if manifest else 0),
-        "eta_seconds": eta, "last_error": state.get("last_error", ""), "dense_pending": pending, "elapsed_seconds": round(
-            state.get("finished", time.time()) - state.get("started", time.time()), 1),
+        **view, "workspace": str(root), "done": current.get("done", 0), "total": current.get("total", 0),
+        "entities": view["summary"].get("entities", manifest.entity_count if manifest else 0), "dense_pending": pending,
     }
-    text = (f"{root}: {data['state']} ({stage} {data['done']}/{data['total']}); files {data['files_done']}/"
-            f"{data['files_total']}; entities {data['entities']}" + (f"; ETA {eta}s" if eta is not None else "")
-            + (f"; last error: {data['last_error']}" if data["last_error"] else "") + dense)
-    return result(text, data)
+    return result(f"{root}: {prog.run_line(view)}{dense}", data)
 
 
 @server.tool(description=(
@@ -426,5 +407,8 @@ def _warm() -> None:
 
 
 def serve() -> None:
+    from assay.flows.prefect_api import start_private_api
+
     threading.Thread(target=_warm, daemon=True).start()
+    start_private_api()  # flows run on Prefect once its API answers; direct until then
     server.run("stdio")

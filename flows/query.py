@@ -67,7 +67,11 @@ def query_pipeline(workspace: str, question: str, settings: Settings, call: Call
 @lazy_flow("assay-query")
 def _query_flow(workspace: str, question: str, settings: Settings | None = None) -> QueryReport:
     """Answer a question about a workspace with judged, cited evidence."""
-    return query_pipeline(workspace, question, settings or Settings())
+    from prefect.runtime import flow_run
+
+    report = query_pipeline(workspace, question, settings or Settings())
+    report.flow_run_id = str(flow_run.id) if flow_run.id else None  # the receipt says where the run is recorded
+    return report
 
 
 def run_query(workspace: str, question: str, settings: Settings | None = None) -> QueryReport:

@@ -16,7 +16,8 @@ from assay.tasks.lazy import flow as lazy_flow  # noqa: F401 - the flows' decora
 
 DEFAULTS = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    "PREFECT_LOGGING_LEVEL": "WARNING",
+    # a failed flow logs its traceback at ERROR: errors are one line unless ASSAY_DEBUG=1 asks for tracebacks
+    "PREFECT_LOGGING_LEVEL": "WARNING" if os.environ.get("ASSAY_DEBUG") else "CRITICAL",
     "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",  # the temporary server logs harmless flush errors at exit
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
     "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "false",
@@ -38,15 +39,39 @@ T = TypeVar("T")
 
 @contextmanager
 def quiet_prefect() -> Iterator[None]:
-    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+    from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
-    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+    updates: dict[Any, Any] = {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
+    if os.environ.get("PREFECT_API_URL"):  # set after Prefect was imported (the MCP server's own API): honour it
+        updates[PREFECT_API_URL] = os.environ["PREFECT_API_URL"]
+    with temporary_settings(updates=updates):
         yield
 
 
+def orchestration_mode() -> str:
+    """ASSAY_ORCHESTRATION: `auto` (the default), `prefect` or `direct`."""
+    mode = os.environ.get("ASSAY_ORCHESTRATION", "auto").strip().lower() or "auto"
+    if mode not in ("auto", "prefect", "direct"):
+        raise ValueError(f"ASSAY_ORCHESTRATION={mode!r} is not one of auto, prefect, direct")
+    return mode
+
+
 def orchestrated() -> bool:
-    """True when flows run on Prefect (the default), False for ASSAY_ORCHESTRATION=direct."""
-    return os.environ.get("ASSAY_ORCHESTRATION", "prefect") != "direct"
+    """True when flows run on Prefect. `auto` does so only when a Prefect API is there to record the run
+    (PREFECT_API_URL, or a running `assay server`, whose URL is then handed to Prefect); `prefect` always does
+    (without an API Prefect starts a temporary server, 10-15 s); `direct` never."""
+    mode = orchestration_mode()
+    if mode != "auto":
+        return mode == "prefect"
+    from assay.flows.prefect_api import configured_api, local_server_api
+
+    if configured_api():
+        return True
+    url = local_server_api()
+    if url:
+        os.environ["PREFECT_API_URL"] = url  # read by Prefect when it is first imported, just after this
+        return True
+    return False
 
 
 def prefect_call(task: Any, *args: Any, **kwargs: Any) -> Any:

@@ -44,21 +44,20 @@ def parse(root: Path, index_plan: IndexPlan, settings: Settings) -> ParseResult:
 
 @task(name="embed", retries=1, retry_delay_seconds=2)
 def embed(root: Path, entities: list[Entity], settings: Settings) -> EmbeddedBatch:
+    """Embed one slice; each model batch's vectors are cached as it finishes (a killed run resumes from there),
+    and remembered vectors count as done."""
     sink = progress_for(root)
     embedder = embedder_for(settings)
     advance = lambda n: sink.advance("embed", n)  # noqa: E731
     cache = EmbedCache(root)
-    run = lambda es: embed_entities(es, embedder, settings.embed_batch, advance)  # noqa: E731
+    run = lambda es, remember: embed_entities(es, embedder, settings.embed_batch, advance, on_batch=remember)  # noqa: E731
     try:
         if settings.embedder.startswith("ollama:"):
             with gpu_slot():
-                batch = embed_with_cache(entities, run, embedder.name, cache)
-        else:
-            batch = embed_with_cache(entities, run, embedder.name, cache)
+                return embed_with_cache(entities, run, embedder.name, cache, advance)
+        return embed_with_cache(entities, run, embedder.name, cache, advance)
     finally:
         cache.close()
-    advance(batch.cached)  # remembered vectors count as done
-    return batch
 
 
 @task(name="store-vectors", retries=2, retry_delay_seconds=1)

@@ -26,6 +26,16 @@ FIXTURES = Path(__file__).parent / "fixtures"
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
 
+@pytest.fixture(autouse=True)
+def _many_queries_per_process():
+    """The test process is long-lived: a CLI command run in it (CliRunner) marks the process one-shot, which
+    must not carry over to the next test."""
+    from assay.stages.core import one_shot
+
+    yield
+    one_shot._ONE_SHOT.clear()
+
+
 @pytest.fixture()
 def project(tmp_path: Path) -> Path:
     """A fresh copy of the small Python project fixture."""

@@ -17,7 +17,8 @@ def test_deployments_resolve_to_flows_with_matching_parameters() -> None:
     names = {d["name"] for d in spec["deployments"]}
     assert names == {"scheduled-reindex", "query", "nightly-audit"}
     for dep in spec["deployments"]:
-        flow = load_flow_from_entrypoint(str(ROOT / dep["entrypoint"]))  # how `prefect deploy` and workers load it
+        assert not dep["entrypoint"].endswith(".py"), "a module entrypoint works from a wheel, without the checkout"
+        flow = load_flow_from_entrypoint(dep["entrypoint"])  # how `prefect deploy` and workers load it
         assert isinstance(flow, Flow), dep["entrypoint"]
         accepted = set(inspect.signature(flow.fn).parameters)
         assert set(dep.get("parameters", {})) <= accepted, (dep["name"], accepted)
@@ -35,7 +36,8 @@ def test_the_direct_path_never_imports_prefect(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("def retry_request(url):\n    '''Retry a request.'''\n    return url\n")
     code = (
         "import sys\n"
-        "from assay.flows.index import run_index\nfrom flows.query import run_query\nimport flows.cli, flows.audit, flows.evaluate\n"
+        "from assay.flows.index import run_index\nfrom assay.flows.query import run_query\n"
+        "import assay.flows.cli, assay.flows.audit, assay.flows.evaluate\n"
         f"run_index({str(tmp_path)!r})\nreport = run_query({str(tmp_path)!r}, 'how are requests retried?')\n"
         "assert report.answer.text, report\n"
         "print('prefect' in sys.modules)\n"

@@ -40,3 +40,14 @@ def test_the_walker_sees_function_local_imports(tmp_path: Path) -> None:
     sample = tmp_path / "x.py"
     sample.write_text("def f():\n    from assay.flows.query import run_query\n    import assay.tasks.index\n")
     assert imported_packages(sample) == {"flows", "tasks"}
+
+
+def test_every_package_folder_is_installed_under_the_assay_namespace() -> None:
+    """A sub-package missing from pyproject's list would import from the checkout and fail from a wheel."""
+    import tomllib
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {f"assay.{init.parent.relative_to(REPO).as_posix().replace('/', '.')}"
+               for top in ("flows", "tasks", "stages", "data") for init in (REPO / top).rglob("__init__.py")}
+    assert folders == set(config["packages"])
+    assert config["package-dir"] == {f"assay.{top}": top for top in ("flows", "tasks", "stages", "data")}

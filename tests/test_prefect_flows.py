@@ -35,7 +35,7 @@ def test_index_and_query_flows_run_as_prefect_task_graphs(project: Path, on_pref
                            Settings(judge="ollama", synth="ollama", ollama_host=ollama.url))
     assert answer.selection.included and answer.judgment.calls == 1
     with _client() as client:
-        runs = {r.name: r for r in client.read_flow_runs()}
+        runs = {r.name: r for r in client.read_flow_runs() if r.parameters.get("workspace") == str(project)}  # this test's
         flows = {client.read_flow(r.flow_id).name: r for r in runs.values()}
         assert {"assay-index", "assay-query"} <= set(flows)
         assert all(r.state.is_completed() for r in flows.values())

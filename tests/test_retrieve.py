@@ -54,11 +54,12 @@ def test_dense_search_keeps_one_collection_handle_and_replaces_a_failing_one(ind
     vector = [1.0 / manifest.dimension**0.5] * manifest.dimension
     first = store.dense_search(indexed_project, None, manifest.collection, vector, 3)
     assert len(first) == 3
-    key = (str(indexed_project), None, manifest.collection, store.store_identity(indexed_project))
+    key = (str(indexed_project), None, manifest.collection, store.store_identity(indexed_project),
+           store.index_generation(indexed_project))
     handle = store._READERS[key]
-    real = store.VectorStore
+    real = store.EmbeddedReader
     opened: list[tuple] = []
-    monkeypatch.setattr(store, "VectorStore", lambda *a: opened.append(a) or real(*a))
+    monkeypatch.setattr(store, "EmbeddedReader", lambda *a: opened.append(a) or real(*a))
     assert store.dense_search(indexed_project, None, manifest.collection, vector, 3) == first and not opened
 
     def dropped(*_a, **_k):
@@ -67,6 +68,22 @@ def test_dense_search_keeps_one_collection_handle_and_replaces_a_failing_one(ind
     monkeypatch.setattr(handle, "query", dropped)  # another process dropped and re-created the collection
     assert store.dense_search(indexed_project, None, manifest.collection, vector, 3) == first
     assert len(opened) == 1 and store._READERS[key] is not handle
+
+
+def test_the_embedded_reader_answers_as_chromas_client_does(indexed_project: Path) -> None:
+    """Queries skip Chroma's Python client (its import is ~1 s of a cold command) and read the same store through
+    Chroma's Rust bindings: the same neighbours, the same distances."""
+    from assay.stages.index import store
+
+    manifest = load_manifest(indexed_project)
+    client = store.VectorStore(indexed_project, None, manifest.collection)
+    reader = store.EmbeddedReader(indexed_project, manifest.collection)
+    for seed in range(3):
+        vector = [((i * 7 + seed * 13) % 11 - 5) / 10 for i in range(manifest.dimension)]
+        assert reader.query(vector, 8) == client.query(vector, 8)
+        ids = [i for i, _ in client.query(vector, 20)][::3]
+        assert reader.distances(vector, ids) == client.distances(vector, ids)
+    assert store.EmbeddedReader(indexed_project, "no_such_collection").query(vector, 5) == []
 
 
 def test_a_store_another_process_replaced_is_read_and_written_afresh(tmp_path: Path) -> None:

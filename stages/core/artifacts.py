@@ -448,5 +448,6 @@ class QueryReport(BaseModel):
     freshness: Freshness | None = Field(None, description="what the index reflects: commit, branch, time, files changed since")
     tokens_returned: int = Field(0, description="tokens of `text`, the report an agent reads")
     tokens_cited_files: int = Field(0, description="tokens of the whole files the included passages come from")
+    flow_run_id: str | None = Field(None, description="the Prefect flow run that produced it (None: run directly)")
     timings: dict[str, float] = {}
     text: str = ""

@@ -76,8 +76,9 @@ class Settings(BaseSettings):
     )
     watch: bool = Field(True, description="the MCP server keeps each workspace it indexes fresh (watches files, re-indexes changes)")
     watch_debounce_ms: int = Field(1600, description="changes within this window are one re-index (a branch switch is one batch)")
-    orchestration: Literal["prefect", "direct"] = Field(
-        "prefect", description="prefect runs the flows; direct calls the same stages without an API server"
+    orchestration: Literal["auto", "prefect", "direct"] = Field(
+        "auto", description="auto: flows run on Prefect when an API records them (PREFECT_API_URL or `assay server`), "
+        "else directly; prefect: always (a temporary server if none); direct: never"
     )
 
 

@@ -1,7 +1,8 @@
 """Progress of long work, reported to whoever watches (a rich bar, the MCP index_status tool).
 
 Stages call `progress_for(root)`; the watcher registers a sink for that workspace. The status
-sink also writes `.assay/status.json`, so another process (a second IDE) can read it too.
+sink also writes `.assay/status.json`, so another process (a second IDE, `assay status`) can read it too;
+`status_run` is the one place an index run's status is written, `run_view` / `run_line` the one way it is shown.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import json
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol
 
@@ -37,10 +40,12 @@ class StatusSink:
     """Keeps counts and an ETA per stage; throttles writes of `.assay/status.json` to 2 per second."""
 
     def __init__(self, root: Path) -> None:
+        """Writes "running" at once: a reader must never see the previous run's "done" once this one began."""
         self.root = root
         self.state: dict = {"state": "running", "started": time.time(), "stages": {}, "last_error": "", "pid": os.getpid()}
         self._lock = threading.Lock()
         self._written = 0.0
+        self._write(force=True)
 
     def start(self, stage: str, total: int) -> None:
         with self._lock:
@@ -76,6 +81,7 @@ class StatusSink:
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / f"status.json.{os.getpid()}.tmp"
         with self._lock:
+            self.state["updated"] = now  # an interrupted run's last sign of life
             tmp.write_text(json.dumps(self.state))
         os.replace(tmp, folder / "status.json")
 
@@ -104,8 +110,39 @@ def register(root: Path, sink: ProgressSink) -> None:
     _SINKS[str(root)] = sink
 
 
-def unregister(root: Path) -> None:
-    _SINKS.pop(str(root), None)
+def unregister(root: Path, sink: ProgressSink | None = None) -> None:
+    """Forget the workspace's sink (only `sink`, when given: a later run may have registered its own)."""
+    if sink is None or _SINKS.get(str(root)) is sink:
+        _SINKS.pop(str(root), None)
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+@contextmanager
+def status_run(root: Path, watcher: ProgressSink | None = None, status: StatusSink | None = None) -> Iterator[StatusSink]:
+    """Report a run to `.assay/status.json` (and to `watcher`, e.g. a progress bar) while it runs. It ends "failed" with
+    its one-line error when it raises, "interrupted" on Ctrl-C, else "done" (the caller may finish it first, with a
+    summary). Every door indexes through this, so the file tells the truth whoever started the run."""
+    status = status or StatusSink(root)
+    sink: ProgressSink = FanOut(status, watcher) if watcher is not None else status
+    register(root, sink)
+    try:
+        yield status
+    except Exception as exc:
+        status.error(one_line(exc))
+        status.finish("failed")
+        raise
+    except BaseException:
+        status.finish("interrupted")
+        raise
+    else:
+        if status.state["state"] == "running":
+            status.finish("done")
+    finally:
+        unregister(root, sink)
 
 
 def progress_for(root: Path) -> ProgressSink:
@@ -134,3 +171,72 @@ def _alive(pid: object) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def run_view(state: dict | None, now: float | None = None) -> dict | None:
+    """What a status file (as `read_status` returns it) says about its run, for `assay status` and the MCP
+    `index_status` alike: state, current stage, files parsed, passages embedded, their rate (passages/s) and,
+    while it runs, the ETA of the current stage; when it ended (an interrupted run: when it was last heard of)."""
+    if state is None:
+        return None
+    now = time.time() if now is None else now
+    running = state.get("state") == "running"
+    ended = None if running else state.get("finished") or state.get("updated")
+    stages = state.get("stages", {})
+    stage = state.get("stage", "")
+    parse, embed = stages.get("parse", {}), stages.get("embed", {})
+    rate = _rate(embed, ended or now)
+    current = stages.get(stage, {})
+    eta = None
+    if running and current.get("total") and _rate(current, now):
+        eta = round(max(current["total"] - current.get("done", 0), 0) / _rate(current, now), 1)
+    return {
+        "state": state.get("state", ""), "stage": stage, "pid": state.get("pid"),
+        "files_done": parse.get("done", 0), "files_total": parse.get("total", 0),
+        "passages_done": embed.get("done", 0), "passages_total": embed.get("total", 0),
+        "rate": rate, "eta_seconds": eta, "started": state.get("started"), "ended": ended,
+        "elapsed_seconds": round((ended or now) - state.get("started", now), 1),
+        "last_error": state.get("last_error", ""), "summary": state.get("summary", {}),
+    }
+
+
+def _rate(stage: dict, until: float) -> float | None:
+    """Items per second of a stage so far (None before its first item)."""
+    if not stage.get("done") or not stage.get("started"):
+        return None
+    return round(stage["done"] / max(until - stage["started"], 1e-3), 1)
+
+
+def run_line(view: dict) -> str:
+    """One line a person reads: what the run is doing or how it ended, and where it got to."""
+    at = f"files {view['files_done']}/{view['files_total']} parsed"
+    if view["passages_total"] or view["stage"] in ("embed", "scan"):
+        at += f", passages {view['passages_done']}/{view['passages_total']} embedded"
+    state = view["state"]
+    if state == "running":
+        speed = f", {view['rate']}/s" if view["rate"] else ""
+        eta = f", ETA {_duration(view['eta_seconds'])}" if view["eta_seconds"] is not None else ""
+        return f"index running (pid {view['pid']}, {_duration(view['elapsed_seconds'])} so far): {view['stage']}; {at}{speed}{eta}"
+    when = _clock(view["ended"])
+    if state == "done":
+        summary = view["summary"]
+        got = (f"{summary['entities']} passages, {summary['embedded']} embedded this run"
+               + (f" ({summary['embed_cached']} from cache)" if summary.get("embed_cached") else "")
+               if "entities" in summary and "embedded" in summary else at)
+        return f"last index done at {when} in {_duration(view['elapsed_seconds'])}: {got}"
+    if state == "interrupted":
+        return (f"last index interrupted (its process {view['pid']} is gone; last heard of at {when}) during "
+                f"{view['stage'] or 'start-up'}: {at}; run `assay index` to resume (what it embedded is kept)")
+    error = f": {view['last_error']}" if view["last_error"] else ""
+    return f"last index {state} at {when} during {view['stage'] or 'start-up'}{error} ({at})"
+
+
+def _clock(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "an unknown time"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = int(round(seconds))
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"

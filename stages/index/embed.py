@@ -8,6 +8,7 @@ no hub download. `ollama:<model>` uses a local Ollama server's embedding endpoin
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -16,6 +17,7 @@ from tokenizers import Tokenizer
 
 from assay.stages.core.artifacts import EmbeddedBatch, Entity
 from assay.stages.core.config import DATA_DIR
+from assay.stages.core.one_shot import one_shot
 
 MINILM_MAX_TOKENS = 128  # all-MiniLM-L6-v2 was trained on 128-token inputs (256 max)
 
@@ -101,7 +103,9 @@ class MiniLMEmbedder:
         return self._load()[1]
 
     def embed(self, texts: list[str]) -> tuple[np.ndarray, int]:
-        return self._embed(texts, optimised=True)
+        """Queries: the optimised session, unless this process answers once (`one_shot`) and has not loaded it:
+        its ~0.3 s load is more than a handful of queries save."""
+        return self._embed(texts, optimised=True in self._sessions or not one_shot())
 
     def embed_passages(self, texts: list[str]) -> tuple[np.ndarray, int]:
         """`embed` for index runs: whichever session is loaded, the unoptimised one if neither is (see above)."""
@@ -179,9 +183,12 @@ def get_embedder(spec: str, ollama_host: str = "http://127.0.0.1:11434", tokens:
     raise EmbedderError(f"unknown embedder {spec!r}; use 'minilm', 'static' or 'ollama:<model>'")
 
 
-def embed_entities(entities: list[Entity], embedder: Embedder, batch_size: int = 32, progress=None) -> EmbeddedBatch:
+def embed_entities(entities: list[Entity], embedder: Embedder, batch_size: int = 32, progress=None,
+                   on_batch: Callable[[list[Entity], np.ndarray], None] | None = None) -> EmbeddedBatch:
     """Embed entities in bounded batches, shortest first so padding is minimal. An embedder with a
     `min_batch` (the static one: no padding, per-call overhead only) gets batches at least that large.
+    `on_batch(entities, vectors)` hears each batch as soon as it is embedded (the vector cache keeps it there
+    and then, so a killed run loses one batch, not a whole slice).
     The batch is built without re-validating every float (our own vectors; validation cost seconds)."""
     batch_size = max(batch_size, getattr(embedder, "min_batch", 0))
     texts = [e.embed_text() for e in entities]
@@ -196,6 +203,8 @@ def embed_entities(entities: list[Entity], embedder: Embedder, batch_size: int =
             vectors = np.zeros((len(texts), out.shape[1]), dtype=np.float32)
         vectors[chunk] = out
         truncated += cut
+        if on_batch is not None:
+            on_batch([entities[i] for i in chunk], out)
         if progress is not None:
             progress(len(chunk))
     return EmbeddedBatch.model_construct(

@@ -404,19 +404,79 @@ class VectorStore:
 
     def distances(self, vector: list[float], ids: list[str]) -> dict[str, float]:
         """Cosine distance (the collection's space) from `vector` to each stored passage among `ids`."""
-        import numpy as np  # not at import time: parse workers import this module and start without numpy
-
         res = self.collection.get(ids=ids, include=["embeddings"])
-        found = res["embeddings"]
-        if found is None or len(found) == 0:
+        return cosine_distances(res["ids"], res["embeddings"], vector)
+
+
+def cosine_distances(ids: list[str], found, vector: list[float]) -> dict[str, float]:
+    """1 - cosine of each stored vector with `vector`, by id."""
+    import numpy as np  # not at import time: parse workers import this module and start without numpy
+
+    if found is None or len(found) == 0:
+        return {}
+    vectors = np.asarray(found, dtype=np.float32)
+    q = np.asarray(vector, dtype=np.float32)
+    cos = vectors @ q / np.clip(np.linalg.norm(vectors, axis=1) * np.linalg.norm(q), 1e-12, None)
+    return {eid: float(1.0 - c) for eid, c in zip(ids, cos)}
+
+
+_TENANT, _DATABASE = "default_tenant", "default_database"  # Chroma's defaults: the client's PersistentClient uses them
+
+
+class EmbeddedReader:
+    """Read-only queries on the workspace's embedded store through Chroma's own engine, its Rust bindings, without
+    Chroma's Python client: importing `chromadb` cost ~1 s of every cold `search`/`ask`, the bindings ~20 ms. The
+    same files, the same HNSW index, the same answers (a test holds the two to each other); writes still go through
+    the client (`VectorStore`). A reader sees the store as it was when opened: `_through_reader` opens a new one
+    after each index run."""
+
+    def __init__(self, root: Path, name: str | None = None) -> None:
+        import resource
+
+        import chromadb_rust_bindings as rb
+
+        path = state_dir(root) / "chroma"
+        self._name = name or collection_name(root)
+        self._bindings = None
+        if not (path / "chroma.sqlite3").exists():
+            return  # nothing stored yet: no vectors to find
+        try:
+            config = rb.SqliteDBConfig(hash_type=rb.MigrationHash.MD5, migration_mode=rb.MigrationMode.Validate,
+                                       url=str(path / "chroma.sqlite3"))
+            files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+            self._bindings = rb.Bindings(allow_reset=False, sqlite_db_config=config, persist_path=str(path),
+                                         hnsw_cache_size=max(files // 5, 1))  # as Chroma's client sizes it
+        except Exception as exc:  # noqa: BLE001 - chroma raises many types for a damaged folder
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise StoreError(f"the vector store in {path} cannot be opened ({first}); run `assay index --rebuild`") from exc
+        self._collection_id: str | None = None
+
+    def _collection(self) -> str | None:
+        if self._bindings is None:
+            return None
+        if self._collection_id is None:
+            try:
+                self._collection_id = str(self._bindings.get_collection(self._name, _TENANT, _DATABASE).id)
+            except Exception:  # noqa: BLE001 - not created yet (no vector stored): an empty store
+                return None
+        return self._collection_id
+
+    def query(self, vector: list[float], k: int) -> list[tuple[str, float]]:
+        collection = self._collection()
+        if collection is None or k <= 0:
+            return []
+        res = self._bindings.query(collection, None, [vector], k, None, None, ["distances"], _TENANT, _DATABASE)
+        return list(zip(res.ids[0], [float(d) for d in res.distances[0]]))
+
+    def distances(self, vector: list[float], ids: list[str]) -> dict[str, float]:
+        collection = self._collection()
+        if collection is None:
             return {}
-        vectors = np.asarray(found, dtype=np.float32)
-        q = np.asarray(vector, dtype=np.float32)
-        cos = vectors @ q / np.clip(np.linalg.norm(vectors, axis=1) * np.linalg.norm(q), 1e-12, None)
-        return {eid: float(1.0 - c) for eid, c in zip(res["ids"], cos)}
+        res = self._bindings.get(collection, ids, None, None, 0, None, ["embeddings"], _TENANT, _DATABASE)
+        return cosine_distances(res.ids, res.embeddings, vector)
 
 
-_READERS: dict[tuple[str, str | None, str | None, tuple[int, int] | None], VectorStore] = {}
+_READERS: dict[tuple, VectorStore | EmbeddedReader] = {}
 _readers_lock = threading.Lock()
 
 
@@ -435,9 +495,12 @@ def dense_distances(root: Path, url: str | None, collection: str | None, vector:
     return _through_reader(root, url, collection, lambda store: store.distances(vector, ids))
 
 
-def _through_reader(root: Path, url: str | None, collection: str | None, read: Callable[[VectorStore], T]) -> T:
-    """`read` through the kept handle, or through a fresh one when the kept one fails (see `dense_search`)."""
-    key = (str(root), url, collection, None if url else store_identity(root))  # a replaced store gets a new handle
+def _through_reader(root: Path, url: str | None, collection: str | None,
+                    read: Callable[[VectorStore | EmbeddedReader], T]) -> T:
+    """`read` through the kept handle, or through a fresh one when the kept one fails (see `dense_search`). The
+    embedded store is read through an `EmbeddedReader`, opened afresh for each index run (its generation)."""
+    # a replaced store, or for the embedded store a new index run, gets a new handle
+    key = (str(root), url, collection, None if url else store_identity(root), None if url else index_generation(root))
     with _readers_lock:
         store = _READERS.get(key)
     if store is not None:
@@ -445,7 +508,7 @@ def _through_reader(root: Path, url: str | None, collection: str | None, read: C
             return read(store)
         except Exception:  # noqa: BLE001 - a stale handle; a fresh one decides
             pass
-    store = VectorStore(root, url, collection)
+    store = VectorStore(root, url, collection) if url else EmbeddedReader(root, collection)
     found = read(store)
     with _readers_lock:
         for old in [k for k in _READERS if k[:3] == key[:3]]:  # a replaced store's handle

@@ -2,12 +2,14 @@
 
 Keyed by a hash of the embedder's name and the exact text it embeds (`Entity.embed_text`), so a vector is
 reused only for identical input to the same model. Lives in the workspace's `.assay/embed_cache.sqlite`;
-the oldest rows go once it holds more than `MAX_ROWS`.
+the oldest rows go once it holds more than `MAX_ROWS`. Each model batch's vectors are kept as soon as they are
+embedded, so an index run that is killed mid-way is resumed by the next one, not started over.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +27,9 @@ def text_key(embedder: str, text: str) -> str:
 class EmbedCache:
     def __init__(self, root: Path) -> None:
         self._db = open_state_db(root, "embed_cache.sqlite")
+        # A commit per model batch: WAL's NORMAL sync survives a killed process (only power loss can drop the
+        # last commits, which cost a re-embedding, nothing more) without an fsync per batch.
+        self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
         self._db.commit()
 
@@ -37,28 +42,46 @@ class EmbedCache:
         return out
 
     def put(self, keys: list[str], vectors: np.ndarray) -> None:
+        """Keep vectors, committed at once (one transaction; trimming waits for `close`: counting rows per batch
+        would cost more than the insert)."""
         with self._db:
             self._db.executemany("INSERT OR REPLACE INTO vectors (key, vector) VALUES (?, ?)",
                                  [(k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in zip(keys, vectors)])
+
+    def trim(self) -> None:
+        """Drop the oldest rows beyond `MAX_ROWS`."""
+        with self._db:
             count = self._db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]
             if count > MAX_ROWS:
                 self._db.execute("DELETE FROM vectors WHERE rowid IN (SELECT rowid FROM vectors ORDER BY rowid LIMIT ?)",
                                  (count - MAX_ROWS,))
 
     def close(self) -> None:
-        self._db.close()
+        try:
+            self.trim()
+        finally:
+            self._db.close()
 
 
-def embed_with_cache(entities: list[Entity], embed, embedder_name: str, cache: EmbedCache | None) -> EmbeddedBatch:
-    """Vectors for `entities`: remembered ones from the cache, the rest from `embed(missing) -> EmbeddedBatch`."""
+Remember = Callable[[list[Entity], np.ndarray], None]
+
+
+def embed_with_cache(entities: list[Entity], embed: Callable[[list[Entity], Remember | None], EmbeddedBatch],
+                     embedder_name: str, cache: EmbedCache | None,
+                     progress: Callable[[int], None] | None = None) -> EmbeddedBatch:
+    """Vectors for `entities`: remembered ones from the cache (counted to `progress` at once), the rest from
+    `embed(missing, remember)`, which hands each model batch to `remember` as it finishes: those vectors are
+    cached there and then, so a run killed mid-way leaves them for the next."""
     if cache is None or not entities:
-        return embed(entities)
+        return embed(entities, None)
     keys = [text_key(embedder_name, e.embed_text()) for e in entities]
     known = cache.get(keys)
     missing = [e for e, k in zip(entities, keys) if k not in known]
-    fresh = embed(missing) if missing else None
-    if fresh is not None and fresh.vectors:
-        cache.put([k for e, k in zip(entities, keys) if k not in known], np.asarray(fresh.vectors, dtype=np.float32))
+    if progress is not None and len(entities) > len(missing):
+        progress(len(entities) - len(missing))
+    key_of = {e.id: k for e, k in zip(entities, keys)}
+    remember = lambda done, vectors: cache.put([key_of[e.id] for e in done], vectors)  # noqa: E731
+    fresh = embed(missing, remember) if missing else None
     by_id = dict(zip(fresh.ids, fresh.vectors)) if fresh is not None else {}
     vectors = [by_id[e.id] if e.id in by_id else known[k].tolist() for e, k in zip(entities, keys)]
     return EmbeddedBatch.model_construct(

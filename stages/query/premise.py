@@ -97,17 +97,33 @@ _KIND = r"(?P<K>class|function|method|constant|variable|interface|enum|struct|tr
 _FILE = r"(?<![\w$./'\"`-])[`'\"]?(?P<F>[\w./-]+\.(?:py|pyi|js|jsx|ts|tsx|mjs|cjs|go|rs|java|kt|rb|php|c|h|cc|cpp|hpp|cs|swift|scala)(?![\w])|[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)[`'\"]?"
 
 
-def _g(template: str) -> re.Pattern[str]:
+class _LazyPattern:
+    """A grammar pattern compiled when a question first passes its kind's gate: compiling all ~90 at import cost
+    ~0.4 s of every cold `ask`, and a question passes few gates. A race compiles one twice, harmlessly."""
+
+    __slots__ = ("source", "_compiled")
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._compiled: re.Pattern[str] | None = None
+
+    def search(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        if self._compiled is None:
+            self._compiled = re.compile(self.source, re.I)
+        return self._compiled.search(text, pos)
+
+
+def _g(template: str) -> _LazyPattern:
     t = template.replace("{S0}", _NOT_SUBJECT + _ID.format(g="S"))
     t = t.replace("{S}", _NOT_SUBJECT + _ID.format(g="S") + r"(?:\s+(?:class|function|method|constructor|coroutine))?").replace("{V}", _ID.format(g="V")).replace("{P}", _NOT_PARAM + _ID.format(g="P"))
     t = (t.replace("{L}", _LIT).replace("{T}", _TYPE).replace("{ADV}", _ADV).replace("{PN}", _PNOUN)
          .replace("{PADJ}", _PADJ).replace("{OF}", _OF).replace("{DECO}", _DECO).replace("{ASYNC}", _ASYNC)
          .replace("{KIND}", _KIND).replace("{F}", _FILE).replace("{D}", _ID.format(g="D")))
-    return re.compile(t, re.I)
+    return _LazyPattern(t)
 
 
 _INHERIT_VERB = r"(?:inherits?|inherited|inheriting|extends?|extended|extending|subclass(?:es|ed|ing)?|derives?|derived|deriving|speciali[sz]es?)"
-_GRAMMAR: dict[str, tuple[re.Pattern[str], ...]] = {
+_GRAMMAR: dict[str, tuple[_LazyPattern, ...]] = {
     "base": (
         _g(r"{S}(?:\s+class)?{ADV}\s+(?:is\s+|was\s+)?" + _INHERIT_VERB + r"(?:\s+directly)?(?:\s+from)?\s+(?:the\s+|a\s+|an\s+)?{V}"),
         _g(r"{S}(?:\s+class)?,?\s+(?:is\s+|being\s+|as\s+|which\s+is\s+|was\s+){0,2}(?:not\s+)?(?:a|an|the)?\s*(?:direct\s+)?"
@@ -408,7 +424,7 @@ def _slot_values(kind: str, g: dict, phrase: str) -> tuple[str, str] | None:
     return value, param
 
 
-def _overlapping(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+def _overlapping(pattern: re.Pattern[str] | _LazyPattern, text: str) -> Iterator[re.Match[str]]:
     """Every match, including those starting inside an earlier one: in "give to_bytes as its p parameter"
     the first try takes `give` as the subject; the one that names `to_bytes` must still be seen."""
     pos = 0

@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.benchmarks.common import median, sdist
+from tests.benchmarks.common import median, sdist, tree_command
 
 ASSAY = str(Path(sys.executable).with_name("assay"))
 
@@ -34,9 +34,12 @@ def run(root: Path, embedder: str, tree: Path | None = None) -> tuple[dict, floa
     manifest = root / ".assay" / "manifest.json"
     before = manifest.stat().st_mtime_ns if manifest.exists() else None
     start = time.perf_counter()
-    command = [ASSAY] if tree is None else [sys.executable, "-c", "from assay.flows.cli import main; main()"]
+    command = [ASSAY]
+    if tree is not None:
+        command, extra = tree_command(tree, tree.parent / "shim")
+        env.update(extra)
     proc = subprocess.Popen([*command, "index", "--json", str(root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, cwd=tree)  # `python -c` puts the tree's folder first on sys.path
+                            text=True, env=env, cwd=tree)
     queryable = None
     peak_kib = 0
     while proc.poll() is None:

@@ -43,3 +43,19 @@ def pct(values: list[float], q: float) -> float:
 
 def median(values: list[float]) -> float:
     return statistics.median(values) if values else 0.0
+
+
+def tree_command(tree: Path, scratch: Path) -> tuple[list[str], dict[str, str]]:
+    """The command (and environment additions) that runs the `assay` CLI of another checkout `tree`, such as a
+    `git worktree` of an older commit. Before the `assay.*` namespace the folders were imported from the tree's
+    root; since, a scratch folder holding `assay/` with links to the tree's folders goes first on PYTHONPATH
+    (this checkout's editable install would otherwise answer for `assay`)."""
+    if "from assay." not in (tree / "flows" / "cli.py").read_text():
+        return [sys.executable, "-c", "import sys; sys.path.insert(0, '.'); from flows.cli import main; main()"], {}
+    shim = scratch / "assay"
+    shim.mkdir(parents=True, exist_ok=True)
+    for name in ("flows", "stages", "tasks", "data"):
+        link = shim / name
+        if not link.exists():
+            link.symlink_to(tree / name, target_is_directory=True)
+    return [sys.executable, "-c", "from assay.flows.cli import main; main()"], {"PYTHONPATH": str(scratch)}

@@ -27,47 +27,133 @@ def cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess
     return subprocess.run([ASSAY, *args], capture_output=True, text=True, env=full, timeout=timeout)
 
 
-def test_sigkill_during_dense_fill_leaves_a_queryable_index_and_the_next_run_completes(project: Path, ledger) -> None:
-    run_index(str(project))
-    before = {e.qualname for e in Catalog(project).all()}
-    for i in range(400):
+GENERATED_FILES = 140  # x 9 passages, ~1,280 with the fixture's: two store slices, and a scan worker of its own
+
+
+def generate(project: Path) -> set[str]:
+    """Add small generated modules (short passages embed fast); returns their function names."""
+    for i in range(GENERATED_FILES):
         (project / "pkg" / f"gen_{i}.py").write_text(
             "\n".join(f"def generated_{i}_{j}(x):\n    '''Generated helper {j}.'''\n    return x * {j}\n" for j in range(8)))
-    proc = subprocess.Popen([ASSAY, "index", str(project)], env={**os.environ, "ASSAY_ORCHESTRATION": "direct"},
+    return {f"generated_{i}_{j}" for i in range(GENERATED_FILES) for j in range(8)}
+
+
+def start_index(project: Path) -> subprocess.Popen:
+    return subprocess.Popen([ASSAY, "index", str(project)], env={**os.environ, "ASSAY_ORCHESTRATION": "direct"},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    status = project / ".assay" / "status.json"
-    deadline = time.time() + 240
-    while time.time() < deadline:
-        try:
-            st = json.loads(status.read_text())
-            if st["stages"].get("embed", {}).get("done", 0) > 0:
-                break
-        except (OSError, ValueError, KeyError):
-            pass
-        time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail("the index run never reached the embed stage")
+
+
+def embedded_so_far(project: Path, proc: subprocess.Popen) -> int:
+    """Passages embedded by `proc`'s run, as its status file says (0 while the file is another run's)."""
+    try:
+        st = json.loads((project / ".assay" / "status.json").read_text())
+    except (OSError, ValueError):
+        return 0
+    return st.get("stages", {}).get("embed", {}).get("done", 0) if st.get("pid") == proc.pid else 0
+
+
+def wait_until_embedded(project: Path, proc: subprocess.Popen, at_least: int, timeout: float = 240) -> None:
+    """Block until the run's status file says `at_least` passages are embedded (kill it and fail if it never does)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        if embedded_so_far(project, proc) >= at_least:
+            return
+        time.sleep(0.1)
+    proc.kill()
+    pytest.fail(f"the index run never embedded {at_least} passages (exit code {proc.poll()})")
+
+
+def test_sigkill_during_the_first_index_run_leaves_a_queryable_index_and_the_next_run_resumes(project: Path, ledger) -> None:
+    """Killed at ~400 of ~1,280 passages (inside the first 1,024-passage store slice, before any vector was stored):
+    BM25 already answers, status reads "interrupted", and the next run embeds only what the dead one had not."""
+    from assay.stages.core.progress import read_status, run_view
+
+    generated = generate(project)
+    proc = start_index(project)
+    wait_until_embedded(project, proc, at_least=400)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
-    from assay.stages.core.progress import read_status
-
-    assert read_status(project)["state"] == "interrupted"  # not "running" forever
+    killed = run_view(read_status(project))
+    assert killed["state"] == "interrupted"  # not "running" forever
+    embedded_at_kill, total = killed["passages_done"], killed["passages_total"]  # the file lags the cache, never leads
+    assert 400 <= embedded_at_kill < 1024 < total
+    shown = json.loads(cli("status", str(project), "--json").stdout)
+    assert shown["run"]["state"] == "interrupted" and shown["run"]["passages_done"] == embedded_at_kill
     after_kill = load_manifest(project)
     assert any(p.startswith("pkg/gen_") for p in after_kill.files) and after_kill.dense_pending  # lexical phase done
-    found = cli("search", "generated_399_7", str(project), "-k", "3")  # BM25 already knows the new code
-    assert found.returncode == 0 and "pkg/gen_399.py" in found.stdout and "dense index partial" in found.stderr
+    found = cli("search", f"generated_{GENERATED_FILES - 1}_7", str(project), "-k", "3")  # BM25 already knows the new code
+    assert found.returncode == 0 and f"pkg/gen_{GENERATED_FILES - 1}.py" in found.stdout and "dense index partial" in found.stderr
     answer = cli("ask", "how does retry_call back off?", str(project))
     assert answer.returncode == 0 and "pkg/retry.py:17" in answer.stdout and "dense index partial" in answer.stdout
-    ledger.kept(before, {e.qualname for e in Catalog(project).all()})
-    done = cli("index", str(project))
+    before = {e.qualname for e in Catalog(project).all()}
+    assert generated <= before
+    done = cli("index", "--json", str(project))
     assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    fresh = report["entities_embedded"] - report["embed_cached"]
+    print(f"resume: {total} passages, {embedded_at_kill} embedded at the kill, {fresh} embedded again by the next run")
+    assert report["entities_embedded"] == total and fresh <= (total - embedded_at_kill) + total // 10
     final = {e.qualname for e in Catalog(project).all()}
-    assert {f"generated_{i}_{j}" for i in range(400) for j in range(8)} <= final
     complete = load_manifest(project)
     assert complete.dense_pending == []
     assert VectorStore(project, None, complete.collection).count() == Catalog(project).count()  # every passage has its vector
+    assert json.loads(cli("status", str(project), "--json").stdout)["run"]["state"] == "done"
     ledger.kept(before, final)
+
+
+def process_tree(root: int) -> dict[int, str]:
+    """`root`'s descendants now: pid -> start time (a pid that comes back with another start time is another process)."""
+    parents: dict[int, tuple[int, str]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        parents[int(stat.parent.name)] = (int(fields[1]), fields[19])
+    found: dict[int, str] = {}
+    frontier = [root]
+    while frontier:
+        pid = frontier.pop()
+        for child, (ppid, started) in parents.items():
+            if ppid == pid and child not in found:
+                found[child] = started
+                frontier.append(child)
+    return found
+
+
+def still_running(pid: int, started: str) -> bool:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[19] == started and fields[0] != "Z"  # a zombie has ended; only its exit status waits to be read
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process trees from /proc")
+def test_no_process_outlives_a_killed_index_run(project: Path) -> None:
+    """SIGKILL during the embed stage: every process the run started (parse workers, the injection scan) is gone
+    within seconds, checked by pid."""
+    generate(project)
+    proc = start_index(project)
+    seen: dict[int, str] = {}
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None:  # collect every descendant the run starts
+        seen.update(process_tree(proc.pid))
+        if embedded_so_far(project, proc) > 0 and seen:
+            break
+        time.sleep(0.1)
+    seen.update(process_tree(proc.pid))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert seen, "the run started no process of its own: the project is too small to test this"
+    deadline = time.time() + 10
+    while time.time() < deadline and any(still_running(pid, started) for pid, started in seen.items()):
+        time.sleep(0.2)
+    left = {pid: Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:120]
+            for pid, started in seen.items() if still_running(pid, started)}
+    for pid in left:  # leave nothing behind for the next test
+        os.kill(pid, signal.SIGKILL)
+    assert left == {}, f"still running after the index run was killed: {left}"
 
 
 @pytest.mark.parametrize("mode", ["down", "slow", "malformed", "partial", "error500"])

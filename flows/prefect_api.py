@@ -1,0 +1,195 @@
+"""Which Prefect API, if any, a flow run can be recorded on, and a long-lived local one to start.
+
+A command runs its flow on Prefect only when an API is there to record it: `PREFECT_API_URL` (the environment or
+the active Prefect profile), or the server `assay server` started and still runs. Otherwise the same stages run
+directly: Prefect's temporary per-process server cost 10-15 s of every command on a 2-core machine.
+Nothing here imports Prefect (1.6 s): a command that runs directly never pays for it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import tomllib
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from assay.stages.core.registry import assay_home
+
+DEFAULT_PORT = 4200
+
+
+def record_path() -> Path:
+    """Where `assay server` says which server it runs (read by every command)."""
+    return assay_home() / "prefect-server.json"
+
+
+def configured_api() -> str | None:
+    """PREFECT_API_URL from the environment, else from the active Prefect profile (read without Prefect)."""
+    url = os.environ.get("PREFECT_API_URL", "").strip()
+    if url:
+        return url
+    home = Path(os.environ.get("PREFECT_HOME", Path.home() / ".prefect")).expanduser()
+    profiles = Path(os.environ.get("PREFECT_PROFILES_PATH", home / "profiles.toml")).expanduser()
+    try:
+        data = tomllib.loads(profiles.read_text())
+    except (OSError, ValueError):
+        return None
+    active = os.environ.get("PREFECT_PROFILE") or data.get("active")
+    value = str(data.get("profiles", {}).get(active or "", {}).get("PREFECT_API_URL") or "").strip()
+    return value or None
+
+
+def local_server_api() -> str | None:
+    """The API of the server `assay server` runs, when its process is alive and its port accepts connections."""
+    try:
+        record = json.loads(record_path().read_text())
+        url, pid = str(record["url"]), int(record["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return url if _alive(pid) and answers(url) else None
+
+
+def answers(url: str, timeout: float = 0.2) -> bool:
+    """True when the URL's host and port accept a TCP connection (a loopback check: ~0.1 ms)."""
+    parts = urlsplit(url)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 80), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """The server gets SIGTERM when the process that started it dies, even by SIGKILL (Linux)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def _die_with_parent_niced() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """As `_die_with_parent`, at a lower CPU priority: a background server's start (~10 s of CPU) must not slow
+    the tool calls its parent answers meanwhile on a 2-core machine."""
+    _die_with_parent()
+    os.nice(10)
+
+
+def start_server(host: str, port: int, ui: bool = True, services: bool = True, quiet: bool = False) -> subprocess.Popen:
+    """`prefect server start` in the foreground of a child process (one process: uvicorn runs in it) that
+    ends with this one. Its database is Prefect's own (PREFECT_HOME). `quiet`: a background server, silent
+    and at a lower CPU priority."""
+    args = [sys.executable, "-m", "prefect", "server", "start", "--host", host, "--port", str(port)]
+    if not services:
+        args.append("--no-services")
+    env = {**os.environ, "PREFECT_UI_ENABLED": "true" if ui else "false", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    env.pop("PREFECT_API_URL", None)  # the server serves an API; it is no client of another
+    sink = subprocess.DEVNULL if quiet else None
+    preexec = (_die_with_parent_niced if quiet else _die_with_parent) if sys.platform.startswith("linux") else None
+    return subprocess.Popen(args, env=env, stdout=sink, stderr=sink, stdin=subprocess.DEVNULL, preexec_fn=preexec)
+
+
+def stop_on_signals() -> None:
+    """SIGTERM and SIGHUP raise KeyboardInterrupt, so `assay server` stops its server and clears its record."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, interrupt)
+
+
+def wait_until_healthy(url: str, proc: subprocess.Popen, timeout: float = 180.0) -> bool:
+    """Poll `<api>/health` until the server answers; False when it exits or the time runs out."""
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        try:
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    return False
+
+
+def api_url(host: str, port: int) -> str:
+    return f"http://{host}:{port}/api"
+
+
+def write_record(url: str, pid: int) -> None:
+    path = record_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"url": url, "pid": pid}))
+    os.replace(tmp, path)
+
+
+def clear_record(pid: int) -> None:
+    """Remove the record if it is still this server's (another `assay server` may have replaced it)."""
+    try:
+        if json.loads(record_path().read_text()).get("pid") == pid:
+            record_path().unlink()
+    except (OSError, ValueError):
+        pass
+
+
+def start_private_api() -> threading.Thread | None:
+    """For a long-lived process (the MCP server) in `auto` orchestration with no API to record on: start a
+    private Prefect server in the background. Calls run directly until it answers, then on Prefect: the first
+    tool call never waits for a server start. The server ends with this process (and falls back to direct
+    if it dies)."""
+    from assay.flows.runtime import orchestration_mode
+
+    if orchestration_mode() != "auto" or configured_api() or local_server_api():
+        return None
+    thread = threading.Thread(target=_run_private_api, name="prefect-api", daemon=True)
+    thread.start()
+    return thread
+
+
+def _run_private_api() -> None:
+    host = "127.0.0.1"
+    port = free_port(host)
+    url = api_url(host, port)
+    proc = start_server(host, port, ui=False, services=False, quiet=True)  # this thread lives as long as it does
+    if not wait_until_healthy(url, proc):
+        proc.terminate()
+        return
+    try:  # Prefect and the flows built before the first orchestrated call needs them (~2 s)
+        from assay.flows.index import _index_flow
+        from assay.flows.query import _query_flow
+
+        _query_flow.prefect, _index_flow.prefect  # noqa: B018
+    except Exception:  # noqa: BLE001 - warming is best effort
+        pass
+    os.environ["PREFECT_API_URL"] = url
+    proc.wait()
+    if os.environ.get("PREFECT_API_URL") == url:
+        os.environ.pop("PREFECT_API_URL", None)

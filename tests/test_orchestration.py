@@ -1,0 +1,160 @@
+"""When a command runs on Prefect: only with an API to record it (no temporary server per command), and the
+MCP server moves onto a private API of its own once that answers, leaving nothing running after it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from assay.flows import prefect_api
+from assay.flows.runtime import orchestrated
+
+ASSAY = str(Path(sys.executable).with_name("assay"))
+
+
+@pytest.fixture()
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """No Prefect API anywhere: an empty Prefect home and Assay home, auto orchestration."""
+    for key in ("PREFECT_API_URL", "PREFECT_PROFILE", "PREFECT_PROFILES_PATH"):
+        monkeypatch.setenv(key, "")  # recorded, so the teardown restores what was there before, even a value
+        monkeypatch.delenv(key)      # `orchestrated()` itself sets (the URL of `assay server`)
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect"))
+    monkeypatch.setenv("ASSAY_HOME", str(tmp_path / "assay"))
+    monkeypatch.setenv("ASSAY_ORCHESTRATION", "auto")
+    return tmp_path
+
+
+def test_auto_runs_directly_when_no_api_is_there(clean_env: Path) -> None:
+    assert not orchestrated()
+
+
+def test_direct_and_prefect_are_obeyed_and_a_typo_is_an_error(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+    monkeypatch.setenv("ASSAY_ORCHESTRATION", "direct")
+    assert not orchestrated()
+    monkeypatch.delenv("PREFECT_API_URL")
+    monkeypatch.setenv("ASSAY_ORCHESTRATION", "prefect")
+    assert orchestrated()
+    monkeypatch.setenv("ASSAY_ORCHESTRATION", "prefec")
+    with pytest.raises(ValueError, match="auto, prefect, direct"):
+        orchestrated()
+
+
+def test_auto_uses_an_api_from_the_environment_or_the_active_profile(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:4200/api")
+    assert orchestrated()
+    monkeypatch.delenv("PREFECT_API_URL")
+    profiles = clean_env / "prefect" / "profiles.toml"
+    profiles.parent.mkdir(parents=True)
+    profiles.write_text('active = "team"\n[profiles.ephemeral]\n[profiles.team]\nPREFECT_API_URL = "http://127.0.0.1:4300/api"\n')
+    assert prefect_api.configured_api() == "http://127.0.0.1:4300/api" and orchestrated()
+    profiles.write_text('active = "ephemeral"\n[profiles.ephemeral]\nPREFECT_SERVER_ALLOW_EPHEMERAL_MODE = "true"\n')
+    assert not orchestrated()
+
+
+def test_auto_uses_the_server_assay_server_runs_only_while_it_is_alive(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as listener:  # stands in for the server's port
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        url = prefect_api.api_url("127.0.0.1", listener.getsockname()[1])
+        prefect_api.write_record(url, os.getpid())
+        assert orchestrated() and os.environ["PREFECT_API_URL"] == url  # handed to Prefect
+        monkeypatch.delenv("PREFECT_API_URL")
+        dead = subprocess.Popen([sys.executable, "-c", "pass"])
+        dead.wait()
+        prefect_api.write_record(url, dead.pid)  # the server's process is gone
+        assert not orchestrated()
+    prefect_api.write_record(url, os.getpid())  # alive, but its port no longer answers
+    assert not orchestrated()
+    prefect_api.clear_record(os.getpid())
+    assert not prefect_api.record_path().exists()
+
+
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.prefect
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_mcp_answers_at_once_then_runs_on_its_own_prefect_api_and_leaves_nothing_behind(
+    project: Path, tmp_path: Path
+) -> None:
+    from mcp import Client
+
+    from tests.test_mcp import call, params
+
+    subprocess.run([ASSAY, "index", str(project)], check=True, capture_output=True,
+                   env={**os.environ, "ASSAY_ORCHESTRATION": "direct"})
+    env = {"ASSAY_ORCHESTRATION": "auto", "PREFECT_HOME": str(tmp_path / "prefect"), "PREFECT_API_URL": ""}
+    server_pids: set[int] = set()
+
+    async def scenario() -> list[str | None]:
+        runs: list[str | None] = []
+        async with Client(params(project.parent, tmp_path / "home", **env)) as client:
+            first = await call(client, "ask", question="how does retry_call back off?", path=str(project))
+            assert not first.is_error, first.content[0].text
+            assert "pkg/retry.py" in first.content[0].text.splitlines()[0]  # the answer opens the report
+            runs.append(first.structured_content["flow_run_id"])
+            deadline = time.time() + 240
+            while runs[-1] is None and time.time() < deadline:  # direct until the private API answers
+                await asyncio.sleep(2)
+                res = await call(client, "ask", question="how are cookies merged?", path=str(project))
+                assert not res.is_error, res.content[0].text
+                runs.append(res.structured_content["flow_run_id"])
+            mcp = [p for p in _descendants(os.getpid()) if b"mcp" in Path(f"/proc/{p}/cmdline").read_bytes()]
+            server_pids.update(p for m in mcp for p in _descendants(m))
+        return runs
+
+    runs = asyncio.run(scenario())
+    assert runs[-1] is not None and uuid.UUID(runs[-1]), "the MCP server never ran a flow on its Prefect API"
+    assert server_pids, "no Prefect server process was found under the MCP server"
+    deadline = time.time() + 30
+    while time.time() < deadline and any(_alive(p) for p in server_pids):
+        time.sleep(0.5)
+    assert not [p for p in server_pids if _alive(p)], "a process the MCP server started outlived it"
+
+
+@pytest.mark.prefect
+def test_a_cli_command_records_its_run_on_a_configured_api_and_errors_stay_one_line(
+    prefect_server, project: Path
+) -> None:
+    from prefect.settings import PREFECT_API_URL
+
+    env = {**os.environ, "ASSAY_ORCHESTRATION": "auto", "PREFECT_API_URL": PREFECT_API_URL.value()}
+    env.pop("ASSAY_DEBUG", None)
+    subprocess.run([ASSAY, "index", str(project)], check=True, capture_output=True, env=env, timeout=300)
+    done = subprocess.run([ASSAY, "ask", "how does retry_call back off?", str(project), "--json"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert uuid.UUID(json.loads(done.stdout)["flow_run_id"])
+    failed = subprocess.run([ASSAY, "ask", "   ", str(project)], capture_output=True, text=True, env=env, timeout=300)
+    assert failed.returncode == 2
+    assert failed.stderr.strip().splitlines() == ["error: the question is empty: ask what you want to know about the code"]
