@@ -25,6 +25,9 @@ def test_local_judge_extractive_answer_with_receipts(indexed_project: Path) -> N
     assert "(pkg/retry.py:17)" in report.answer.text
     for section in ("Legend:", "Assessment:", "Evidence:", "Guidance:", "Sources:", "status:", "coverage:"):
         assert section in report.text
+    assert report.text.startswith(report.answer.text.splitlines()[0])  # the answer first, the legend last
+    at = [report.text.index(s) for s in ("Assessment:", "Evidence:", "Guidance:", "Sources:", "Legend:")]
+    assert at == sorted(at)
     assert "verdict=include" in report.text and "pkg/retry.py:17-26 [retry_call] distance" in report.text
     assert report.judgment.calls == 0
 
