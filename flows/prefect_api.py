@@ -21,6 +21,7 @@ import tomllib
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from assay.stages.core.progress import pid_alive
 from assay.stages.core.registry import assay_home
 
 DEFAULT_PORT = 4200
@@ -54,7 +55,7 @@ def local_server_api() -> str | None:
         url, pid = str(record["url"]), int(record["pid"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return url if _alive(pid) and answers(url) else None
+    return url if pid_alive(pid) and answers(url) else None
 
 
 def answers(url: str, timeout: float = 0.2) -> bool:
@@ -65,16 +66,6 @@ def answers(url: str, timeout: float = 0.2) -> bool:
             return True
     except OSError:
         return False
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -156,12 +156,13 @@ def read_status(root: Path) -> dict | None:
         state = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    if state.get("state") == "running" and not _alive(state.get("pid")):
+    if state.get("state") == "running" and not pid_alive(state.get("pid")):
         state["state"] = "interrupted"
     return state
 
 
-def _alive(pid: object) -> bool:
+def pid_alive(pid: object) -> bool:
+    """Whether a process still runs (an unknown pid: trust whoever wrote it)."""
     if not isinstance(pid, int):
         return True  # unknown: trust the file
     try:
