@@ -42,7 +42,7 @@ from assay.stages.core.artifacts import DEFINITION_KINDS as NAMING_KINDS
 from assay.stages.core.path_roles import is_test_path
 from assay.stages.index.tokens import stem_word, tokenize
 from assay.stages.query.abbreviations import expansions
-from assay.stages.query.judge.local import question_identifiers
+from assay.stages.query.identifiers import question_identifiers
 from assay.stages.query.synthesize import first_sentence
 
 

@@ -6,7 +6,7 @@ from collections import Counter
 
 from assay.stages.core.artifacts import Answer, Freshness, Judgment, QueryReport, RankedPassage, RouteDecision, Selection
 from assay.stages.query.budget import count_tokens, fit
-from assay.stages.query.judge.local import question_identifiers
+from assay.stages.query.identifiers import question_identifiers
 
 LEGEND = (
     "Legend: relevance, evidence, contradicts and injection are judge scores in [0,1]. High relevance = on the\n"

@@ -14,30 +14,16 @@ Set-level answerable, coverage (0-3) and conflict (two definitions of one name t
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
 from assay.stages.core.artifacts import Candidate, DEFINITION_KINDS, Judgment, PassageScores, PremiseFinding, short_name
 from assay.stages.index.tokens import tokenize
 from assay.stages.query.judge.injection import injection_score, is_document, score_text
+from assay.stages.query.identifiers import question_identifiers
 from assay.stages.query.premise import check_question, entity_of, resolver_from
 
-_IDENT = re.compile(r"`([^`]+)`|\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)\b|\b([A-Za-z_]+[A-Za-z0-9]*_[A-Za-z0-9_]+|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*)\b|\b([A-Za-z_][A-Za-z0-9_]*)\(\)")
 RANK_WEIGHT = 0.5  # share of relevance taken from the rank stage's score, when the pool was ranked
 _DEFINITION_KINDS = DEFINITION_KINDS | {"module"}
-
-
-def question_identifiers(question: str) -> list[str]:
-    """Code identifiers named in a question: `backticked`, dotted.paths, snake_case, camelCase, call()."""
-    found: list[str] = []
-    for m in _IDENT.finditer(question):
-        raw = next(g for g in m.groups() if g)
-        raw = raw.strip().rstrip("()")
-        for part in re.split(r"[\s,]+", raw):
-            part = part.strip("`'\".,:;()")
-            if part and re.match(r"^[A-Za-z_][\w.]*$", part):
-                found.append(part)
-    return list(dict.fromkeys(found))
 
 
 def _coverage(terms: set[str], text: str) -> float:
