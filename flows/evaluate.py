@@ -23,37 +23,70 @@ from assay.flows.runtime import Caller, direct_call, flow_exports, lazy_flow, pr
 from assay.stages.core.config import Settings
 from assay.tasks import evaluate as t
 
-CORPORA = {"requests": "requests==2.32.5", "pytest": "pytest==8.4.2"}
+DEFAULT_CORPORA = ("requests", "pytest")  # what `assay eval` runs when no --corpus is named
+# clean code for the judge suite's false positives: the sdists of the first two SWE-QA sets
+JUDGE_CLEAN_CORPORA = ("requests==2.32.5", "pytest==8.4.2")
 
 
 def eval_home() -> Path:
     return Path(os.environ.get("ASSAY_EVAL_DIR", Path.home() / ".assay" / "eval"))
 
 
+def questions_dir_candidates() -> list[Path]:
+    """Where the SWE-QA question sets may be, in order: $ASSAY_EVAL_QUESTIONS, `../shared/eval/swe-qa` beside the
+    checkout this module runs from, then beside the current directory (an installed wheel has no checkout)."""
+    named = os.environ.get("ASSAY_EVAL_QUESTIONS")
+    if named:
+        return [Path(named).expanduser()]
+    checkout = Path(__file__).resolve().parents[2] / "shared" / "eval" / "swe-qa"
+    return [checkout, Path.cwd().resolve().parent / "shared" / "eval" / "swe-qa"]
+
+
 def default_questions_dir() -> Path:
-    return Path(__file__).resolve().parents[2] / "shared" / "eval" / "swe-qa"
+    for folder in questions_dir_candidates():
+        if folder.is_dir():
+            return folder
+    looked = ", ".join(str(f) for f in questions_dir_candidates())
+    raise FileNotFoundError(f"no SWE-QA question sets found (looked in {looked}); set ASSAY_EVAL_QUESTIONS or pass --questions")
+
+
+def corpora_in(folder: Path) -> dict[str, str]:
+    """Every `<name>.jsonl` there is a corpus, scored against the sdist its rows' `package` field pins."""
+    from assay.stages.evaluate.metrics import discover_corpora
+
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no such questions folder: {folder}")
+    return discover_corpora(folder)
 
 
 def evaluate_pipeline(
-    settings: Settings, corpora: list[str], questions_dir: str | None = None, judges: list[str] | None = None,
+    settings: Settings, corpora: list[str] | None, questions_dir: str | None = None, judges: list[str] | None = None,
     limit: int | None = None, bipia_dir: str | None = None, call: Caller = prefect_call,
 ) -> dict:
+    from assay.stages.evaluate.runs import question_counts
+
     home = eval_home()
     qdir = Path(questions_dir) if questions_dir else default_questions_dir()
+    available = corpora_in(qdir)
+    corpora = list(corpora or [c for c in DEFAULT_CORPORA if c in available] or available)
+    unknown = [c for c in corpora if c not in available]
+    if unknown:
+        raise ValueError(f"no question set {', '.join(unknown)} in {qdir} (there: {', '.join(available) or 'none'})")
     bipia = Path(bipia_dir) if bipia_dir else qdir.parent / "bipia"
     judges = judges or ["local", "none"]
     results: dict = {"created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "settings": {
         "embedder": settings.embedder, "pool_size": settings.pool_size, "top_k": settings.top_k, "judges": judges}, "corpora": {}}
     rows: list[dict] = []
     for name in corpora:
-        root = call(t.prepare_corpus, CORPORA[name], home)
+        root = call(t.prepare_corpus, available[name], home)
         index_report = index_pipeline(str(root), settings, call=call)
         questions = call(t.load_questions, qdir / f"{name}.jsonl", limit)
         retrieval, per_q = call(t.evaluate_retrieval, root, questions, settings, judges)
         injection = call(t.evaluate_injection, root, bipia, settings)
         cost = call(t.evaluate_cost, root, questions, lambda q: query_pipeline(str(root), q, settings, call=direct_call))
-        results["corpora"][name] = {"package": CORPORA[name], "entities": index_report.entities_total,
+        results["corpora"][name] = {"package": available[name], "entities": index_report.entities_total,
                                     "files": index_report.files_parsed + index_report.files_unchanged,
+                                    "questions": question_counts(qdir / f"{name}.jsonl"),
                                     "retrieval": retrieval, "injection": injection, "cost": cost}
         rows.extend({"corpus": name, **r} for r in per_q)
     return save_results(home, "", results, rows, "per_question.parquet", call(t.render, results))
@@ -124,6 +157,14 @@ def run_evaluate_semble(settings: Settings | None = None, **options) -> dict:
     return run_flow(_evaluate_semble_flow, body, settings=settings or Settings(), **options)
 
 
+def _default_bipia() -> Path | None:
+    """BIPIA's attack strings beside the SWE-QA sets; None where those are not found (the judge suite runs without)."""
+    try:
+        return default_questions_dir().parent / "bipia"
+    except FileNotFoundError:
+        return None
+
+
 def evaluate_judge_pipeline(settings: Settings, bipia_dir: str | None = None, call: Caller = prefect_call) -> dict:
     """The local judge alone: premise checks on sets generated from third-party sdists, injection detection on
     attacks planted into their code and docs. No index, no model: parse and check."""
@@ -131,11 +172,11 @@ def evaluate_judge_pipeline(settings: Settings, bipia_dir: str | None = None, ca
     from assay.stages.evaluate import premise_set as premise_eval
 
     home = eval_home()
-    bipia = Path(bipia_dir) if bipia_dir else default_questions_dir().parent / "bipia"
+    bipia = Path(bipia_dir) if bipia_dir else _default_bipia()
     roots = {req.split("==")[0]: call(t.prepare_corpus, req, home) for req in premise_eval.PREMISE_CORPORA}
     premises = call(t.evaluate_premises, roots)
-    clean = list(roots.values()) + [call(t.prepare_corpus, req, home) for req in CORPORA.values()]
-    injection = call(t.evaluate_injection_planted, clean, bipia if bipia.exists() else None)
+    clean = list(roots.values()) + [call(t.prepare_corpus, req, home) for req in JUDGE_CLEAN_CORPORA]
+    injection = call(t.evaluate_injection_planted, clean, bipia if bipia is not None and bipia.exists() else None)
     results = {"created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "suite": "judge",
                "premises": premises, "injection": injection}
     markdown = "# Assay judge evaluation\n\n" + premise_eval.render(premises) + "\n" + injection_eval.render(injection)
@@ -158,13 +199,13 @@ def run_evaluate_judge(settings: Settings | None = None, **options) -> dict:
 @lazy_flow("assay-evaluate")
 def _evaluate_flow(corpora: list[str] | None = None, questions_dir: str | None = None, judges: list[str] | None = None,
                    limit: int | None = None, settings: Settings | None = None) -> dict:
-    """Run the SWE-QA retrieval and judge evaluation over the requests and pytest sdists."""
-    return evaluate_pipeline(settings or Settings(), corpora or list(CORPORA), questions_dir, judges, limit)
+    """Run the SWE-QA retrieval and judge evaluation over the sdists the question sets pin (default: requests, pytest)."""
+    return evaluate_pipeline(settings or Settings(), corpora or [], questions_dir, judges, limit)
 
 
 def run_evaluate(settings: Settings | None = None, **options) -> dict:
     def body(settings: Settings, call: Caller, corpora=None, **kw) -> dict:
-        return evaluate_pipeline(settings, corpora or list(CORPORA), call=call, **kw)
+        return evaluate_pipeline(settings, corpora or [], call=call, **kw)
 
     return run_flow(_evaluate_flow, body, settings=settings or Settings(), **options)
 

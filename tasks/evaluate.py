@@ -27,7 +27,8 @@ def load_questions(path: Path, limit: int | None) -> list[ev.Question]:
 
 @task(name="evaluate-retrieval")
 def evaluate_retrieval(root: Path, questions: list[ev.Question], settings: Settings, judges: list[str]):
-    """Per configuration: primary hit@1/5/10, MRR, entity and file recall@10; judges' keep/drop vs gold."""
+    """Per configuration (a stock BM25 baseline first): primary hit@1/5/10 and MRR by qualified name and by line overlap,
+    entity and file recall@10, all / named / paraphrased questions; primaries missing from the index; judges' keep/drop."""
     return jobs.evaluate_retrieval(root, questions, settings, judges, lambda backend: judge_holding_gpu(backend, settings))
 
 

@@ -89,24 +89,30 @@ def test_evaluate_flow_on_a_tiny_local_corpus(tmp_path: Path, monkeypatch: pytes
     qdir = tmp_path / "questions"
     qdir.mkdir()
     rows = [
-        {"id": "t1", "question": "How does retry_call back off between attempts?",
+        {"id": "t1", "package": "tiny==1.0", "question": "How does retry_call back off between attempts?",
+         "question_names_code_identifier": True,
          "primary_entity": {"file": "pkg/retry.py", "qualname": "retry_call"},
          "gold_entities": [{"file": "pkg/retry.py", "qualname": "retry_call"}, {"file": "pkg/retry.py", "qualname": "backoff_delays"}],
          "gold_files": ["pkg/retry.py"]},
-        {"id": "t2", "question": "How are cookies merged into a jar?",
+        {"id": "t2", "package": "tiny==1.0", "question": "How are cookies merged into a jar?", "question_names_code_identifier": False,
          "primary_entity": {"file": "pkg/session.py", "qualname": "merge_cookies"},
          "gold_entities": [{"file": "pkg/session.py", "qualname": "merge_cookies"}], "gold_files": ["pkg/session.py"]},
     ]
     (qdir / "tiny.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     monkeypatch.setenv("ASSAY_EVAL_DIR", str(home))
-    monkeypatch.setitem(evaluate.CORPORA, "tiny", "tiny==1.0")
     from tests.conftest import shared_path
 
     results = evaluate.run_evaluate(corpora=["tiny"], questions_dir=str(qdir), bipia_dir=str(shared_path("eval", "bipia")))
     tiny = results["corpora"]["tiny"]
     hybrid = tiny["retrieval"]["retrieval"]["hybrid"]
     assert hybrid["questions"] == 2 and hybrid["hit@10"] == 1.0
-    assert set(tiny["retrieval"]["retrieval"]) == {"dense", "bm25", "hybrid", "ranked", "ranked+local", "ranked+none", "anchor"}
+    assert set(tiny["retrieval"]["retrieval"]) == {"plain-bm25", "dense", "bm25", "hybrid", "ranked", "ranked+local", "ranked+none",
+                                                   "anchor"}
+    assert tiny["package"] == "tiny==1.0" and tiny["questions"]["named"] == 1 and tiny["questions"]["paraphrased"] == 1
+    split = tiny["retrieval"]["split"]["ranked"]
+    assert (split["all"]["n"], split["named"]["n"], split["paraphrased"]["n"]) == (2, 1, 1)
+    assert tiny["retrieval"]["coverage"]["with_primary"] == 2 and tiny["retrieval"]["coverage"]["missing_qualname"] == []
+    assert "| tiny | named | ranked (`search`) | 1 |" in results["markdown"]
     assert tiny["retrieval"]["judges"]["local"]["recall"] > 0
     assert tiny["injection"]["attacks"] >= 100 and tiny["injection"]["detection_rate"] > 0.5
     assert tiny["cost"]["answers"] == 2 and tiny["cost"]["report_tokens_mean"] > 0

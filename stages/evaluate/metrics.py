@@ -1,7 +1,9 @@
 """Evaluation metrics and the anchor-system reproduction, as plain functions.
 
 A retrieved entity matches a gold entity when the file is the same and the qualified name is
-the same (chunk parts of one entity count once). Ranked lists are de-duplicated by entity.
+the same (chunk parts of one entity count once). Ranked lists are de-duplicated by entity. A second,
+looser match reads lines: a returned passage of the primary entity's file whose line span overlaps the
+primary's span (so a containing class or a file row counts too, and a qualified name spelt otherwise).
 """
 
 from __future__ import annotations
@@ -31,6 +33,12 @@ class Question:
     primary: GoldEntity | None
     gold_entities: tuple[GoldEntity, ...]
     gold_files: tuple[str, ...]
+    named: bool | None = None  # `question_names_code_identifier`: the question names a code identifier (None: not said)
+    primary_span: tuple[int, int] | None = None  # the primary entity's lines, when the set measured them
+
+
+# a ranked item: (file, qualname), or (file, qualname, start_line, end_line) where the passage's lines are known
+Ranked = tuple[str, str] | tuple[str, str, int, int]
 
 
 def load_questions(path: Path) -> list[Question]:
@@ -40,23 +48,52 @@ def load_questions(path: Path) -> list[Question]:
             continue
         r = json.loads(line)
         p = r.get("primary_entity")
+        span = (int(p["start_line"]), int(p["end_line"])) if p and p.get("start_line") and p.get("end_line") else None
+        named = r.get("question_names_code_identifier")
         out.append(Question(
             id=r["id"], text=r["question"], primary=GoldEntity(p["file"], p["qualname"]) if p else None,
             gold_entities=tuple(GoldEntity(g["file"], g["qualname"]) for g in r.get("gold_entities") or []),
             gold_files=tuple(r.get("gold_files") or []),
+            named=bool(named) if named is not None else None, primary_span=span,
         ))
     return out
 
 
-def dedupe(ranked: list[tuple[str, str]]) -> list[tuple[str, str]]:
+def question_set_package(path: Path) -> str:
+    """The `name==version` pin a question set is scored against: its rows' `package` field, which all rows share."""
+    packages = {json.loads(line).get("package") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()}
+    if len(packages) != 1 or not next(iter(packages)) or "==" not in str(next(iter(packages))):
+        found = ", ".join(sorted(map(str, packages))) or "no rows"
+        raise ValueError(f"{path.name}: every row needs one `package` field of the form name==version (found: {found})")
+    return str(next(iter(packages)))
+
+
+def discover_corpora(folder: Path) -> dict[str, str]:
+    """Every `<name>.jsonl` in the questions folder is a corpus: name -> the sdist pin its rows name."""
+    return {path.stem: question_set_package(path) for path in sorted(folder.glob("*.jsonl"))}
+
+
+def dedupe(ranked: list[Ranked]) -> list[tuple[str, str]]:
     """(file, qualname) pairs in first-seen order (chunk parts collapse into their entity)."""
     seen: set[tuple[str, str]] = set()
     out = []
-    for key in ranked:
+    for item in ranked:
+        key = (item[0], item[1])
         if key not in seen:
             seen.add(key)
             out.append(key)
     return out
+
+
+def line_rank(ranked: list[Ranked], file: str, span: tuple[int, int]) -> int | None:
+    """Rank (in the entity-deduplicated list) of the first returned passage of `file` whose lines overlap `span`;
+    items without lines never match."""
+    order: dict[tuple[str, str], int] = {}
+    for item in ranked:
+        position = order.setdefault((item[0], item[1]), len(order) + 1)
+        if len(item) == 4 and item[0] == file and item[2] <= span[1] and item[3] >= span[0]:
+            return position
+    return None
 
 
 def rank_of(ranked: list[tuple[str, str]], gold: GoldEntity) -> int | None:
@@ -66,8 +103,10 @@ def rank_of(ranked: list[tuple[str, str]], gold: GoldEntity) -> int | None:
     return None
 
 
-def question_metrics(ranked: list[tuple[str, str]], q: Question) -> dict[str, float | None]:
-    """hit@1/5/10 and reciprocal rank of the primary entity; gold-entity and file recall@10."""
+def question_metrics(ranked: list[Ranked], q: Question) -> dict[str, float | None]:
+    """hit@1/5/10 and reciprocal rank of the primary entity (by qualified name, and by line overlap where the question
+    has the primary's span); gold-entity and file recall@10."""
+    items = ranked
     ranked = dedupe(ranked)
     out: dict[str, float | None] = {}
     if q.primary is not None:
@@ -75,6 +114,10 @@ def question_metrics(ranked: list[tuple[str, str]], q: Question) -> dict[str, fl
         for k in (1, 5, 10):
             out[f"hit@{k}"] = 1.0 if r is not None and r <= k else 0.0
         out["rr"] = 1.0 / r if r is not None else 0.0
+        if q.primary_span is not None:
+            lr = line_rank(items, q.primary.file, q.primary_span)
+            out["line_hit@10"] = 1.0 if lr is not None and lr <= 10 else 0.0
+            out["line_rr"] = 1.0 / lr if lr is not None else 0.0
     top = ranked[:10]
     if q.gold_entities:
         golds = {(g.file, g.qualname) for g in q.gold_entities}
@@ -87,10 +130,27 @@ def question_metrics(ranked: list[tuple[str, str]], q: Question) -> dict[str, fl
 
 def aggregate(per_question: list[dict[str, float | None]]) -> dict[str, float]:
     """Mean of each metric over the questions that have it (a question without a primary entity has no hit@k)."""
-    keys = ("hit@1", "hit@5", "hit@10", "rr", "entity_recall@10", "file_recall@10")
+    keys = ("hit@1", "hit@5", "hit@10", "rr", "entity_recall@10", "file_recall@10", "line_hit@10", "line_rr")
     means = pd.DataFrame(per_question, columns=list(keys), dtype=float).mean()  # NaN (missing) is skipped
-    out = {"mrr" if k == "rr" else k: round(float(means[k]), 4) if pd.notna(means[k]) else 0.0 for k in keys}
+    out = {_MEAN_NAMES.get(k, k): round(float(means[k]), 4) if pd.notna(means[k]) else 0.0 for k in keys}
     out["questions"] = len(per_question)
+    return out
+
+
+_MEAN_NAMES = {"rr": "mrr", "line_rr": "line_mrr"}
+
+
+def split_summary(per_question: list[dict[str, float | None]], questions: list[Question]) -> dict[str, dict]:
+    """Primary-entity hit@10 and MRR (by qualified name and by line overlap) for all questions, the ones that name a code
+    identifier and the paraphrased ones; `n` counts the questions with a primary entity (the others have no hit figure),
+    `n_line` those whose primary also has a line span."""
+    groups = {"all": lambda q: True, "named": lambda q: q.named is True, "paraphrased": lambda q: q.named is False}
+    out: dict[str, dict] = {}
+    for group, member in groups.items():
+        rows = [m for m, q in zip(per_question, questions) if member(q) and q.primary is not None]
+        agg = aggregate(rows)
+        out[group] = {"n": len(rows), "n_line": sum("line_hit@10" in m for m in rows), "hit@10": agg["hit@10"],
+                      "mrr": agg["mrr"], "line_hit@10": agg["line_hit@10"], "line_mrr": agg["line_mrr"]}
     return out
 
 
@@ -118,7 +178,8 @@ class AnchorIndex:
         self.fetch_cap = fetch_cap
         self.threshold = threshold
 
-    def search(self, query: str, k: int = 5) -> list[tuple[str, str]]:
+    def search(self, query: str, k: int = 5, lines: bool = False) -> list[Ranked]:
+        """(file, qualname) of the top k; with `lines`, (file, qualname, start_line, end_line)."""
         if not self.entities:
             return []
         qv, _ = self.embedder.embed([query])
@@ -133,11 +194,12 @@ class AnchorIndex:
             hits = sum(1 for t in terms if t in e.name.lower() or t in self.texts[i].lower())
             scored.append(((1e6 if d2[i] <= 1e-6 else 1.0 / float(d2[i])) + 0.05 * hits, int(i)))
         scored.sort(key=lambda x: (-x[0], x[1]))
-        return [(self.entities[i].file, self.entities[i].qualname) for _, i in scored[:k]]
+        top = [self.entities[i] for _, i in scored[:k]]
+        return [(e.file, e.qualname, e.start_line, e.end_line) if lines else (e.file, e.qualname) for e in top]
 
 
-def ranked_keys(candidates: list[Candidate]) -> list[tuple[str, str]]:
-    return [(c.file, c.entity) for c in candidates]
+def ranked_keys(candidates: list[Candidate]) -> list[tuple[str, str, int, int]]:
+    return [(c.file, c.entity, c.start_line, c.end_line) for c in candidates]
 
 
 def estimate_tokens(text: str) -> int:

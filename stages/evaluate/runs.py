@@ -54,20 +54,69 @@ def answerable_questions(path: Path, limit: int | None) -> list[ev.Question]:
     return qs[:limit] if limit else qs
 
 
+def question_counts(path: Path) -> dict[str, int]:
+    """What a question set holds: all its questions, those scored (any gold), those with no primary entity (kind
+    `none`: no hit figure), and the named / paraphrased split of those with one."""
+    qs = ev.load_questions(path)
+    with_primary = [q for q in qs if q.primary is not None]
+    return {"questions": len(qs), "scored": len(answerable_questions(path, None)), "primary_none": len(qs) - len(with_primary),
+            "named": sum(q.named is True for q in with_primary), "paraphrased": sum(q.named is False for q in with_primary)}
+
+
+def primary_coverage(entities: list, questions: list[ev.Question]) -> dict:
+    """Is each question's primary entity in the index at all? A primary the catalog lacks is a chunking or coverage
+    problem, not a ranking one. `missing_qualname`: no passage of that file and qualified name; `missing_lines`: no
+    passage of that file (other than its file row) overlapping the primary's lines; `missing_file`: the file has none."""
+    by_file: dict[str, list] = {}
+    for e in entities:
+        by_file.setdefault(e.file, []).append(e)
+    out: dict = {"with_primary": 0, "missing_file": [], "missing_qualname": [], "missing_lines": []}
+    for q in questions:
+        if q.primary is None:
+            continue
+        out["with_primary"] += 1
+        here = by_file.get(q.primary.file, [])
+        label = f"{q.id}: {q.primary.qualname} ({q.primary.file})"
+        if not here:
+            out["missing_file"].append(label)
+        if not any(e.qualname == q.primary.qualname for e in here):
+            out["missing_qualname"].append(label)
+        if q.primary_span is not None and not any(
+                e.kind != "file" and e.start_line <= q.primary_span[1] and e.end_line >= q.primary_span[0] for e in here):
+            out["missing_lines"].append(label)
+    return out
+
+
+PLAIN_BM25 = "plain-bm25"  # the in-run baseline every figure is printed beside
+
+
+def plain_bm25_ranked(entities: list, questions: list[ev.Question], pool: int) -> dict[str, list[ev.Ranked]]:
+    """Question id -> the `pool` passages a stock BM25 (`plain_bm25`: bm25s's default tokenizer and English stop
+    words, no identifier splitting, no stemming, no path, kind or name weighting) returns for its text, with lines,
+    ready for `metrics.question_metrics` as every other configuration is scored."""
+    search = plain_bm25(entities)
+    return {q.id: [(e.file, e.qualname, e.start_line, e.end_line) for e in search(q.text, pool)] for q in questions}
+
+
 def evaluate_retrieval(root: Path, questions: list[ev.Question], settings: Settings, judges: list[str], judge_for: Callable[[str], Judge]):
-    """Per configuration: primary hit@1/5/10, MRR, entity and file recall@10; judges' keep/drop vs gold."""
+    """Per configuration: primary hit@1/5/10, MRR (by qualified name and by line overlap), entity and file recall@10,
+    for all questions and split into named / paraphrased ones; a stock BM25 over the same passages as the baseline;
+    whether each primary entity is in the index at all; judges' keep/drop vs gold."""
     manifest = load_manifest(root)
     embedder = embedder_for(settings)
-    anchor = ev.AnchorIndex(list(Catalog(root).all()), embedder)
+    entities = list(Catalog(root).all())
+    anchor = ev.AnchorIndex(entities, embedder)
     pool = max(30, settings.pool_size)
+    baseline = plain_bm25_ranked(entities, questions, pool)
     ranking = ranking_for(settings)
     served = "ranked" if ranking is not None else "hybrid"  # what the search door and the judges get
-    configs = ["dense", "bm25", "hybrid", *(["ranked"] if ranking is not None else []), *[f"{served}+{j}" for j in judges], "anchor"]
+    configs = [PLAIN_BM25, "dense", "bm25", "hybrid", *(["ranked"] if ranking is not None else []),
+               *[f"{served}+{j}" for j in judges], "anchor"]
     per_config: dict[str, list[dict]] = {c: [] for c in configs}
     keep: dict[str, tuple[list[bool], list[bool]]] = {j: ([], []) for j in judges if j != "none"}
     rows: list[dict] = []
     for q in questions:
-        results: dict[str, list[tuple[str, str]]] = {}
+        results: dict[str, list[ev.Ranked]] = {PLAIN_BM25: baseline[q.id]}
         for mode in ("dense", "bm25", "hybrid"):
             res = retrieve(root, q.text, manifest, embedder, pool=pool, chroma_url=settings.chroma_url, mode=mode)
             results[mode] = ev.ranked_keys(res.candidates)
@@ -81,19 +130,20 @@ def evaluate_retrieval(root: Path, questions: list[ev.Question], settings: Setti
             judgment = judge_for(j)(q.text, hybrid)
             sel = select(hybrid, judgment, default_thresholds(j, settings.thresholds, settings.top_k), q.text)
             ordered = sel.included + sorted(sel.dropped, key=lambda r: (-r.rank_score, r.candidate.fused_rank))
-            results[f"{served}+{j}"] = [(r.candidate.file, r.candidate.entity) for r in ordered]
+            results[f"{served}+{j}"] = ev.ranked_keys([r.candidate for r in ordered])
             if j in keep and golds:
                 for r in sel.included + sel.dropped:
                     keep[j][0].append(r.drop_reason in ("", "beyond top-k", "same entity"))
                     keep[j][1].append((r.candidate.file, r.candidate.entity) in golds)
-        results["anchor"] = anchor.search(q.text, k=5)
+        results["anchor"] = anchor.search(q.text, k=5, lines=True)
         for config in configs:
             m = ev.question_metrics(results[config], q)
             per_config[config].append(m)
-            rows.append({"question": q.id, "config": config, **{k: v for k, v in m.items()}})
+            rows.append({"question": q.id, "config": config, "named": q.named, **{k: v for k, v in m.items()}})
     summary = {c: ev.aggregate(per_config[c]) for c in configs}
+    split = {c: ev.split_summary(per_config[c], questions) for c in configs}
     judged = {j: ev.keep_drop_prf(*keep[j]) for j in keep}
-    return {"retrieval": summary, "judges": judged}, rows
+    return {"retrieval": summary, "split": split, "coverage": primary_coverage(entities, questions), "judges": judged}, rows
 
 
 _OPENING, _CLOSING = re.compile(r"[([{]"), re.compile(r"[)\]}]")
@@ -171,12 +221,57 @@ def evaluate_cost(root: Path, questions: list[ev.Question], answer: Callable[[st
             "ratio": round(mean_r / mean_f, 3) if mean_f else None}
 
 
+CONFIG_LABELS = {PLAIN_BM25: "plain BM25 (stock bm25s, baseline)", "bm25": "bm25 (Assay's, code-aware)",
+                 "ranked": "ranked (`search`)", "ranked+local": "ranked + local judge (`ask`)"}
+
+
+def _beside(m: dict, base: dict | None, key: str, digits: int) -> str:
+    """A figure with the plain BM25's beside it in parentheses."""
+    own = f"{m[key]:.{digits}f}"
+    return own if base is None or base is m else f"{own} ({base[key]:.{digits}f})"
+
+
+def render_split(results: dict) -> str:
+    """Primary-entity hit@10 / MRR by qualified name and by line overlap, all / named / paraphrased questions, each
+    beside the plain BM25's figure for the same questions."""
+    head = ("| corpus | questions | configuration | n | hit@10 (plain) | MRR (plain) | n by line | line hit@10 (plain) | "
+            "line MRR (plain) |")
+    lines = [head, "|---|---|---|---|---|---|---|---|---|"]
+    for name, data in results["corpora"].items():
+        split = data["retrieval"].get("split") or {}
+        base = split.get(PLAIN_BM25)
+        for group in ("all", "named", "paraphrased"):
+            for config, groups in split.items():
+                m, b = groups[group], base[group] if base else None
+                if not m["n"]:
+                    continue
+                lines.append(f"| {name} | {group} | {CONFIG_LABELS.get(config, config)} | {m['n']} | {_beside(m, b, 'hit@10', 2)} | "
+                             f"{_beside(m, b, 'mrr', 3)} | {m['n_line']} | {_beside(m, b, 'line_hit@10', 2)} | "
+                             f"{_beside(m, b, 'line_mrr', 3)} |")
+    lines.append("")
+    for name, data in results["corpora"].items():
+        c, cov = data.get("questions") or {}, data["retrieval"].get("coverage") or {}
+        if c:
+            lines.append(f"- {name} ({data.get('package')}): {c['questions']} questions, {c['questions'] - c['primary_none']} with a "
+                         f"primary entity ({c['named']} named, {c['paraphrased']} paraphrased), {c['primary_none']} without "
+                         f"(kind none: excluded from hit figures), {c['scored']} scored for recall.")
+        if cov:
+            missing = [f"{len(cov[k])} by {label}" for k, label in (("missing_qualname", "qualified name"), ("missing_lines", "lines"),
+                                                                       ("missing_file", "file"))]
+            lines.append(f"  Primary entities not in the index at all (of {cov['with_primary']}): {', '.join(missing)}"
+                         + (f": {'; '.join(cov['missing_qualname'])}" if cov["missing_qualname"] else "") + ".")
+    return "\n".join(lines) + "\n"
+
+
 def render(results: dict) -> str:
-    lines = ["| corpus | configuration | hit@1 | hit@5 | hit@10 | MRR | entity R@10 | file R@10 |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| corpus | configuration | hit@1 | hit@5 | hit@10 | MRR | line hit@10 | line MRR | entity R@10 | file R@10 |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for name, data in results["corpora"].items():
         for config, m in data["retrieval"]["retrieval"].items():
-            lines.append(f"| {name} | {config} | {m['hit@1']:.2f} | {m['hit@5']:.2f} | {m['hit@10']:.2f} | {m['mrr']:.3f} | "
+            lines.append(f"| {name} | {CONFIG_LABELS.get(config, config)} | {m['hit@1']:.2f} | {m['hit@5']:.2f} | {m['hit@10']:.2f} | "
+                         f"{m['mrr']:.3f} | {m.get('line_hit@10', 0.0):.2f} | {m.get('line_mrr', 0.0):.3f} | "
                          f"{m['entity_recall@10']:.2f} | {m['file_recall@10']:.2f} |")
+    lines += ["", render_split(results).rstrip("\n")]
     lines += ["", "| corpus | judge | keep precision | keep recall | F1 | passages |", "|---|---|---|---|---|---|"]
     for name, data in results["corpora"].items():
         for judge, m in data["retrieval"]["judges"].items():
