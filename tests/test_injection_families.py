@@ -9,8 +9,8 @@ import pytest
 
 from assay.stages.evaluate.planted_attacks import DATA, HOSTS, clean_discussion, evaluate, load_attacks, plant
 from assay.stages.index.parse import parse_source
-from assay.stages.query.judge.code_lexicon import code_words, inflections
-from assay.stages.query.judge.injection import injection_score
+from assay.stages.index.code_lexicon import code_words, inflections
+from assay.stages.index.injection_detector import injection_score
 
 FUNCTION = parse_source(b"def total(items):\n    count = 0\n    for item in items:\n        count += item.price\n    return count\n",
                         "shop.py", "python", "h").entities
@@ -188,7 +188,7 @@ def test_signal_gates_never_hide_a_match() -> None:
     """A signal's pattern runs only when its gate words are present; a gate that misses a word its pattern needs
     would silently lose detections. Every shipped attack, with and without its quoted mentions, must pass the gate
     of each signal that matches it."""
-    from assay.stages.query.judge import injection as inj
+    from assay.stages.index import injection_detector as inj
 
     texts = _shipped_texts()
     assert len(texts) > 150
@@ -227,7 +227,7 @@ GATE_PROBES = {  # one phrase per gate word, each holding only that gate word, e
 @pytest.mark.parametrize("name", sorted(GATE_PROBES))
 def test_every_gate_word_opens_its_signal(name: str) -> None:
     """Each gate word is the only gate word of a probe the pattern matches, so dropping one word from a gate fails here."""
-    from assay.stages.query.judge import injection as inj
+    from assay.stages.index import injection_detector as inj
 
     pattern = next(s.pattern for s in inj.SIGNALS if s.name == name)
     opened: set[str] = set()

@@ -75,10 +75,10 @@ def test_a_scan_of_other_text_or_by_another_detector_is_not_used(project: Path, 
 
 
 def test_a_fresh_process_leaves_a_few_changed_passages_to_the_query(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delitem(__import__("sys").modules, "assay.stages.query.judge.local")
+    monkeypatch.delitem(__import__("sys").modules, injection_scan._DETECTOR)
     assert not injection_scan.worth_scanning(12)  # the detector's import would cost more than these scans save
     assert injection_scan.worth_scanning(injection_scan.FRESH_PROCESS_MIN)
-    monkeypatch.setitem(__import__("sys").modules, "assay.stages.query.judge.local", object())
+    monkeypatch.setitem(__import__("sys").modules, injection_scan._DETECTOR, object())
     assert injection_scan.worth_scanning(1) and not injection_scan.worth_scanning(0)
 
 

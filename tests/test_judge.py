@@ -12,7 +12,7 @@ import pytest
 from assay.stages.core.artifacts import Answer, Candidate, Judgment, PassageScores, QueryReport, RankedPassage, RouteDecision
 from assay.stages.index.discover import file_hash
 from assay.stages.index.parse import parse_source
-from assay.stages.query.judge.injection import injection_score
+from assay.stages.index.injection_detector import injection_score
 from assay.stages.query.judge.local import judge_local, question_identifiers
 from assay.stages.query.report import render_text
 from assay.stages.query.retrieve import to_candidate

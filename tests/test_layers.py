@@ -51,3 +51,31 @@ def test_every_package_folder_is_installed_under_the_assay_namespace() -> None:
                for top in ("flows", "tasks", "stages", "data") for init in (REPO / top).rglob("__init__.py")}
     assert folders == set(config["packages"])
     assert config["package-dir"] == {f"assay.{top}": top for top in ("flows", "tasks", "stages", "data")}
+
+
+def test_no_import_circle_among_the_stages() -> None:
+    """Function-local imports count: a circle (the scan importing the judge that imports retrieval that imports the
+    scan) makes the import order matter and the layers meaningless."""
+    modules: dict[str, Path] = {}
+    for path in (REPO / "stages").rglob("*.py"):
+        parts = list(path.relative_to(REPO).with_suffix("").parts)
+        modules["assay." + ".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+                if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else [])
+            graph[name].update(t for t in targets if t in modules and t != name)
+    circles = []
+    for start in graph:  # a path from a module's imports back to itself
+        seen, todo = set(), list(graph[start])
+        while todo:
+            current = todo.pop()
+            if current == start:
+                circles.append(start)
+                break
+            if current not in seen:
+                seen.add(current)
+                todo.extend(graph[current])
+    assert circles == []

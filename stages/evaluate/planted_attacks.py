@@ -19,7 +19,7 @@ from assay.stages.core.artifacts import Entity
 from assay.stages.core.config import DATA_DIR
 from assay.stages.evaluate.runs import plant as plant_in_code
 from assay.stages.index.parse import parse_source
-from assay.stages.query.judge.injection import injection_score
+from assay.stages.index.injection_detector import injection_score
 
 HOSTS = ("comment", "docstring", "string", "markdown")
 # Sets written after the detector was tuned, in order, and what has happened to each since (`data/injection_attacks.json`):

@@ -24,20 +24,19 @@ from assay.stages.core.workers import worker_pool
 
 InjectionScan = tuple[float, list[str]]
 
-_DETECTOR = "assay.stages.query.judge.local"
+_DETECTOR = "assay.stages.index.injection_detector"
 FRESH_PROCESS_MIN = 1000  # passages worth the detector's import (~0.4 s) in a process that has not loaded it
 
 
 @lru_cache(maxsize=1)
 def detector_version() -> str:
     """Digest of what decides a passage's score: the detector, its code lexicon and learned phrasing model, the
-    judge's body/docstring rule, the word list and the model's weights (read from the files, without importing the
-    detector)."""
+    word list and the model's weights (read from the files, without importing the detector)."""
     from assay.stages.core.config import DATA_DIR
 
     digest = hashlib.sha256()
-    for path in (_source("assay.stages.query.judge.injection"), _source("assay.stages.query.judge.code_lexicon"),
-                 _source("assay.stages.query.judge.learned_phrasing"), _source(_DETECTOR), DATA_DIR / "code_words.txt",
+    for path in (_source(_DETECTOR), _source("assay.stages.index.code_lexicon"),
+                 _source("assay.stages.index.learned_phrasing"), DATA_DIR / "code_words.txt",
                  DATA_DIR / "injection_phrasing.npz"):
         digest.update(path.read_bytes() if path is not None and path.exists() else b"")
     return digest.hexdigest()[:16]
@@ -63,7 +62,7 @@ def digest(entity: Entity) -> str:
 
 def scan(entities: list[Entity], progress=None) -> list[tuple[str, str, float, list[str]]]:
     """(id, digest, score, signal names) per entity, as the local judge scores it."""
-    from assay.stages.query.judge.local import injection_of
+    from assay.stages.index.injection_detector import injection_of
 
     out = []
     for n, e in enumerate(entities, start=1):

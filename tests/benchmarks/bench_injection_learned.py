@@ -1,4 +1,4 @@
-"""Train and measure the learned phrasing model of the injection judge (`stages.query.judge.learned_phrasing`).
+"""Train and measure the learned phrasing model of the injection judge (`stages.index.learned_phrasing`).
 
     python -m tests.benchmarks.bench_injection_learned [--write] [--ai N] [--more N] [--docs N] [--flagged-share 0.0005]
 
@@ -31,9 +31,9 @@ from assay.stages.evaluate.planted_attacks import DATA, clean_discussion, clean_
 from assay.stages.evaluate.runs import prepare_corpus
 from assay.stages.index.parse import parse_source
 from assay.stages.index.store import Catalog
-from assay.stages.query.judge import injection
-from assay.stages.query.judge.injection import _MENTION, _QUOTED, _SENTENCE, _raw_prose, _raw_prose_kinds, is_document, score_text
-from assay.stages.query.judge.learned_phrasing import MIN_WORDS, MODEL_PATH, train
+from assay.stages.index import injection_detector as injection
+from assay.stages.index.injection_detector import _MENTION, _QUOTED, _SENTENCE, _raw_prose, _raw_prose_kinds, is_document, score_text
+from assay.stages.index.learned_phrasing import MIN_WORDS, MODEL_PATH, train
 
 HOME = Path.home() / ".assay"
 TRAIN = [HOME / "eval/corpora/requests-2.32.5", HOME / "eval/corpora/pytest-8.4.2", HOME / "eval/semble/fastapi-0.136.0",

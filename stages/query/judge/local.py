@@ -8,7 +8,7 @@
 - contradicts: the question's premises (`stages.query.premise`: base classes, parameters, defaults, decorators,
   async, return types, raises, file, kind) checked against the definition of their subject; the
   passage that defines a subject whose premise fails gets the finding's score.
-- injection: the AST-aware detector in `stages.query.judge.injection`.
+- injection: the AST-aware detector in `stages.index.injection_detector` (shared with the index-time scan).
 Set-level answerable, coverage (0-3) and conflict (two definitions of one name that disagree).
 """
 
@@ -18,7 +18,7 @@ from functools import lru_cache
 
 from assay.stages.core.artifacts import Candidate, DEFINITION_KINDS, Judgment, PassageScores, PremiseFinding, short_name
 from assay.stages.index.tokens import tokenize
-from assay.stages.query.judge.injection import injection_score, is_document, score_text
+from assay.stages.index.injection_detector import injection_of
 from assay.stages.query.identifiers import question_identifiers
 from assay.stages.query.premise import check_question, entity_of, resolver_from
 
@@ -45,17 +45,6 @@ def passage_injection(c: Candidate) -> tuple[float, list[str]]:
         return c.injection_scan[0], list(c.injection_scan[1])
     score, hits = injection_of(c.body, c.docstring, c.language or "text")
     return score, list(hits)
-
-
-@lru_cache(maxsize=4096)
-def injection_of(body: str, docstring: str, language: str) -> tuple[float, tuple[str, ...]]:
-    """A passage's score: its code's prose or its docstring, whichever scores higher."""
-    body_score, body_hits = injection_score(body, language)
-    doc_score, doc_hits = (score_text(docstring, context=body, learned=not is_document(language)) if docstring
-                           else (0.0, []))  # the code it documents is its context, as for the body's prose
-    if doc_score > body_score:
-        return doc_score, tuple(doc_hits)
-    return body_score, tuple(body_hits)
 
 
 def premise_scores(findings: list[PremiseFinding]) -> dict[str, float]:

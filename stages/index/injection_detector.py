@@ -8,6 +8,9 @@ override phrases ("ignore previous instructions"), chat role markers, exfiltrati
 hidden unicode (zero-width, bidi, tag characters) and encoded payloads that decode to such text; and a learned
 model's reading of each sentence (`learned_phrasing`), which reaches phrasings no pattern spells out.
 The score is the strongest signal plus 0.1 for each further distinct signal, capped at 1.
+
+It lives below both flows: the index's scan (`injection_scan`) scores every passage with it once, and the query's
+judge reads those scores or calls it; neither flow's modules are imported from here.
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ from tree_sitter import Node
 
 from assay.stages.index.languages import SPECS, uses_tree_sitter
 from assay.stages.index.tokens import word_parts
-from assay.stages.query.judge.code_lexicon import code_words, inflections
-from assay.stages.query.judge.learned_phrasing import CONFIDENT, reading
+from assay.stages.index.code_lexicon import code_words, inflections
+from assay.stages.index.learned_phrasing import CONFIDENT, reading
 
 _PROSE_NODE_TYPES = frozenset(
     {"comment", "line_comment", "block_comment", "string", "string_literal", "template_string",
@@ -549,3 +552,15 @@ def injection_score(text: str, language: str) -> tuple[float, list[str]]:
                                   context=text, learned=False, conversational=False)
         score, names = max(score, inner), sorted({*names, *found})
     return score, names
+
+
+@lru_cache(maxsize=4096)
+def injection_of(body: str, docstring: str, language: str) -> tuple[float, tuple[str, ...]]:
+    """A passage's score: its code's prose or its docstring, whichever scores higher. The index's scan and the
+    query's judge both score through this (the scan caches it; the judge reads the cache or calls it)."""
+    body_score, body_hits = injection_score(body, language)
+    doc_score, doc_hits = (score_text(docstring, context=body, learned=not is_document(language)) if docstring
+                           else (0.0, []))  # the code it documents is its context, as for the body's prose
+    if doc_score > body_score:
+        return doc_score, tuple(doc_hits)
+    return body_score, tuple(body_hits)

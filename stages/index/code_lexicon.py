@@ -2,7 +2,7 @@
 
 Built once from the comments, docstrings and identifiers of the Python standard library (a corpus
 nobody evaluates Assay on) and shipped as `data/code_words.txt`: a word counts when at least three
-modules use it. `python -m stages.query.judge.code_lexicon` rebuilds the file from the running interpreter's
+modules use it. `python -m assay.stages.index.code_lexicon` rebuilds the file from the running interpreter's
 standard library.
 """
 
