@@ -24,9 +24,6 @@ from urllib.parse import urlsplit
 from assay.stages.core.progress import pid_alive
 from assay.stages.core.registry import assay_home
 
-DEFAULT_PORT = 4200
-
-
 def record_path() -> Path:
     """Where `assay server` says which server it runs (read by every command)."""
     return assay_home() / "prefect-server.json"

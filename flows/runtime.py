@@ -61,11 +61,16 @@ def orchestrated() -> bool:
     (PREFECT_API_URL, or a running `assay server`, whose URL is then handed to Prefect); `prefect` always does
     (without an API Prefect starts a temporary server, 10-15 s); `direct` never."""
     mode = orchestration_mode()
-    if mode != "auto":
-        return mode == "prefect"
+    if mode == "direct":
+        return False
     from assay.flows.prefect_api import configured_api, local_server_api
 
-    if configured_api():
+    configured = configured_api()
+    if configured and os.environ.get("ASSAY_MODE", "local") == "local":  # run records hold questions and paths
+        from assay.stages.core.llm_clients import require_loopback
+
+        require_loopback(configured, "the Prefect API (PREFECT_API_URL)")
+    if mode == "prefect" or configured:
         return True
     url = local_server_api()
     if url:

@@ -61,6 +61,16 @@ def test_auto_uses_an_api_from_the_environment_or_the_active_profile(clean_env: 
     assert not orchestrated()
 
 
+def test_local_mode_refuses_a_prefect_api_beyond_loopback(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from assay.stages.core.llm_clients import LocalModeViolation
+
+    monkeypatch.setenv("PREFECT_API_URL", "https://prefect.example.com/api")
+    with pytest.raises(LocalModeViolation, match="not loopback"):
+        orchestrated()
+    monkeypatch.setenv("ASSAY_MODE", "hybrid")
+    assert orchestrated()
+
+
 def test_auto_uses_the_server_assay_server_runs_only_while_it_is_alive(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with socket.socket() as listener:  # stands in for the server's port
         listener.bind(("127.0.0.1", 0))
