@@ -89,7 +89,18 @@ def index(
     rebuild: bool = typer.Option(False, "--rebuild", help="drop the vector store and re-embed everything"),
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
 ) -> None:
-    """Index a workspace (incremental: only changed files are re-parsed and re-embedded)."""
+    """Index a workspace (incremental: only changed files are re-parsed and re-embedded).
+
+    BM25 answers as soon as the lexical phase is done; vectors fill in after. A killed run resumes: the next one
+    embeds only what is missing. `assay status` shows a running index's progress from another terminal.
+
+    Examples:
+
+      assay index                    # this folder, into ./.assay/
+
+      assay index ~/src/myrepo --json
+
+      assay index . --rebuild        # a fresh vector collection (after changing ASSAY_EMBEDDER, say)"""
     from assay.flows.index import run_index
     from assay.stages.index.report import summary_lines
     from assay.stages.core.workspace import resolve_workspace
@@ -110,7 +121,13 @@ def index(
 
 @app.command()
 def status(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -> None:
-    """Show what a workspace's index holds and how the last index run went (a running one: its live progress)."""
+    """Show what a workspace's index holds and how the last index run went (a running one: its live progress).
+
+    Examples:
+
+      assay status
+
+      assay status ~/src/myrepo --json   # the `run` field: state, files, passages embedded, rate, ETA"""
     from assay.stages.index.incremental import dense_note
     from assay.stages.core.progress import read_status, run_line, run_view
     from assay.stages.index.store import Catalog, load_manifest
@@ -171,7 +188,15 @@ def search(
     compiler message's file and line), `central` (many files import its file), penalties (test, prose,
     example, legacy, stub, built: a build's copy of an indexed source, hidden, private, re-export), and
     `same file xN` (a file already shown counts less, so more files reach the top).
-    Set ASSAY_RANKING=rrf for plain reciprocal rank fusion."""
+    Set ASSAY_RANKING=rrf for plain reciprocal rank fusion.
+
+    Examples:
+
+      assay search "retry backoff"
+
+      assay search "ValueError: invalid header name" ~/src/myrepo -k 5
+
+      assay search "session cookies" --max-tokens 1500     # whole entities best-first, for an agent"""
     from assay.stages.query.rank import explain
     from assay.stages.core.workspace import resolve_workspace
     from assay.stages.core.one_shot import mark_one_shot
@@ -568,7 +593,12 @@ def server(
 
 @app.command()
 def mcp() -> None:
-    """Serve the MCP tools over stdio (configure your IDE to launch `assay mcp`)."""
+    """Serve the MCP tools over stdio (configure your IDE to launch `assay mcp`; `assay install` does it).
+
+    Workspaces must lie under ASSAY_ALLOWED_ROOTS (default: the folder it starts in). Its flows run on Prefect once
+    a Prefect API answers (PREFECT_API_URL, `assay server`, or a private one it starts); tool calls never wait for it.
+
+    Example: ASSAY_ALLOWED_ROOTS=~/src assay mcp"""
     from assay.flows.mcp_server import serve
 
     serve()
