@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from assay.flows import runtime  # noqa: F401
+from assay.stages.core.errors import one_line
 
 app = typer.Typer(
     add_completion=False,
@@ -62,7 +63,7 @@ def _one_line(exc: BaseException) -> str:
         first = exc.errors()[0]
         field = ".".join(str(part) for part in first.get("loc", ()))
         return f"ASSAY_{field.upper()}: {first.get('msg', 'invalid')}" + (f" (got {first['input']!r})" if "input" in first else "")
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return one_line(exc)
 
 
 class _RichSink:
@@ -305,7 +306,7 @@ def watch(path: str = PathArg, debounce: Optional[int] = typer.Option(None, help
     def said(changed: list[str], report, error) -> None:
         head = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
         if error is not None:
-            typer.echo(f"{head}: re-index failed: {str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__}")
+            typer.echo(f"{head}: re-index failed: {one_line(error)}")
         else:
             typer.echo(f"{head}: re-indexed {report.files_parsed} file(s), {report.entities_total} entities")
 

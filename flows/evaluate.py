@@ -43,10 +43,11 @@ def questions_dir_candidates() -> list[Path]:
 
 
 def default_questions_dir() -> Path:
-    for folder in questions_dir_candidates():
+    candidates = questions_dir_candidates()
+    for folder in candidates:
         if folder.is_dir():
             return folder
-    looked = ", ".join(str(f) for f in questions_dir_candidates())
+    looked = ", ".join(str(f) for f in candidates)
     raise FileNotFoundError(f"no SWE-QA question sets found (looked in {looked}); set ASSAY_EVAL_QUESTIONS or pass --questions")
 
 

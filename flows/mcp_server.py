@@ -25,6 +25,7 @@ from mcp_types import CallToolResult, TextContent
 
 from assay.flows import runtime  # noqa: F401
 from assay.stages.core import registry
+from assay.stages.core.errors import one_line
 from assay.stages.core import progress as prog
 from assay.stages.core.config import Settings
 from assay.stages.core.workspace import WorkspaceError, check_allowed, inside, parse_roots, resolve_workspace, state_dir
@@ -59,7 +60,7 @@ def result(text: str, data: dict[str, Any], error: bool = False) -> CallToolResu
 
 
 def failure(exc: BaseException) -> CallToolResult:
-    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    msg = one_line(exc)
     if os.environ.get("ASSAY_DEBUG"):
         msg += "\n" + traceback.format_exc()
     return result(f"error: {msg}", {"error": msg}, error=True)

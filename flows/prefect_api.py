@@ -86,17 +86,18 @@ def _die_with_parent_niced() -> None:  # pragma: no cover - runs in the child be
     os.nice(10)
 
 
-def start_server(host: str, port: int, ui: bool = True, services: bool = True, quiet: bool = False) -> subprocess.Popen:
+def start_server(host: str, port: int, background: bool = False) -> subprocess.Popen:
     """`prefect server start` in the foreground of a child process (one process: uvicorn runs in it) that
-    ends with this one. Its database is Prefect's own (PREFECT_HOME). `quiet`: a background server, silent
-    and at a lower CPU priority."""
+    ends with this one. Its database is Prefect's own (PREFECT_HOME). `background`: a private server for this
+    process alone: no UI, no scheduling services, silent and at a lower CPU priority."""
     args = [sys.executable, "-m", "prefect", "server", "start", "--host", host, "--port", str(port)]
-    if not services:
+    if background:
         args.append("--no-services")
-    env = {**os.environ, "PREFECT_UI_ENABLED": "true" if ui else "false", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    env = {**os.environ, "PREFECT_UI_ENABLED": "false" if background else "true",
+           "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     env.pop("PREFECT_API_URL", None)  # the server serves an API; it is no client of another
-    sink = subprocess.DEVNULL if quiet else None
-    preexec = (_die_with_parent_niced if quiet else _die_with_parent) if sys.platform.startswith("linux") else None
+    sink = subprocess.DEVNULL if background else None
+    preexec = (_die_with_parent_niced if background else _die_with_parent) if sys.platform.startswith("linux") else None
     return subprocess.Popen(args, env=env, stdout=sink, stderr=sink, stdin=subprocess.DEVNULL, preexec_fn=preexec)
 
 
@@ -132,8 +133,7 @@ def api_url(host: str, port: int) -> str:
 
 
 def write_record(url: str, pid: int) -> None:
-    path = record_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = record_path()  # in ASSAY_HOME, which `assay_home` creates
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps({"url": url, "pid": pid}))
     os.replace(tmp, path)
@@ -166,7 +166,7 @@ def _run_private_api() -> None:
     host = "127.0.0.1"
     port = free_port(host)
     url = api_url(host, port)
-    proc = start_server(host, port, ui=False, services=False, quiet=True)  # this thread lives as long as it does
+    proc = start_server(host, port, background=True)  # this thread lives as long as it does
     if not wait_until_healthy(url, proc):
         proc.terminate()
         return

@@ -17,6 +17,7 @@ import pytest
 
 from assay.flows import prefect_api
 from assay.flows.runtime import orchestrated
+from tests.processes import process_tree, still_running
 
 ASSAY = str(Path(sys.executable).with_name("assay"))
 
@@ -89,29 +90,6 @@ def test_auto_uses_the_server_assay_server_runs_only_while_it_is_alive(clean_env
     assert not prefect_api.record_path().exists()
 
 
-def _descendants(pid: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 @pytest.mark.prefect
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_mcp_answers_at_once_then_runs_on_its_own_prefect_api_and_leaves_nothing_behind(
@@ -124,7 +102,7 @@ def test_mcp_answers_at_once_then_runs_on_its_own_prefect_api_and_leaves_nothing
     subprocess.run([ASSAY, "index", str(project)], check=True, capture_output=True,
                    env={**os.environ, "ASSAY_ORCHESTRATION": "direct"})
     env = {"ASSAY_ORCHESTRATION": "auto", "PREFECT_HOME": str(tmp_path / "prefect"), "PREFECT_API_URL": ""}
-    server_pids: set[int] = set()
+    server_pids: dict[int, str] = {}  # pid -> start time
 
     async def scenario() -> list[str | None]:
         runs: list[str | None] = []
@@ -139,17 +117,18 @@ def test_mcp_answers_at_once_then_runs_on_its_own_prefect_api_and_leaves_nothing
                 res = await call(client, "ask", question="how are cookies merged?", path=str(project))
                 assert not res.is_error, res.content[0].text
                 runs.append(res.structured_content["flow_run_id"])
-            mcp = [p for p in _descendants(os.getpid()) if b"mcp" in Path(f"/proc/{p}/cmdline").read_bytes()]
-            server_pids.update(p for m in mcp for p in _descendants(m))
+            mcp = [p for p in process_tree(os.getpid()) if b"mcp" in Path(f"/proc/{p}/cmdline").read_bytes()]
+            for pid in mcp:
+                server_pids.update(process_tree(pid))
         return runs
 
     runs = asyncio.run(scenario())
     assert runs[-1] is not None and uuid.UUID(runs[-1]), "the MCP server never ran a flow on its Prefect API"
     assert server_pids, "no Prefect server process was found under the MCP server"
     deadline = time.time() + 30
-    while time.time() < deadline and any(_alive(p) for p in server_pids):
+    while time.time() < deadline and any(still_running(*p) for p in server_pids.items()):
         time.sleep(0.5)
-    assert not [p for p in server_pids if _alive(p)], "a process the MCP server started outlived it"
+    assert not [p for p in server_pids.items() if still_running(*p)], "a process the MCP server started outlived it"
 
 
 @pytest.mark.prefect

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol
 
+from assay.stages.core.errors import one_line
 from assay.stages.core.workspace import state_dir
 
 
@@ -116,11 +117,6 @@ def unregister(root: Path, sink: ProgressSink | None = None) -> None:
         _SINKS.pop(str(root), None)
 
 
-def one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 @contextmanager
 def status_run(root: Path, watcher: ProgressSink | None = None, status: StatusSink | None = None) -> Iterator[StatusSink]:
     """Report a run to `.assay/status.json` (and to `watcher`, e.g. a progress bar) while it runs. It ends "failed" with
@@ -188,9 +184,8 @@ def run_view(state: dict | None, now: float | None = None) -> dict | None:
     parse, embed = stages.get("parse", {}), stages.get("embed", {})
     rate = _rate(embed, ended or now)
     current = stages.get(stage, {})
-    eta = None
-    if running and current.get("total") and _rate(current, now):
-        eta = round(max(current["total"] - current.get("done", 0), 0) / _rate(current, now), 1)
+    current_rate = _rate(current, now) if running and current.get("total") else None
+    eta = round(max(current["total"] - current.get("done", 0), 0) / current_rate, 1) if current_rate else None
     return {
         "state": state.get("state", ""), "stage": stage, "pid": state.get("pid"),
         "files_done": parse.get("done", 0), "files_total": parse.get("total", 0),

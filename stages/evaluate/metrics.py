@@ -106,19 +106,18 @@ def rank_of(ranked: list[tuple[str, str]], gold: GoldEntity) -> int | None:
 def question_metrics(ranked: list[Ranked], q: Question) -> dict[str, float | None]:
     """hit@1/5/10 and reciprocal rank of the primary entity (by qualified name, and by line overlap where the question
     has the primary's span); gold-entity and file recall@10."""
-    items = ranked
-    ranked = dedupe(ranked)
+    entities = dedupe(ranked)
     out: dict[str, float | None] = {}
     if q.primary is not None:
-        r = rank_of(ranked, q.primary)
+        r = rank_of(entities, q.primary)
         for k in (1, 5, 10):
             out[f"hit@{k}"] = 1.0 if r is not None and r <= k else 0.0
         out["rr"] = 1.0 / r if r is not None else 0.0
         if q.primary_span is not None:
-            lr = line_rank(items, q.primary.file, q.primary_span)
+            lr = line_rank(ranked, q.primary.file, q.primary_span)
             out["line_hit@10"] = 1.0 if lr is not None and lr <= 10 else 0.0
             out["line_rr"] = 1.0 / lr if lr is not None else 0.0
-    top = ranked[:10]
+    top = entities[:10]
     if q.gold_entities:
         golds = {(g.file, g.qualname) for g in q.gold_entities}
         out["entity_recall@10"] = len(golds & set(top)) / len(golds)

@@ -50,8 +50,12 @@ def prepare_corpus(requirement: str, home: Path) -> Path:
 
 def answerable_questions(path: Path, limit: int | None) -> list[ev.Question]:
     """Questions with any gold to score against (SWE-QA has a few without), optionally the first N."""
-    qs = [q for q in ev.load_questions(path) if q.primary is not None or q.gold_entities or q.gold_files]
+    qs = [q for q in ev.load_questions(path) if _scorable(q)]
     return qs[:limit] if limit else qs
+
+
+def _scorable(q: ev.Question) -> bool:
+    return q.primary is not None or bool(q.gold_entities or q.gold_files)
 
 
 def question_counts(path: Path) -> dict[str, int]:
@@ -59,7 +63,7 @@ def question_counts(path: Path) -> dict[str, int]:
     `none`: no hit figure), and the named / paraphrased split of those with one."""
     qs = ev.load_questions(path)
     with_primary = [q for q in qs if q.primary is not None]
-    return {"questions": len(qs), "scored": len(answerable_questions(path, None)), "primary_none": len(qs) - len(with_primary),
+    return {"questions": len(qs), "scored": sum(map(_scorable, qs)), "primary_none": len(qs) - len(with_primary),
             "named": sum(q.named is True for q in with_primary), "paraphrased": sum(q.named is False for q in with_primary)}
 
 

@@ -22,6 +22,7 @@ from urllib.parse import urlparse
 from filelock import FileLock
 
 from assay.stages.core.artifacts import Edge, EmbeddedBatch, Entity, IndexManifest, ParseResult
+from assay.stages.core.errors import one_line
 from assay.stages.core.workspace import collection_name, state_dir
 from assay.stages.index.lexical import LexicalIndex
 from assay.stages.index.term_counts import TermCounts
@@ -115,8 +116,12 @@ def _open_chroma_client(root: Path, url: str | None):
         _opened_stores[key] = store_identity(root)
         return client
     except Exception as exc:  # noqa: BLE001 - chroma raises many types for a damaged folder
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise StoreError(f"the vector store in {path} cannot be opened ({first}); run `assay index --rebuild`") from exc
+        raise unopenable(path, exc) from exc
+
+
+def unopenable(path: Path, exc: BaseException) -> StoreError:
+    """A store folder Chroma cannot open, whichever way it is read: say so and how to start over."""
+    return StoreError(f"the vector store in {path} cannot be opened ({one_line(exc)}); run `assay index --rebuild`")
 
 
 @contextmanager
@@ -438,6 +443,7 @@ class EmbeddedReader:
         path = state_dir(root) / "chroma"
         self._name = name or collection_name(root)
         self._bindings = None
+        self._collection_id: str | None = None
         if not (path / "chroma.sqlite3").exists():
             return  # nothing stored yet: no vectors to find
         try:
@@ -447,9 +453,7 @@ class EmbeddedReader:
             self._bindings = rb.Bindings(allow_reset=False, sqlite_db_config=config, persist_path=str(path),
                                          hnsw_cache_size=max(files // 5, 1))  # as Chroma's client sizes it
         except Exception as exc:  # noqa: BLE001 - chroma raises many types for a damaged folder
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise StoreError(f"the vector store in {path} cannot be opened ({first}); run `assay index --rebuild`") from exc
-        self._collection_id: str | None = None
+            raise unopenable(path, exc) from exc
 
     def _collection(self) -> str | None:
         if self._bindings is None:

@@ -19,9 +19,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
-from tests.benchmarks.common import median, sdist, tree_command
+from tests.benchmarks.common import median, sdist, tree_command, worktree
 
 ASSAY = str(Path(sys.executable).with_name("assay"))
 SEARCH = "redirect history of a session"
@@ -78,28 +79,21 @@ def main() -> None:
     parser.add_argument("--requirement", default="requests==2.32.5")
     parser.add_argument("--against", help="also run an older commit's code, interleaved, and print the ratios")
     opts = parser.parse_args()
-    repo = Path(__file__).resolve().parents[2]
     root = sdist(opts.requirement)
-    with tempfile.TemporaryDirectory(prefix="assay-bench-cli-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="assay-bench-cli-") as tmp, ExitStack() as stack:
         scratch = Path(tmp)
         subprocess.run([ASSAY, "index", str(root)], env=clean_env(scratch / "home", root, {"ASSAY_ORCHESTRATION": "direct"}),
                        check=True, capture_output=True)
         runs: list[tuple[str, list[str], dict[str, str], Path | None]] = [("this", [ASSAY], {}, None)]
         if opts.against:
-            tree = scratch / "tree"
-            subprocess.run(["git", "worktree", "add", "--detach", str(tree), opts.against], cwd=repo, check=True,
-                           capture_output=True)
+            tree = stack.enter_context(worktree(opts.against, scratch / "tree"))
             command, extra = tree_command(tree, scratch / "shim")
             runs.append((opts.against, command, extra, tree))
         figures: dict[str, dict[str, list[float]]] = {name: {} for name, *_ in runs}
-        try:
-            for _ in range(opts.repeats):
-                for name, command, extra, cwd in runs:
-                    for key, value in measure(command, clean_env(scratch / "home", root, extra), cwd, root).items():
-                        figures[name].setdefault(key, []).append(value)
-        finally:
-            if opts.against:
-                subprocess.run(["git", "worktree", "remove", "--force", str(scratch / "tree")], cwd=repo, capture_output=True)
+        for _ in range(opts.repeats):
+            for name, command, extra, cwd in runs:
+                for key, value in measure(command, clean_env(scratch / "home", root, extra), cwd, root).items():
+                    figures[name].setdefault(key, []).append(value)
     print(f"== {opts.requirement}, indexed; fresh processes, default orchestration, no Prefect API; median of {opts.repeats}")
     for key in figures["this"]:
         new = median(figures["this"][key])

@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.benchmarks.common import median, sdist, tree_command
+from tests.benchmarks.common import median, sdist, tree_command, worktree
 
 ASSAY = str(Path(sys.executable).with_name("assay"))
 
@@ -87,23 +87,17 @@ def compare(embedder: str, requirement: str, against: str, repeats: int) -> None
     """Interleaved fresh-process runs of this checkout and of commit `against`; medians and ratios."""
     import tempfile
 
-    repo = Path(__file__).resolve().parents[2]
     figures: dict[str, dict[str, list[float]]] = {"this": {}, against: {}}
-    with tempfile.TemporaryDirectory(prefix="assay-against-") as tmp:
-        tree = Path(tmp) / "tree"
-        subprocess.run(["git", "worktree", "add", "--detach", str(tree), against], cwd=repo, check=True, capture_output=True)
-        try:
-            for _ in range(repeats):
-                for name, code in (("this", None), (against, tree)):
-                    root = sdist(requirement)
-                    _, full, _, queryable = run(root, embedder, code)
-                    edit_one_file(root, "added_function")
-                    _, inc, _, inc_queryable = run(root, embedder, code)
-                    for key, value in (("BM25-queryable", queryable), ("full", full), ("incremental", inc),
-                                       ("incremental, BM25-queryable", inc_queryable)):
-                        figures[name].setdefault(key, []).append(value)
-        finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=repo, capture_output=True)
+    with tempfile.TemporaryDirectory(prefix="assay-against-") as tmp, worktree(against, Path(tmp) / "tree") as tree:
+        for _ in range(repeats):
+            for name, code in (("this", None), (against, tree)):
+                root = sdist(requirement)
+                _, full, _, queryable = run(root, embedder, code)
+                edit_one_file(root, "added_function")
+                _, inc, _, inc_queryable = run(root, embedder, code)
+                for key, value in (("BM25-queryable", queryable), ("full", full), ("incremental", inc),
+                                   ("incremental, BM25-queryable", inc_queryable)):
+                    figures[name].setdefault(key, []).append(value)
     print(f"== {embedder}: this checkout vs {against} (fresh processes, interleaved, median of {repeats})")
     for key in figures["this"]:
         new, old = median(figures["this"][key]), median(figures[against][key])

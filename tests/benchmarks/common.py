@@ -7,6 +7,8 @@ import statistics
 import subprocess
 import sys
 import tarfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 CACHE = Path(os.environ.get("ASSAY_BENCH_DIR", Path.home() / ".assay" / "bench"))
@@ -43,6 +45,18 @@ def pct(values: list[float], q: float) -> float:
 
 def median(values: list[float]) -> float:
     return statistics.median(values) if values else 0.0
+
+
+@contextmanager
+def worktree(rev: str, folder: Path) -> Iterator[Path]:
+    """A checkout of commit `rev` in `folder` (a git worktree of this repository), removed afterwards: the code an
+    `--against REV` benchmark runs beside this checkout's."""
+    repo = Path(__file__).resolve().parents[2]
+    subprocess.run(["git", "worktree", "add", "--detach", str(folder), rev], cwd=repo, check=True, capture_output=True)
+    try:
+        yield folder
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(folder)], cwd=repo, capture_output=True)
 
 
 def tree_command(tree: Path, scratch: Path) -> tuple[list[str], dict[str, str]]:

@@ -18,6 +18,7 @@ from assay.flows.query import run_query
 from assay.stages.core.config import Settings
 from assay.stages.index.store import Catalog, VectorStore, load_manifest
 from tests.fakes import FakeCloud, FakeOllama
+from tests.processes import process_tree, still_running
 
 ASSAY = str(Path(sys.executable).with_name("assay"))
 
@@ -99,34 +100,6 @@ def test_sigkill_during_the_first_index_run_leaves_a_queryable_index_and_the_nex
     assert VectorStore(project, None, complete.collection).count() == Catalog(project).count()  # every passage has its vector
     assert json.loads(cli("status", str(project), "--json").stdout)["run"]["state"] == "done"
     ledger.kept(before, final)
-
-
-def process_tree(root: int) -> dict[int, str]:
-    """`root`'s descendants now: pid -> start time (a pid that comes back with another start time is another process)."""
-    parents: dict[int, tuple[int, str]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        parents[int(stat.parent.name)] = (int(fields[1]), fields[19])
-    found: dict[int, str] = {}
-    frontier = [root]
-    while frontier:
-        pid = frontier.pop()
-        for child, (ppid, started) in parents.items():
-            if ppid == pid and child not in found:
-                found[child] = started
-                frontier.append(child)
-    return found
-
-
-def still_running(pid: int, started: str) -> bool:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return False
-    return fields[19] == started and fields[0] != "Z"  # a zombie has ended; only its exit status waits to be read
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process trees from /proc")
