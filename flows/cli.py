@@ -412,8 +412,9 @@ def _print_actions(actions, dry_run: bool) -> None:
 def ask(
     question: str = typer.Argument(..., help="a question about the code"),
     path: str = PathArg,
-    judge: Optional[str] = typer.Option(None, help="local (default) | ollama | cloud | none"),
+    judge: Optional[str] = typer.Option(None, help="local (default) | ollama | cloud | systemone | none"),
     synth: Optional[str] = typer.Option(None, help="extractive (default) | ollama | cloud"),
+    guard: Optional[str] = typer.Option(None, help="faithfulness guard: local (default) | ollama | cloud | systemone"),
     route: Optional[str] = typer.Option(None, help="auto (default) | local | cloud"),
     top_k: Optional[int] = typer.Option(None, "--top-k", help="passages kept for the answer"),
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="budget of the printed report (default 2000; 0: no budget)"),
@@ -437,7 +438,7 @@ def ask(
 
     mark_one_shot()  # one query in this process: skip loading that pays only over many
     try:
-        settings = _settings(judge=judge, synth=synth, route=route, top_k=top_k)
+        settings = _settings(judge=judge, synth=synth, guard=guard, route=route, top_k=top_k)
         if max_tokens is not None:
             settings = settings.model_copy(update={"max_tokens": max_tokens or None})
         report = run_query(path, question, settings)
@@ -453,7 +454,7 @@ def ask(
 @app.command()
 def audit(
     path: str = PathArg,
-    rejudge: Optional[str] = typer.Option(None, help="re-score stored passages with this judge (local|ollama|cloud|none)"),
+    rejudge: Optional[str] = typer.Option(None, help="re-score stored passages with this judge (local|ollama|cloud|systemone|none)"),
     judge: Optional[str] = typer.Option(None, help="judge for calibration and the injection baseline (default: ASSAY_JUDGE)"),
     labels: Optional[Path] = typer.Option(None, help="your labelled passages (CSV or JSONL) for calibration"),
     since: Optional[str] = typer.Option(None, help="first day to include (YYYY-MM-DD)"),
@@ -488,11 +489,14 @@ def audit(
 @app.command(name="eval")
 def evaluate(
     suite: str = typer.Option("swe-qa", help="swe-qa (SWE-QA questions over PyPI sdists) | semble (code-search NDCG@10) "
-                              "| judge (premise checks and injection detection of the local judge)"),
+                              "| judge (premise checks and injection detection of the local judge) | faithfulness "
+                              "(the answer guard on planted faults)"),
     corpus: list[str] = typer.Option([], help="swe-qa: any <name>.jsonl of the questions folder, e.g. requests, pytest, sphinx, "
-                                     "pylint, xarray (default: requests, pytest); semble: names in repos.json (default: all of them)"),
-    judge: list[str] = typer.Option(["local", "none"], help="swe-qa: judges to compare (local, none, ollama, cloud)"),
-    limit: Optional[int] = typer.Option(None, help="only the first N questions of each corpus"),
+                                     "pylint, xarray (default: requests, pytest); semble: names in repos.json (default: all of them); "
+                                     "faithfulness: PyPI pins NAME==VERSION (default: tenacity, boltons)"),
+    judge: list[str] = typer.Option(["local", "none"], help="swe-qa: judges to compare (local, none, ollama, cloud, systemone)"),
+    limit: Optional[int] = typer.Option(None, help="only the first N questions of each corpus (faithfulness: N cases per "
+                                        "fault kind and corpus, default 40)"),
     questions: Optional[Path] = typer.Option(None, help="swe-qa: folder with <corpus>.jsonl (default: $ASSAY_EVAL_QUESTIONS, else "
                                              "../shared/eval/swe-qa beside the checkout or the current directory); "
                                              "semble: folder with repos.json and annotations/ (default: ../shared/eval/semble)"),
@@ -510,6 +514,11 @@ def evaluate(
     facts of httpx, click, rich and starlette (recall and false alarms per premise kind, for tuned and held-back
     phrasings); injection detection on BIPIA and Assay's own attack families planted in code and Markdown, with
     false positives on clean code, docs and text that discusses injection.
+
+    [bold]faithfulness[/bold]: the local answer guard alone. Answers over the tenacity and boltons sdists, each with one
+    planted fault (a file, line or name that is not there; a default, value, parameter, base, return type, exception
+    or file the code contradicts; a summary the cited passage does not state) and a faithful twin that differs only
+    in the fault: detection per fault kind, false alarms on the twins, and the extractive writer's claims verified.
 
     [bold]semble[/bold]: semble's code-search benchmark on its development repositories, or on any folder of the
     same shape (--questions): a repository is fetched as its `registry` field says ("PyPI sdist: NAME", "npm
@@ -529,13 +538,17 @@ def evaluate(
             from assay.flows.evaluate import run_evaluate_judge
 
             data = run_evaluate_judge(_settings())
+        elif suite == "faithfulness":
+            from assay.flows.evaluate import run_evaluate_faithfulness
+
+            data = run_evaluate_faithfulness(_settings(), per_kind=limit, corpora=corpus or None)
         elif suite == "swe-qa":
             from assay.flows.evaluate import run_evaluate
 
             data = run_evaluate(_settings(), corpora=corpus or ["requests", "pytest"], judges=judge, limit=limit,
                                 questions_dir=str(questions) if questions else None)
         else:
-            raise ValueError(f"unknown suite {suite!r}; use swe-qa, semble or judge")
+            raise ValueError(f"unknown suite {suite!r}; use swe-qa, semble, judge or faithfulness")
     except Exception as exc:  # noqa: BLE001
         _fail(exc)
         return

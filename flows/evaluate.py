@@ -197,6 +197,37 @@ def run_evaluate_judge(settings: Settings | None = None, **options) -> dict:
     return run_flow(_evaluate_judge_flow, body, settings=settings or Settings(), **options)
 
 
+def evaluate_faithfulness_pipeline(settings: Settings, per_kind: int | None = None, corpora: list[str] | None = None,
+                                   call: Caller = prefect_call) -> dict:
+    """The local faithfulness guard alone: answers with planted faults and their faithful twins, generated from the
+    `ast` facts of third-party sdists (`corpora`: NAME==VERSION pins, default tenacity and boltons). No index, no
+    model: parse, generate and check."""
+    from assay.stages.evaluate import faithfulness_set as faith
+
+    home = eval_home()
+    pins = corpora or list(faith.FAITHFULNESS_CORPORA)
+    if any("==" not in p for p in pins):
+        raise ValueError("faithfulness corpora are PyPI pins: NAME==VERSION")
+    roots = {req.split("==")[0]: call(t.prepare_corpus, req, home) for req in pins}
+    result = call(t.evaluate_faithfulness, roots, per_kind or 40)
+    results = {"created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "suite": "faithfulness", **result}
+    return save_results(home, "faithfulness-", results, [], "", "# Assay faithfulness evaluation\n\n" + faith.render(result))
+
+
+@lazy_flow("assay-evaluate-faithfulness")
+def _evaluate_faithfulness_flow(per_kind: int | None = None, corpora: list[str] | None = None,
+                                settings: Settings | None = None) -> dict:
+    """Measure the faithfulness guard's detection of planted faults and its false alarms on faithful twins."""
+    return evaluate_faithfulness_pipeline(settings or Settings(), per_kind, corpora)
+
+
+def run_evaluate_faithfulness(settings: Settings | None = None, **options) -> dict:
+    def body(settings: Settings, call: Caller, **kw) -> dict:
+        return evaluate_faithfulness_pipeline(settings, call=call, **kw)
+
+    return run_flow(_evaluate_faithfulness_flow, body, settings=settings or Settings(), **options)
+
+
 @lazy_flow("assay-evaluate")
 def _evaluate_flow(corpora: list[str] | None = None, questions_dir: str | None = None, judges: list[str] | None = None,
                    limit: int | None = None, settings: Settings | None = None) -> dict:
@@ -214,4 +245,5 @@ def run_evaluate(settings: Settings | None = None, **options) -> dict:
 # the Prefect flows, built on first access
 __getattr__ = flow_exports(
     evaluate_semble_flow=_evaluate_semble_flow, evaluate_judge_flow=_evaluate_judge_flow, evaluate_flow=_evaluate_flow,
+    evaluate_faithfulness_flow=_evaluate_faithfulness_flow,
 )

@@ -5,28 +5,32 @@ from __future__ import annotations
 
 from assay.flows import runtime  # noqa: F401  (Prefect settings before Prefect loads)
 
-from assay.flows.runtime import Caller, Stopwatch, flow_exports, lazy_flow, prefect_call, run_flow
+from assay.flows.dask import Spread, spread_for
+from assay.flows.runtime import Caller, Stopwatch, flow_exports, lazy_flow, orchestration_mode, prefect_call, run_flow
 from assay.stages.core.artifacts import IndexReport
 from assay.stages.core.config import Settings
 from assay.stages.core.progress import ProgressSink, StatusSink, progress_for, status_run
 from assay.stages.core.workspace import collection_name, resolve_workspace
 from assay.stages.index.embed import embedder_for
-from assay.stages.index.incremental import build_report, carried_pending, next_collection, next_manifest
+from assay.stages.index.incremental import build_report, carried_pending, merge_shares, next_collection, next_manifest, shares
 from assay.stages.index.store import Catalog, VectorStore, mark_embedded, write_lock
+from assay.stages.index.vector_cache import EmbedCache, remember, split_cached
 from assay.tasks import index as t
 
 
 EMBED_STORE_BATCH = 1024
 
 
-def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, call: Caller = prefect_call) -> IndexReport:
+def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, call: Caller = prefect_call,
+                   spread: Spread | None = None) -> IndexReport:
     """Two phases under the write lock. Lexical: parsed entities go to the catalog (share by share, as parse
     workers finish), stale ones are purged, BM25 is rebuilt and the manifest written (listing every id still
     without a vector, and purged ids whose vectors are still stored): from here the index answers, and Chroma
     has not been opened yet. Dense: purged vectors are deleted, then pending ids are embedded and stored in
     slices, each slice crossed off the manifest, so an interruption leaves a consistent index that the next
     run completes. Passages without a current injection scan are scanned beside the embedding (a cache for the
-    judge: a run cut short there loses nothing but time)."""
+    judge: a run cut short there loses nothing but time). With `spread` (a Prefect run on a task runner), parsing
+    and embedding are submitted as tasks over shares of files and slices of passages."""
     root = resolve_workspace(workspace)
     watch = Stopwatch()
     lap = watch.lap
@@ -36,7 +40,7 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
     with write_lock(root):
         previous, plan = call(t.plan, root, discovery, settings, rebuild)
         lap("plan")
-        parsed = call(t.parse, root, plan, settings)
+        parsed = _parse_spread(root, plan.to_parse, settings, spread) if spread else call(t.parse, root, plan, settings)
         lap("parse")
         collection = next_collection(previous, plan, collection_name(root))
         entities = [e for pf in parsed.files for e in pf.entities]
@@ -59,16 +63,11 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
         scan = call(t.start_scan, root, pending)
         sink = progress_for(root)
         sink.start("embed", len(pending))
-        truncated = cached = 0
-        for start in range(0, len(pending), EMBED_STORE_BATCH):
-            batch = pending[start : start + EMBED_STORE_BATCH]  # bounded memory: embed and store in slices
-            embedded = call(t.embed, root, batch, settings)
-            truncated += embedded.truncated
-            cached += embedded.cached
+        if spread:
+            manifest, truncated, cached = _embed_spread(root, collection, pending, settings, spread, manifest)
             lap("embed")
-            call(t.store_vectors, root, collection, embedded, settings)
-            manifest = mark_embedded(root, embedded)
-            lap("store")
+        else:
+            manifest, truncated, cached = _embed_in_slices(root, collection, pending, settings, call, lap, manifest)
         if previous is not None and previous.collection and previous.collection != collection:
             VectorStore(root, settings.chroma_url).drop(previous.collection)
         call(t.finish_scan, root, scan)
@@ -81,10 +80,67 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
     return call(t.report, data.model_copy(update={"embed_cached": cached}))
 
 
+def _embed_in_slices(root, collection: str, pending: list, settings: Settings, call: Caller, lap, manifest):
+    """Embed and store in slices, in this process (bounded memory). Returns (manifest, truncated, cached)."""
+    truncated = cached = 0
+    for start in range(0, len(pending), EMBED_STORE_BATCH):
+        embedded = call(t.embed, root, pending[start : start + EMBED_STORE_BATCH], settings)
+        truncated += embedded.truncated
+        cached += embedded.cached
+        lap("embed")
+        call(t.store_vectors, root, collection, embedded, settings)
+        manifest = mark_embedded(root, embedded)
+        lap("store")
+    return manifest, truncated, cached
+
+
+def _parse_spread(root, files, settings: Settings, spread: Spread):
+    """Shares of the planned files parsed as tasks on the runner; each share's records stored here as it comes in."""
+    sink = progress_for(root)
+    sink.start("parse", len(files))
+    catalog = Catalog(root)
+    dealt = shares(files, spread.shares)
+    futures = [t.parse_share.submit(root, share, settings) for share in dealt]
+    results = []
+    for share, future in zip(dealt, futures):
+        results.append(future.result())
+        catalog.store_parsed(results[-1])
+        sink.advance("parse", len(share))
+    return merge_shares(files, results)
+
+
+def _embed_spread(root, collection: str, pending: list, settings: Settings, spread: Spread, manifest):
+    """Remembered vectors stored at once; the rest embedded in slices as tasks on the runner, each stored, cached and
+    crossed off the manifest here as it comes in. Returns (manifest, truncated, cached)."""
+    sink = progress_for(root)
+    cache = EmbedCache(root)
+    truncated = 0
+    try:
+        known, missing = split_cached(pending, embedder_for(settings).name, cache)
+        if known is not None:
+            t.store_vectors(root, collection, known, settings)
+            manifest = mark_embedded(root, known)
+            sink.advance("embed", len(known.ids))
+        slices = [missing[i : i + EMBED_STORE_BATCH] for i in range(0, len(missing), EMBED_STORE_BATCH)]
+        futures = [t.embed_slice.submit(piece, settings, spread.threads) for piece in slices]
+        for piece, future in zip(slices, futures):
+            batch = future.result()
+            remember(cache, piece, batch)
+            t.store_vectors(root, collection, batch, settings)
+            manifest = mark_embedded(root, batch)
+            truncated += batch.truncated
+            sink.advance("embed", len(piece))
+    finally:
+        cache.close()
+    return manifest, truncated, len(known.ids) if known is not None else 0
+
+
 @lazy_flow("assay-index")
 def _index_flow(workspace: str, rebuild: bool = False, settings: Settings | None = None) -> IndexReport:
-    """Index (or incrementally re-index) a workspace into its own `.assay/` store."""
-    return index_pipeline(workspace, settings or Settings(), rebuild)
+    """Index (or incrementally re-index) a workspace into its own `.assay/` store; with ASSAY_DASK set, parsing and
+    embedding are spread as tasks over the flow's task runner."""
+    s = settings or Settings()
+    return index_pipeline(workspace, s, rebuild, spread=spread_for(s.dask) if s.dask else None)
 
 
 def run_index(workspace: str, settings: Settings | None = None, rebuild: bool = False,
@@ -94,9 +150,19 @@ def run_index(workspace: str, settings: Settings | None = None, rebuild: bool = 
     file ends "done" with a summary, or "failed" with the error, whichever door started the run."""
     s = settings or Settings()
     root = resolve_workspace(workspace)
+    if s.dask and orchestration_mode() == "direct":
+        raise ValueError("ASSAY_DASK spreads the index over Prefect tasks: unset ASSAY_ORCHESTRATION=direct")
     with status_run(root, watcher, status) as tracked:
-        report = run_flow(_index_flow, lambda workspace, rebuild, settings, call: index_pipeline(workspace, settings, rebuild, call),
-                          workspace, rebuild=rebuild, settings=s)
+        if s.dask:  # a Prefect run on a DaskTaskRunner, recorded by an API its workers reach too
+            from assay.flows.dask import task_runner
+            from assay.flows.prefect_api import api_for_workers
+            from assay.flows.runtime import quiet_prefect
+
+            with api_for_workers(), quiet_prefect():
+                report = _index_flow.prefect.with_options(task_runner=task_runner(s.dask))(workspace, rebuild=rebuild, settings=s)
+        else:
+            report = run_flow(_index_flow, lambda workspace, rebuild, settings, call: index_pipeline(workspace, settings, rebuild, call),
+                              workspace, rebuild=rebuild, settings=s)
         tracked.finish("done", run_summary(report))
     return report
 

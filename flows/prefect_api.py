@@ -18,6 +18,8 @@ import sys
 import threading
 import time
 import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -181,3 +183,52 @@ def _run_private_api() -> None:
     proc.wait()
     if os.environ.get("PREFECT_API_URL") == url:
         os.environ.pop("PREFECT_API_URL", None)
+
+
+@contextmanager
+def api_for_workers() -> Iterator[None]:
+    """A Prefect API that other processes reach too, for a run whose tasks go to Dask workers: the configured one,
+    `assay server`'s, or a server started for this run and stopped after it. Prefect's temporary server lives in
+    this process's settings, which spawned workers do not inherit: each worker started a server of its own."""
+    from assay.flows.runtime import orchestrated
+
+    orchestrated()  # checks a configured API (loopback in local mode) and hands `assay server`'s URL to Prefect
+    current = _current_api()
+    if current:
+        exported = os.environ.get("PREFECT_API_URL") != current
+        os.environ["PREFECT_API_URL"] = current  # the workers inherit this process's environment
+        try:
+            yield
+        finally:
+            if exported:
+                os.environ.pop("PREFECT_API_URL", None)
+        return
+    host = "127.0.0.1"
+    port = free_port(host)
+    url = api_url(host, port)
+    proc = start_server(host, port, background=True)
+    try:
+        if not wait_until_healthy(url, proc):
+            raise RuntimeError("the Prefect server for the Dask run did not start; set PREFECT_API_URL or run `assay server`")
+        os.environ["PREFECT_API_URL"] = url
+        yield
+    finally:
+        if os.environ.get("PREFECT_API_URL") == url:
+            del os.environ["PREFECT_API_URL"]
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _current_api() -> str | None:
+    """The API this process's Prefect runs report to: the environment's, the active profile's, or one set in Prefect's
+    settings at run time (a test harness)."""
+    if "prefect" in sys.modules:
+        from prefect.settings import get_current_settings
+
+        url = get_current_settings().api.url
+        if url:
+            return str(url)
+    return os.environ.get("PREFECT_API_URL") or configured_api()

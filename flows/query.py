@@ -1,4 +1,4 @@
-"""The query flow: retrieve -> premises -> route -> batch-judge -> threshold -> synthesize -> report -> audit snapshot."""
+"""The query flow: retrieve -> premises -> route -> batch-judge -> threshold -> synthesize -> guard -> report -> audit snapshot."""
 
 from __future__ import annotations
 
@@ -23,8 +23,12 @@ def check_local_mode(settings: Settings) -> None:
         return
     if settings.judge == "cloud":
         raise LLMError("local mode: the cloud judge is not allowed; use --judge local|ollama|none or ASSAY_MODE=hybrid")
-    if settings.judge == "ollama" or settings.synth == "ollama" or settings.embedder.startswith("ollama:"):
+    if settings.guard == "cloud":
+        raise LLMError("local mode: the cloud guard is not allowed; use --guard local|ollama or ASSAY_MODE=hybrid")
+    if "ollama" in (settings.judge, settings.synth, settings.guard) or settings.embedder.startswith("ollama:"):
         require_loopback(settings.ollama_host, "Ollama")
+    if "systemone" in (settings.judge, settings.guard):  # a local Jev-compatible server only
+        require_loopback(settings.systemone_base_url, "the System One server")
     if settings.chroma_url:
         require_loopback(settings.chroma_url, "the Chroma server")
 
@@ -49,13 +53,16 @@ def query_pipeline(workspace: str, question: str, settings: Settings, call: Call
     lap("judge")
     selection = call(t.threshold, question, candidates, judgment, settings)
     lap("threshold")
-    answer = state_corrections(call(t.synthesize, question, selection, decision, settings), judgment.premises)
+    answer = call(t.synthesize, question, selection, decision, settings)
     lap("synthesize")
+    answer, guard = call(t.guard, root, answer, selection, settings)
+    answer = state_corrections(answer, judgment.premises)  # the checker's own corrections need no guard
+    lap("guard")
     notes = [retrieval.note] if retrieval.note else []
     called_by = call(t.called_by, root, [rp.candidate.id for rp in selection.included])
     report = make_report(uuid.uuid4().hex[:12], question, str(root), answer, selection, judgment, decision, watch.timings, notes,
                          called_by, retrieval.freshness, settings.max_tokens,
-                         file_tokens(root, [rp.candidate.file for rp in selection.included]))
+                         file_tokens(root, [rp.candidate.file for rp in selection.included]), guard)
     report = call(t.publish, report)
     call(t.snapshot, root, report)
     call(t.ledger, root, report, settings)

@@ -77,3 +77,10 @@ def evaluate_injection_planted(roots: list[Path], bipia: Path | None) -> dict:
     from assay.stages.evaluate import planted_attacks as injection_eval
 
     return injection_eval.evaluate(roots, bipia)
+
+
+@task(name="evaluate-faithfulness")
+def evaluate_faithfulness(roots: dict[str, Path], per_kind: int) -> dict:
+    from assay.stages.evaluate import faithfulness_set as faith
+
+    return faith.evaluate(roots, per_kind)

@@ -7,11 +7,11 @@ from pathlib import Path
 from assay.stages.index import incremental, injection_scan
 from assay.stages.index import discover as discover_stage
 from assay.stages.core.artifacts import (
-    DiscoveryResult, EmbeddedBatch, Entity, IndexManifest, IndexPlan, IndexReport, ParseResult,
+    DiscoveryResult, EmbeddedBatch, Entity, IndexManifest, IndexPlan, IndexReport, ParseResult, SourceFile,
 )
 from assay.stages.core.config import Settings
 from assay.stages.core.progress import progress_for
-from assay.stages.index.embed import embed_entities, embedder_for
+from assay.stages.index.embed import embed_entities, embedder_for, get_embedder
 from assay.stages.index.store import Catalog, VectorStore, prepare_dense, previous_manifest, rebuild_lexical, write_manifest
 from assay.stages.index.vector_cache import EmbedCache, embed_with_cache
 from assay.tasks.gpu import gpu_slot
@@ -58,6 +58,19 @@ def embed(root: Path, entities: list[Entity], settings: Settings) -> EmbeddedBat
         return embed_with_cache(entities, run, embedder.name, cache, advance)
     finally:
         cache.close()
+
+
+@task(name="parse-share", retries=1, retry_delay_seconds=1)
+def parse_share(root: Path, files: list[SourceFile], settings: Settings) -> ParseResult:
+    """Parse one share of the planned files where the task runner puts it; the flow stores the records."""
+    return incremental.parse_share(root, files, settings.chunk_lines, settings.chunk_chars)
+
+
+@task(name="embed-slice", retries=1, retry_delay_seconds=2)
+def embed_slice(entities: list[Entity], settings: Settings, threads: int | None = None) -> EmbeddedBatch:
+    """Embed one slice where the task runner puts it (no workspace state there: the flow keeps the cache)."""
+    embedder = get_embedder(settings.embedder, settings.ollama_host, settings.embed_tokens, threads)
+    return embed_entities(entities, embedder, settings.embed_batch)
 
 
 @task(name="store-vectors", retries=2, retry_delay_seconds=1)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from assay.stages.audit.snapshots import write_snapshot
-from assay.stages.core.artifacts import Answer, Candidate, Judgment, PremiseCheck, PremiseFinding, QueryReport, Retrieval, RouteDecision, Selection
+from assay.stages.core.artifacts import (Answer, Candidate, GuardReport, Judgment, PremiseCheck, PremiseFinding, QueryReport,
+                                         Retrieval, RouteDecision, Selection)
 from assay.stages.core.config import Settings
 from assay.stages.index.embed import embedder_for
 from assay.stages.index.store import read_manifest
@@ -86,6 +87,28 @@ def synthesize(question: str, selection: Selection, decision: RouteDecision, set
                 ollama_backend(settings), settings.ollama_synth_model, question, passages, settings.ollama_num_ctx_max
             )
     return synth.extractive(question, passages)
+
+
+@task(name="guard")
+def guard(root: Path, answer: Answer, selection: Selection, settings: Settings) -> tuple[Answer, GuardReport]:
+    """The answer's claims checked against its passages and the index; fabricated and contradicted ones marked."""
+    from assay.stages.index.store import Catalog
+    from assay.stages.query.guard import IndexFacts
+    from assay.stages.query.guard_llm import run_guard
+    from assay.stages.query.premise import catalog_resolver
+
+    catalog = Catalog(root)
+    try:
+        facts = IndexFacts(catalog_resolver(catalog.by_name), catalog.files)
+        passages = [rp.candidate for rp in selection.included]
+        if settings.guard == "ollama":
+            with gpu_slot(settings.llm_timeout * 2):
+                text, report = run_guard("ollama", answer.text, passages, facts, settings)
+        else:
+            text, report = run_guard(settings.guard, answer.text, passages, facts, settings)
+    finally:
+        catalog.close()
+    return answer.model_copy(update={"text": text}), report
 
 
 @task(name="report")

@@ -1,6 +1,6 @@
-"""Loopback HTTP servers that speak the real Ollama and OpenAI-compatible wire protocols.
+"""Loopback HTTP servers that speak the real Ollama, OpenAI-compatible and System One wire protocols.
 
-The product's real clients (the `ollama` package, httpx) talk to these over 127.0.0.1;
+The product's real clients (the `ollama` package, httpx, `typesafe-sdk`) talk to these over 127.0.0.1;
 nothing is monkeypatched. Each server records every request body so tests can assert on
 exactly what would have left the machine.
 """
@@ -32,6 +32,16 @@ def good_judgment(body: dict, injection_for: str = "IGNORE") -> dict:
         inj = 0.95 if injection_for.lower() in block.lower() else 0.02
         passages.append({"id": label, "relevance": 0.9, "evidence": 0.8, "contradicts": 0.05, "injection": inj})
     return {"passages": passages, "answerable": 0.8, "coverage": 2, "conflict": 0.0}
+
+
+def agreeing_guard(body: dict, verdict: str = "verified") -> dict:
+    """A well-formed guard reply giving every claim the same verdict."""
+    user = body["messages"][-1]["content"]
+    return {"claims": [{"id": c, "verdict": verdict, "evidence": "the model says so"} for c in re.findall(r'<claim id="(c\d+)"', user)]}
+
+
+def is_guard_call(body: dict) -> bool:
+    return body["messages"][0]["content"].startswith("You are Assay's faithfulness guard")
 
 
 class _Server:
@@ -105,14 +115,16 @@ class FakeOllama(_Server):
     """Speaks /api/chat, /api/generate, /api/embed, /api/tags and /api/version.
 
     judge: a function of the request body returning the judgment dict (or raw text via `raw`).
+    guard: the same for the faithfulness guard's structured call (default: every claim verified).
     mode: "ok" | "malformed" | "partial" | "error500" | "slow".
     """
 
     def __init__(self, mode: str = "ok", judge: Behaviour | None = None, answer: str = "It works (a.py:1).",
-                 delay: float = 3.0, dimension: int = 16) -> None:
+                 delay: float = 3.0, dimension: int = 16, guard: Behaviour | None = None) -> None:
         super().__init__()
         self.mode = mode
         self.judge = judge or good_judgment
+        self.guard = guard or agreeing_guard
         self.answer = answer
         self.delay = delay
         self.dimension = dimension
@@ -149,6 +161,8 @@ class FakeOllama(_Server):
             return self.answer
         if self.mode == "malformed":
             return "Sure! Here is my judgment: relevance high, evidence good {not json"
+        if is_guard_call(body):
+            return json.dumps(self.guard(body))
         judged = self.judge(body)
         if self.mode == "partial":
             judged["passages"] = judged["passages"][: max(0, len(judged["passages"]) // 2)]
@@ -168,10 +182,12 @@ class FakeCloud(_Server):
     """
 
     def __init__(self, script: list[Any] | None = None, judge: Behaviour | None = None,
-                 answer: str = "Cloud answer (a.py:1).", retry_after: str = "0", delay: float = 3.0) -> None:
+                 answer: str = "Cloud answer (a.py:1).", retry_after: str = "0", delay: float = 3.0,
+                 guard: Behaviour | None = None) -> None:
         super().__init__()
         self.script = list(script or [])
         self.judge = judge or good_judgment
+        self.guard = guard or agreeing_guard
         self.answer = answer
         self.retry_after = retry_after
         self.delay = delay
@@ -191,9 +207,96 @@ class FakeCloud(_Server):
         if step == "malformed":
             return self.send(h, 200, {"id": "x", "object": "chat.completion", "choices": []})
         json_mode = (body.get("response_format") or {}).get("type") == "json_object"
-        content = json.dumps(self.judge(body)) if json_mode else self.answer
+        content = json.dumps((self.guard if is_guard_call(body) else self.judge)(body)) if json_mode else self.answer
         return self.send(h, 200, {
             "id": "chatcmpl-1", "object": "chat.completion", "model": body.get("model"),
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120, "prompt_cache_hit_tokens": 64},
         })
+
+
+Answerer = Callable[[str, dict], Any]
+
+
+def noul_half(qid: str, question: dict) -> Any:
+    """Every noul P(yes) = 0.5, every score the middle of its rubric, every choice its first option."""
+    if question.get("type") == "score":
+        return {"type": "score", "score": (len(question["criteria"]) - 1) / 2}
+    if question.get("type") == "choice":
+        return next(iter(question["criteria"]))
+    return {"type": "noul", "noul": 0.5}
+
+
+def _choice(question: dict, a: Any) -> Any:
+    """A bare label is the stub's pick (0.85, the other options share 0.15); a choice dict with only
+    probabilities gets its argmax as `choice` and a confidence."""
+    if isinstance(a, str):
+        others = 0.15 / max(1, len(question["criteria"]) - 1)
+        a = {"type": "choice", "probabilities": {k: 0.85 if k == a else others for k in question["criteria"]}}
+    if isinstance(a, dict) and a.get("type") == "choice":
+        probs = a.get("probabilities") or {}
+        a = {"choice": max(probs, key=probs.get) if probs else "", "confidence": 0.5, **a}
+    return a
+
+
+class FakeSystemOne(_Server):
+    """A System One host (`POST /v1/systemone`, `GET /v1/models`) whose answers a test chooses.
+
+    answer(qid, question) returns the answer dict for that question, a bare number (a noul's P(yes), or a
+    score), a bare label (a choice's pick), or None to leave the id out. script: statuses to answer in turn (503, 429, "float-usage"), then "ok".
+    Each request is recorded with its headers (`_headers`).
+    """
+
+    def __init__(self, answer: Answerer | None = None, script: list[Any] | None = None, retry_after: str = "0") -> None:
+        super().__init__()
+        self.answer = answer or noul_half
+        self.script = list(script or [])
+        self.retry_after = retry_after
+
+    def handle(self, h: BaseHTTPRequestHandler, method: str, body: dict) -> None:
+        self.record(h.path, {**body, "_headers": {k.lower(): v for k, v in h.headers.items()}})
+        if h.path == "/v1/models":
+            return self.send(h, 200, {"models": [{"name": "jev-latest", "description": "stub", "release_date": "2026-01-01"}]})
+        if h.path != "/v1/systemone":
+            return self.send(h, 404, {"detail": {"error_type": "not_found", "message": "no route"}})
+        step = self.script.pop(0) if self.script else "ok"
+        if step == 429:
+            return self.send(h, 429, {"detail": {"error_type": "rate_limited", "message": "busy"}}, {"retry-after": self.retry_after})
+        if isinstance(step, int):
+            return self.send(h, step, {"detail": {"error_type": "server_error", "message": "overloaded"}})
+        answers = {}
+        for qid, question in body.get("questions", {}).items():
+            a = self.answer(qid, question)
+            if question.get("type") == "choice":
+                a = _choice(question, a)
+            if isinstance(a, (int, float)) and not isinstance(a, bool):
+                a = {"type": "score", "score": a} if question.get("type") == "score" else {"type": "noul", "noul": a}
+            if isinstance(a, dict) and a.get("type") == "score":
+                a = {"confidence": 0.5, "legend": {str(i): str(c) for i, c in enumerate(question["criteria"])},
+                     "probabilities": {str(i): 1 / len(question["criteria"]) for i in range(len(question["criteria"]))}, **a}
+            if a is not None:
+                answers[qid] = a
+        tokens = 12.5 if step == "float-usage" else len(json.dumps(body)) // 4
+        return self.send(h, 200, {"model": "jev-stub-1", "answers": answers, "usage": {"input_tokens": tokens, "output_tokens": 0}},
+                         {"x-typesafe-request-id": "req_stub"})
+
+
+class SilentServer:
+    """A loopback port that accepts connections (the kernel's backlog) and never answers: a hung server."""
+
+    def __init__(self) -> None:
+        import socket
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def __enter__(self) -> "SilentServer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.sock.close()

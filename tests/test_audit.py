@@ -86,6 +86,23 @@ def test_audit_over_real_query_snapshots_with_rejudge(project: Path) -> None:
     assert ranged["snapshots"]["passages"] == 0
 
 
+def test_rejudge_with_systemone_on_the_jevcompat_server_gives_agreement_and_kappa(project: Path) -> None:
+    from jevcompat.mock import MockConfig, Running
+
+    run_index(str(project))
+    for q in ("how does retry_call back off?", "merge cookies"):
+        run_query(str(project), q)
+    cfg = MockConfig()
+    with Running(cfg) as jev:
+        data = run_audit(str(project), Settings(systemone_base_url=jev.url), rejudge="systemone", baseline_n=5)
+    assert cfg.requests == 2 and data["rejudged_queries"] == 2  # one batched call per stored query
+    agree = data["agreement"]
+    assert (agree["first"], agree["second"], agree["bar"]) == ("local", "systemone", 0.7)
+    assert agree["pairs"] == data["distributions"]["local/assay-local-1"]["passages"] and -1.0 <= agree["kappa"] <= 1.0
+    assert "systemone/jevcompat-mock-0.1" in data["distributions"]
+    assert "the anchor's bar 70%" in Path(data["report_path"]).read_text()
+
+
 def test_injection_guard_fails_on_a_judge_that_scores_clean_code_high(project: Path) -> None:
     run_index(str(project))
 

@@ -19,8 +19,8 @@ def test_help_teaches_the_commands() -> None:
     assert res.exit_code == 0
     for command in ("index", "status", "search", "ask", "audit", "eval", "mcp"):
         assert command in res.stdout
-    ask = runner.invoke(app, ["ask", "--help"]).stdout
-    assert "local (default) | ollama | cloud | none" in ask and "--json" in ask
+    ask = runner.invoke(app, ["ask", "--help"], env={"COLUMNS": "160"}).stdout  # one help line, unwrapped
+    assert "local (default) | ollama | cloud | systemone | none" in ask and "--json" in ask
 
 
 def test_index_status_search_ask(project: Path) -> None:

@@ -31,6 +31,7 @@ def test_cold_search_and_ask_read_the_store_without_chromas_python_client(indexe
         modules = _imported(args, env)
         assert "chromadb_rust_bindings" in modules, "the dense half was not read"
         assert "chromadb" not in modules and "prefect" not in modules, args[0]
+        assert "typesafe_sdk" not in modules, "the System One SDK (~0.6 s) loads only for --judge systemone"
         if args[0] == "search":  # retrieval only: the judge is not loaded
             assert not [m for m in modules if m.startswith("assay.stages.query.judge.")], "search imported the judge"
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from jevcompat.mock import MockConfig, Running
+from pydantic import SecretStr
 
 from assay.flows.index import run_index
 from assay.flows.query import run_query
@@ -119,6 +121,10 @@ def test_local_mode_opens_no_socket_beyond_loopback(project: Path, socket_log: S
         report = run_query(str(project), "Please refactor the session architecture: how do retries work?", hostile)
         assert report.route.target == "local" and report.answer.backend == "ollama"
         assert ollama.bodies("/api/chat")  # the loopback judge and writer were used
+        with Running(MockConfig()) as jev:  # the System One judge on a local Jev-compatible server
+            jev_report = run_query(str(project), "how do retries work?", hostile.model_copy(update={
+                "judge": "systemone", "systemone_base_url": jev.url, "systemone_api_key": SecretStr("sk-should-stay-here")}))
+        assert jev_report.judgment.backend == "systemone" and jev_report.judgment.calls == 1
     assert socket_log.addresses, "the guard saw no traffic at all; it is not working"
     outside = [a for a in socket_log.addresses if not _loopback(a)]
     assert outside == []

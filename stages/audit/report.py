@@ -17,7 +17,8 @@ def render_markdown(data: dict, charts: dict[str, str]) -> str:
         a = data["agreement"]
         c = a["confusion"]
         lines += ["", f"## Agreement: {a['first']} vs {a['second']}", "",
-                  f"{a['pairs']} shared passages; verdict agreement {a['agreement']:.1%}; Cohen's kappa {a['kappa']:.3f}", "",
+                  f"{a['pairs']} shared passages; verdict agreement {a['agreement']:.1%} (the anchor's bar {a.get('bar', 0.7):.0%}: "
+                  f"{'met' if a.get('meets_bar') else 'not met'}); Cohen's kappa {a['kappa']:.3f}", "",
                   f"| {a['first']} \\ {a['second']} | keep | drop |", "|---|---|---|",
                   f"| keep | {c['keep']['keep']} | {c['keep']['drop']} |", f"| drop | {c['drop']['keep']} | {c['drop']['drop']} |"]
     cal = data.get("calibration")

@@ -82,8 +82,11 @@ def keep_label(verdict: str) -> str:
     return "keep" if verdict in ("include", "conflict") else "drop"
 
 
+AGREEMENT_BAR = 0.70  # the anchor's bar (issue 46): one judge stands in for another at >= 70% verdict agreement
+
+
 def agreement(table: pa.Table, first: str, second: str) -> dict:
-    """Verdict agreement between two judge backends on the same (query, passage) pairs."""
+    """Verdict agreement between two judge backends on the same (query, passage) pairs, against the anchor's bar."""
     frame = table.select(["judge_backend", "query_id", "passage_id", "verdict"]).to_pandas()
     frame["label"] = frame["verdict"].map(keep_label)
     pair = ["query_id", "passage_id"]
@@ -95,9 +98,9 @@ def agreement(table: pa.Table, first: str, second: str) -> dict:
     confusion = pd.crosstab(pd.Categorical(shared["label_a"], labels), pd.Categorical(shared["label_b"], labels),
                             dropna=False).reindex(index=labels, columns=labels, fill_value=0)
     a, b = shared["label_a"].tolist(), shared["label_b"].tolist()
-    return {"first": first, "second": second, "pairs": len(shared),
-            "agreement": round(float((shared["label_a"] == shared["label_b"]).mean()), 4) if len(shared) else 0.0,
-            "kappa": cohen_kappa(a, b),
+    agree = round(float((shared["label_a"] == shared["label_b"]).mean()), 4) if len(shared) else 0.0
+    return {"first": first, "second": second, "pairs": len(shared), "agreement": agree, "kappa": cohen_kappa(a, b),
+            "bar": AGREEMENT_BAR, "meets_bar": bool(len(shared)) and agree >= AGREEMENT_BAR,
             "confusion": {x: {y: int(confusion.loc[x, y]) for y in labels} for x in labels}}
 
 

@@ -351,7 +351,7 @@ class PremiseFinding(BaseModel):
 class LLMCall(BaseModel):
     """One model call, for the usage ledger: tokens as the backend reported them, latency, what it was for."""
 
-    purpose: Literal["judge", "writer", "brief"]
+    purpose: Literal["judge", "writer", "brief", "guard"]
     backend: str
     model: str
     prompt_tokens: int = 0
@@ -382,6 +382,7 @@ class Judgment(BaseModel):
     reasons: dict[str, str] = {}
     premises: list[PremiseFinding] = Field(default_factory=list, description="the question's premises checked against the index")
     usage: list[LLMCall] = Field(default_factory=list, description="model calls made to judge")
+    notes: list[str] = Field(default_factory=list, description="one line each for the report: a fallback to the local judge, the query gate")
 
 
 class Thresholds(BaseModel):
@@ -433,6 +434,40 @@ class Answer(BaseModel):
     usage: list[LLMCall] = Field(default_factory=list, description="model calls made to write the answer")
 
 
+ClaimVerdict = Literal["verified", "unsupported", "contradicted", "fabricated"]
+
+
+class Claim(BaseModel):
+    """One sentence of an answer with its citations, checked against the passages its writer was given."""
+
+    text: str = Field(description="the sentence as the writer wrote it")
+    citations: list[str] = Field(default_factory=list, description="`file:line` citations in it, as written")
+    verdict: ClaimVerdict
+    evidence: str = Field("", description="what supports or refutes it: a passage, a fact of the index, or what is missing")
+    source: str = Field("", description="file:line of the passage or definition behind the verdict, when there is one")
+    by: str = Field("local", description="the guard backend that gave the verdict")
+
+
+class GuardReport(BaseModel):
+    """The faithfulness guard's check of an answer (stages.query.guard): a verdict per claim."""
+
+    backend: str = "local"
+    model: str = ""
+    claims: list[Claim] = []
+    grounded: float | None = Field(None, description="share of claims verified, 0-1; None when the answer makes no claim")
+    model_grounded: float | None = Field(
+        None, description="the guard model's own grounded score of the whole answer, 0-1 (systemone); None when not asked"
+    )
+    marked: int = Field(0, description="fabricated or contradicted claims marked `[guard: ...]` in the answer text")
+    original: str = Field("", description="the writer's text before marking (empty when nothing was marked)")
+    failure: str = Field("", description="why a model guard fell back to the local verdicts; empty when it did not")
+    calls: int = 0
+    usage: list[LLMCall] = Field(default_factory=list, description="model calls made to check the answer")
+
+    def count(self, verdict: str) -> int:
+        return sum(c.verdict == verdict for c in self.claims)
+
+
 class QueryReport(BaseModel):
     query_id: str
     query: str
@@ -446,6 +481,7 @@ class QueryReport(BaseModel):
     notes: list[str] = Field(default_factory=list, description="degradations the reader must know about")
     called_by: dict[str, int] = Field(default_factory=dict, description="resolved call sites of each included definition")
     freshness: Freshness | None = Field(None, description="what the index reflects: commit, branch, time, files changed since")
+    guard: GuardReport | None = Field(None, description="the answer's claims checked against the passages and the index")
     tokens_returned: int = Field(0, description="tokens of `text`, the report an agent reads")
     tokens_cited_files: int = Field(0, description="tokens of the whole files the included passages come from")
     flow_run_id: str | None = Field(None, description="the Prefect flow run that produced it (None: run directly)")

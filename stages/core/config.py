@@ -26,20 +26,21 @@ class Settings(BaseSettings):
     max_file_bytes: int = Field(1_000_000, description="files larger than this are skipped (counted as too_large)")
     index_generated: bool = Field(
         False, description="index files a generator marks as its own (`Code generated ... DO NOT EDIT`, `@generated`); "
-        "skipped by default (counted as generated)"
+        "skipped by default"
     )
     chunk_lines: int = Field(40, description="bodies longer than this are split on line boundaries")
     chunk_chars: int = Field(1200, description="bodies longer than this many characters are split too")
     parse_workers: int = Field(
-        0, description="processes that parse a large index run (0: one per CPU core, at most 4; 1: parse in-process)"
+        0, description="processes that parse a large index run (0: one per CPU core, at most 4; 1: in-process)"
     )
+    dask: str = Field("", description="spread index runs over Dask through Prefect: local:N or tcp://host:port (Scale-out)")
     embedder: str = Field(
         "minilm", description="minilm (ONNX, offline), static (distilled from MiniLM: ~100x faster indexing, weaker on "
         "long questions) or ollama:<model>"
     )
     embed_batch: int = Field(16, description="texts per embedding call (16 measured fastest on 2 CPU cores)")
     embed_tokens: int = Field(
-        128, description="model window of the default embedder; 128 embeds ~2x faster than 256 and scored as well on the dev set"
+        128, description="model window of the default embedder (128: ~2x faster than 256, as good on the dev set)"
     )
     store_batch: int = Field(1024, description="records per Chroma upsert")
     chroma_url: str | None = Field(None, description="use a Chroma server (HttpClient) instead of .assay/chroma")
@@ -50,12 +51,15 @@ class Settings(BaseSettings):
     distance_floor: float | None = Field(None, description="drop dense hits with cosine distance above this")
     top_k: int = Field(5, description="passages kept for synthesis after ranking")
     max_tokens: int | None = Field(
-        2000, description="budget of the report text an agent reads from `ask` (whole lines, most useful first; JSON keeps all); "
-        "2000 is the SWE-QA reports' p90"
+        2000, description="budget of the `ask` report text an agent reads (whole lines, most useful first; JSON keeps all)"
     )
-    judge: Literal["local", "ollama", "cloud", "none"] = Field("local", description="passage judge backend")
+    judge: Literal["local", "ollama", "cloud", "systemone", "none"] = Field("local", description="passage judge backend")
     synth: Literal["extractive", "ollama", "cloud"] = Field("extractive", description="answer writer backend")
     route: Literal["auto", "local", "cloud"] = Field("auto", description="force synthesis routing")
+    guard: Literal["local", "ollama", "cloud", "systemone"] = Field(
+        "local", description="faithfulness guard backend for every answer's claims (ollama/cloud: the judge model; "
+        "systemone: the ASSAY_SYSTEMONE_* server)"
+    )
     ollama_host: str = Field("http://127.0.0.1:11434", description="Ollama server")
     ollama_judge_model: str = Field("qwen2.5-coder:7b", description="Ollama model that judges passages")
     ollama_synth_model: str = Field("qwen2.5-coder:7b", description="Ollama model that writes answers")
@@ -64,9 +68,20 @@ class Settings(BaseSettings):
     cloud_api_key: SecretStr = Field(SecretStr(""), description="API key for the cloud endpoint (never logged or stored)")
     cloud_model: str = Field("deepseek-chat", description="cloud model for synthesis")
     cloud_judge_model: str = Field("deepseek-chat", description="cloud model for judging")
+    systemone_base_url: str = Field(
+        "https://api.typesafe.ai", description="System One (Jev) server: TypeSafe, another host of its wire, or a local one"
+    )
+    systemone_api_key: SecretStr = Field(SecretStr(""), description="its API key (never logged or stored; loopback needs none)")
+    systemone_model: str = Field("jev-latest", description="System One judge model")
+    systemone_timeout: float = Field(
+        5.0, description="seconds for one System One judgment, retries included; then the local judge decides"
+    )
+    systemone_query_gate: bool = Field(
+        False, description="also ask the anchor's query gate (in_domain, specificity, answerable_from_code)"
+    )
     prices: str | None = Field(
-        '{"deepseek-chat": [0.27, 1.10, 0.07]}',
-        description="JSON {model: [input, output, cached input]} in USD per million tokens, for the usage ledger's costs",
+        '{"deepseek-chat": [0.27, 1.10, 0.07], "systemone": [0.042, 0]}',
+        description="JSON {model or backend: [input, output, cached input]}, USD per million tokens, for the usage ledger",
     )
     llm_timeout: float = Field(60.0, description="seconds per LLM call")
     llm_retries: int = Field(2, description="retries on timeouts, 429 and 5xx")
@@ -74,11 +89,11 @@ class Settings(BaseSettings):
     allowed_roots: str | None = Field(
         None, description="os.pathsep-separated roots the MCP server may touch (default: its working directory)"
     )
-    watch: bool = Field(True, description="the MCP server keeps each workspace it indexes fresh (watches files, re-indexes changes)")
+    watch: bool = Field(True, description="the MCP server keeps each workspace it indexes fresh")
     watch_debounce_ms: int = Field(1600, description="changes within this window are one re-index (a branch switch is one batch)")
     orchestration: Literal["auto", "prefect", "direct"] = Field(
-        "auto", description="auto: flows run on Prefect when an API records them (PREFECT_API_URL or `assay server`), "
-        "else directly; prefect: always (a temporary server if none); direct: never"
+        "auto", description="auto: on Prefect when an API records runs, else in-process; prefect: always; direct: never "
+        "(see Orchestration)"
     )
 
 

@@ -172,10 +172,12 @@ def static_embedder() -> Embedder:
 
 
 @lru_cache(maxsize=4)
-def get_embedder(spec: str, ollama_host: str = "http://127.0.0.1:11434", tokens: int = MINILM_MAX_TOKENS) -> Embedder:
-    """One embedder per spec per process (loading the ONNX session costs ~0.5 s)."""
+def get_embedder(spec: str, ollama_host: str = "http://127.0.0.1:11434", tokens: int = MINILM_MAX_TOKENS,
+                 threads: int | None = None) -> Embedder:
+    """One embedder per spec per process (loading the ONNX session costs ~0.5 s). `threads`: onnxruntime's
+    threads (default: every core), fewer where several workers share one machine's cores."""
     if spec == "minilm":
-        return MiniLMEmbedder(max_tokens=tokens)
+        return MiniLMEmbedder(max_tokens=tokens, threads=threads)
     if spec == "static":
         return static_embedder()
     if spec.startswith("ollama:"):

@@ -83,14 +83,14 @@ def parse_files(root: Path, files: list[SourceFile], max_lines: int, max_chars: 
         if on_share is not None:
             on_share(result)
         return result
-    shares = _shares(files, workers)
-    pool = worker_pool(len(shares) - 1)
+    dealt = shares(files, workers)
+    pool = worker_pool(len(dealt) - 1)
     try:
-        futures = [pool.submit(_parse_share, root, share, max_lines, max_chars) for share in shares[1:]]
-        results = [_parse_share(root, shares[0], max_lines, max_chars, progress)]
+        futures = [pool.submit(_parse_share, root, share, max_lines, max_chars) for share in dealt[1:]]
+        results = [_parse_share(root, dealt[0], max_lines, max_chars, progress)]
         if on_share is not None:
             on_share(results[0])
-        for future, share in zip(futures, shares[1:]):
+        for future, share in zip(futures, dealt[1:]):
             try:
                 results.append(future.result())
             except Exception:  # noqa: BLE001 - a worker that cannot start or dies: parse its share here
@@ -101,14 +101,26 @@ def parse_files(root: Path, files: list[SourceFile], max_lines: int, max_chars: 
                 progress(len(share))
     finally:  # the results are in: let the workers exit on their own (joining them took 0.1-0.2 s)
         pool.shutdown(wait=False, cancel_futures=True)
+    return merge_shares(files, results)
+
+
+def merge_shares(files: list[SourceFile], results: list[ParseResult]) -> ParseResult:
+    """The shares' results in the planned files' order: the same as one process parsing them all."""
     order = {f.path: i for i, f in enumerate(files)}
     return ParseResult(files=sorted((pf for r in results for pf in r.files), key=lambda pf: order[pf.path]),
                        skipped=sorted((s for r in results for s in r.skipped), key=lambda s: order[s.path]))
 
 
-def _shares(files: list[SourceFile], n: int) -> list[list[SourceFile]]:
+def shares(files: list[SourceFile], n: int) -> list[list[SourceFile]]:
     """Every n-th file to each share: cost is mixed evenly (docs parse far faster than code)."""
     return [share for share in (files[i::n] for i in range(n)) if share]
+
+
+def parse_share(root: Path, files: list[SourceFile], max_lines: int, max_chars: int,
+                progress: Callable[[int], None] | None = None) -> ParseResult:
+    """One share of the planned files, parsed where this runs (a worker process, or a Dask worker that sees the
+    workspace at the same path); nothing is stored."""
+    return _parse_share(root, files, max_lines, max_chars, progress)
 
 
 def _parse_share(root: Path, files: list[SourceFile], max_lines: int, max_chars: int,

@@ -98,12 +98,15 @@ def _open_chroma_client(root: Path, url: str | None):
 
     if url:
         parsed = urlparse(url if "://" in url else f"http://{url}")
-        return chromadb.HttpClient(
-            host=parsed.hostname or "127.0.0.1",
-            port=parsed.port or (443 if parsed.scheme == "https" else 8000),
-            ssl=parsed.scheme == "https",
-            settings=_chroma_settings(),
-        )
+        try:
+            return chromadb.HttpClient(
+                host=parsed.hostname or "127.0.0.1",
+                port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+                ssl=parsed.scheme == "https",
+                settings=_chroma_settings(),
+            )
+        except Exception as exc:  # noqa: BLE001 - chroma raises ValueError for a server that does not answer
+            raise unreachable(url, exc) from exc
     path = state_dir(root) / "chroma"
     path.mkdir(parents=True, exist_ok=True)
     key = str(path)
@@ -117,6 +120,12 @@ def _open_chroma_client(root: Path, url: str | None):
         return client
     except Exception as exc:  # noqa: BLE001 - chroma raises many types for a damaged folder
         raise unopenable(path, exc) from exc
+
+
+def unreachable(url: str, exc: BaseException) -> StoreError:
+    """A Chroma server that does not answer: which one, and the two ways on (BM25 search works meanwhile)."""
+    return StoreError(f"the Chroma server at {url} does not answer ({one_line(exc)}); start it (`chroma run --path DIR`) "
+                      "or unset ASSAY_CHROMA_URL, then run `assay index` again to store the missing vectors")
 
 
 def unopenable(path: Path, exc: BaseException) -> StoreError:

@@ -90,3 +90,22 @@ def embed_with_cache(entities: list[Entity], embed: Callable[[list[Entity], Reme
         ids=[e.id for e in entities], vectors=vectors, truncated=fresh.truncated if fresh is not None else 0,
         cached=len(entities) - len(missing),
     )
+
+
+def split_cached(entities: list[Entity], embedder_name: str, cache: EmbedCache) -> tuple[EmbeddedBatch | None, list[Entity]]:
+    """The remembered vectors as one batch (None when there are none), and the entities still to embed: a run that
+    spreads embedding over other machines looks the cache up here, where it lives."""
+    keys = [text_key(embedder_name, e.embed_text()) for e in entities]
+    known = cache.get(keys)
+    hits = [(e, known[k]) for e, k in zip(entities, keys) if k in known]
+    missing = [e for e, k in zip(entities, keys) if k not in known]
+    if not hits:
+        return None, missing
+    batch = EmbeddedBatch.model_construct(embedder=embedder_name, dimension=len(hits[0][1]), ids=[e.id for e, _ in hits],
+                                          vectors=[v.tolist() for _, v in hits], truncated=0, cached=len(hits))
+    return batch, missing
+
+
+def remember(cache: EmbedCache, entities: list[Entity], batch: EmbeddedBatch) -> None:
+    """Keep a batch that was embedded elsewhere (its ids are `entities`', in order)."""
+    cache.put([text_key(batch.embedder, e.embed_text()) for e in entities], np.asarray(batch.vectors, dtype=np.float32))

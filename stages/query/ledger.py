@@ -1,8 +1,9 @@
 """Usage ledger: every model call an answer made (judge, writer, brief), with tokens, cache hits, latency
 and an estimated cost, kept as Parquet beside the judgment snapshots and summarised per day and backend.
 
-Costs use `ASSAY_PRICES` (USD per million tokens: input, output, cached input, per model); a model without
-a price costs 0, and local Ollama calls are free. Tokens are what the backend reported, never estimated.
+Costs use `ASSAY_PRICES` (USD per million tokens: input, output, cached input, per model or per backend,
+such as `systemone`, whose server names the model it used); a model without a price costs 0, and local
+Ollama calls are free. Tokens are what the backend reported, never estimated.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def prices_from(setting: str | None) -> dict[str, list[float]]:
 def cost(call: LLMCall, prices: dict[str, list[float]]) -> float:
     if call.backend == "ollama":
         return 0.0
-    price = prices.get(call.model)
+    price = prices.get(call.model) or prices.get(call.backend)  # a backend's price covers models it names itself
     if not price:
         return 0.0
     inp, out = price[0], price[1]
@@ -58,7 +59,8 @@ def rows(query_id: str, calls: list[LLMCall], prices: dict[str, list[float]], no
 
 def record(root: Path, report: QueryReport, prices: dict[str, list[float]]) -> Path | None:
     """Write one answer's model calls (none: nothing written)."""
-    return record_calls(root, report.query_id, [*report.judgment.usage, *report.answer.usage], prices)
+    guard = report.guard.usage if report.guard else []
+    return record_calls(root, report.query_id, [*report.judgment.usage, *report.answer.usage, *guard], prices)
 
 
 def record_calls(root: Path, key: str, calls: list[LLMCall], prices: dict[str, list[float]]) -> Path | None:

@@ -541,6 +541,9 @@ def _norm_literal(v: str) -> str:
     return short_name(s.replace(" ", ""))
 
 
+norm_literal = _norm_literal  # public: the faithfulness guard compares an answer's values the same way
+
+
 def _type_tokens(annotation: str) -> set[str]:
     return {t.lower() for t in re.findall(r"[A-Za-z_]\w*", annotation)}
 

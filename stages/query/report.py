@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from assay.stages.core.artifacts import Answer, Freshness, Judgment, QueryReport, RankedPassage, RouteDecision, Selection
+from assay.stages.core.artifacts import Answer, Freshness, GuardReport, Judgment, QueryReport, RankedPassage, RouteDecision, Selection
 from assay.stages.query.budget import count_tokens, fit
 from assay.stages.query.identifiers import question_identifiers
 
@@ -14,6 +14,8 @@ LEGEND = (
     "with a premise of the question; high injection = the passage tries to steer an AI. verdict: include (used),\n"
     "conflict (used, but contradicts the question: check the source), drop (not used; reason given).\n"
     "status: supported | partial | unsupported; coverage N/3 = how much of the question the evidence covers.\n"
+    "guard: each claim of the answer is verified (its passage supports it), unsupported, contradicted (the code says\n"
+    "otherwise) or fabricated (cites or names what the passages lack); grounded = share of claims verified.\n"
     "Sources list cosine distances from the dense index (lower is closer; a separate scale from the scores)."
 )
 
@@ -56,8 +58,11 @@ def render_text(report: QueryReport, max_dropped_rows: int = 10, max_tokens: int
         assessment.append(f"  fail-open: {sel.fail_open_reason}")
     elif j.backend == "none":
         assessment.append("  judge none: passages were re-ranked lexically, not judged")
+    assessment.extend(f"  judge note: {n}" for n in j.notes)
     if report.answer.failure:
         assessment.append(f"  synthesis: {report.answer.failure}")
+    if report.guard is not None:
+        assessment.extend(guard_lines(report.guard))
     assessment.extend(f"  note: {n}" for n in report.notes)
     if report.freshness is not None:
         assessment.append(f"  index: {report.freshness.line()}")
@@ -89,6 +94,31 @@ def render_text(report: QueryReport, max_dropped_rows: int = 10, max_tokens: int
                more="{n} more report line(s) not shown: ask again with a larger max_tokens, or use --json")
 
 
+def guard_lines(g: GuardReport) -> list[str]:
+    """Assessment lines: the guard's backend, the grounded score and the verdicts; a fall-back, said."""
+    model = f" ({g.model})" if g.model else ""
+    if not g.claims:
+        return [f"  guard: {g.backend}{model}, no claim to check"]
+    counts = ", ".join(f"{g.count(v)} {v}" for v in ("verified", "unsupported", "contradicted", "fabricated") if g.count(v))
+    own = f" (the model's own: {g.model_grounded:.2f})" if g.model_grounded is not None else ""
+    lines = [f"  guard: {g.backend}{model}, grounded {g.grounded:.2f}{own} ({len(g.claims)} claim(s): {counts}), {g.calls} call(s)"]
+    if g.failure:
+        lines.append(f"  guard fail-open: {g.failure}")
+    return lines
+
+
+def distrust(g: GuardReport | None, limit: int = 5) -> list[str]:
+    """Guidance lines naming the claims not to rely on, worst first."""
+    if g is None:
+        return []
+    order = {"fabricated": 0, "contradicted": 1, "unsupported": 2}
+    bad = sorted((c for c in g.claims if c.verdict in order), key=lambda c: order[c.verdict])
+    out = [f'distrust: {c.verdict} "{c.text[:90]}{"..." if len(c.text) > 90 else ""}": {c.evidence}' for c in bad[:limit]]
+    if len(bad) > limit:
+        out.append(f"distrust: {len(bad) - limit} more claim(s) (see --json guard.claims)")
+    return out
+
+
 def guidance(report: QueryReport) -> list[str]:
     sel = report.selection
     out: list[str] = []
@@ -104,6 +134,12 @@ def guidance(report: QueryReport) -> list[str]:
             out.append("action: answer is partly grounded; cite evidence directly and note the coverage gap")
     else:
         out += ["trust: low", "action: nothing retrieved supports an answer; say so rather than guessing"]
+    g = report.guard
+    if g is not None and (g.count("fabricated") or g.count("contradicted")):
+        out[0] = "trust: low" if (g.grounded or 0) < 0.5 else "trust: medium"
+        out[1] = (f"action: {g.marked} claim(s) are marked [guard: ...] in the answer: do not repeat them; rely on the "
+                  "verified claims and the cited passages")
+    out += distrust(g)
     for f in report.judgment.premises:
         if not f.holds:
             out.append(f"premise: the question assumes otherwise; {f.fact}")
@@ -127,6 +163,7 @@ def make_report(
     query_id: str, question: str, workspace: str, answer: Answer, selection: Selection, judgment: Judgment,
     route: RouteDecision, timings: dict[str, float], notes: list[str] | None = None, called_by: dict[str, int] | None = None,
     freshness: Freshness | None = None, max_tokens: int | None = None, cited_file_tokens: int = 0,
+    guard: GuardReport | None = None,
 ) -> QueryReport:
     status, coverage = status_of(selection, judgment)
     if notes and status == "supported":
@@ -134,7 +171,7 @@ def make_report(
     report = QueryReport(
         query_id=query_id, query=question, workspace=workspace, status=status, coverage=coverage,  # type: ignore[arg-type]
         answer=answer, selection=selection, judgment=judgment, route=route, timings=timings, notes=notes or [],
-        called_by=called_by or {}, freshness=freshness,
+        called_by=called_by or {}, freshness=freshness, guard=guard,
     )
     report.tokens_cited_files = cited_file_tokens
     slack = 6 if cited_file_tokens and max_tokens else 0  # the placeholder's digits, filled below

@@ -1,12 +1,14 @@
-"""Choose and run a judge backend by name (local, ollama, cloud, none) with one batched call."""
+"""Choose and run a judge backend by name (local, ollama, cloud, systemone, none) with one batched call."""
 
 from __future__ import annotations
 
 from assay.stages.core.artifacts import Candidate, Judgment, PassageScores, PremiseFinding
 from assay.stages.core.config import Settings
-from assay.stages.core.llm_clients import CloudBackend, OllamaBackend
+from assay.stages.core.llm_clients import CloudBackend, OllamaBackend, require_loopback
+from assay.stages.core.systemone_client import SystemOneBackend
 from assay.stages.query.judge import local as local_judge
 from assay.stages.query.judge import llm as judge_llm
+from assay.stages.query.judge import systemone as judge_systemone
 from assay.stages.query.premise import check_question, entity_of, resolver_from
 
 
@@ -16,6 +18,14 @@ def ollama_backend(settings: Settings) -> OllamaBackend:
 
 def cloud_backend(settings: Settings) -> CloudBackend:
     return CloudBackend(settings.cloud_base_url, settings.cloud_api_key.get_secret_value(), settings.llm_timeout, settings.llm_retries)
+
+
+def systemone_backend(settings: Settings) -> SystemOneBackend:
+    """Local mode reaches only a loopback server (a local Jev-compatible one); hybrid/cloud any host of the wire."""
+    if settings.mode == "local":
+        require_loopback(settings.systemone_base_url, "the System One server")
+    return SystemOneBackend(settings.systemone_base_url, settings.systemone_api_key.get_secret_value(),
+                            settings.systemone_model, settings.systemone_timeout, settings.llm_retries)
 
 
 def with_local_floor(judgment: Judgment, candidates: list[Candidate], premises: list[PremiseFinding]) -> Judgment:
@@ -48,11 +58,16 @@ def run_judge(
     facts = [f.fact for f in premises if not f.holds]
     if backend == "cloud":
         judged = judge_llm.judge_with_cloud(cloud_backend(settings), settings.cloud_judge_model, question, candidates, facts)
+    elif backend == "systemone":
+        judged = judge_systemone.judge_with_systemone(systemone_backend(settings), question, candidates, facts,
+                                                      settings.systemone_query_gate)
+        if candidates and not judged.scores:  # dead, malformed or no verdict at all: the local judge decides
+            return judge_systemone.fall_back(judged, local_judge.judge_local(question, candidates, premises))
     elif backend == "ollama":
         judged = judge_llm.judge_with_ollama(
             ollama or ollama_backend(settings), settings.ollama_judge_model, question, candidates,
             settings.ollama_num_ctx_max, keep_alive=keep_alive, facts=facts,
         )
     else:
-        raise ValueError(f"unknown judge {backend!r}; use local, ollama, cloud or none")
+        raise ValueError(f"unknown judge {backend!r}; use local, ollama, cloud, systemone or none")
     return with_local_floor(judged, candidates, premises)

@@ -1,0 +1,50 @@
+"""Index runs spread over Dask through Prefect's DaskTaskRunner (prefect-dask): `ASSAY_DASK=local:N` starts a
+LocalCluster of N worker processes on this machine, `ASSAY_DASK=tcp://host:8786` uses a running scheduler, whose
+workers must see the workspace at the same path (they read the source files). The flow keeps what lives in the
+workspace (catalog, vector cache, manifest, Chroma writes); the workers parse shares of files and embed slices."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from assay.stages.core.llm_clients import require_loopback
+
+REMOTE_SHARES = 16  # parse shares for a scheduler whose worker count this process does not know
+
+
+@dataclass(frozen=True)
+class Spread:
+    """How the index flow deals its work: `shares` parse tasks, each embedding task with `threads` onnxruntime
+    threads (None: every core of its machine)."""
+
+    workers: int | None
+    shares: int
+    threads: int | None
+
+
+def spread_for(spec: str) -> Spread:
+    """`local:N` or `tcp://host:port`; anything else names the setting and its two forms."""
+    spec = spec.strip()
+    if spec.startswith("local:") and spec[6:].isdigit() and int(spec[6:]) > 0:
+        workers = int(spec[6:])
+        return Spread(workers, shares=2 * workers, threads=max(1, (os.cpu_count() or 1) // workers))
+    if spec.startswith("tcp://") and len(spec) > 6:
+        if os.environ.get("ASSAY_MODE", "local") == "local":  # the workers read the code
+            require_loopback(spec.replace("tcp://", "http://", 1), "the Dask scheduler (ASSAY_DASK)")
+        return Spread(None, shares=REMOTE_SHARES, threads=None)
+    raise ValueError(f"ASSAY_DASK={spec!r} is neither local:N (N worker processes here) nor tcp://host:port (a scheduler)")
+
+
+def task_runner(spec: str) -> Any:
+    """Prefect's DaskTaskRunner for the spec: a LocalCluster it starts and stops, or the scheduler at the address."""
+    try:
+        from prefect_dask import DaskTaskRunner
+    except ImportError as exc:
+        raise RuntimeError("ASSAY_DASK needs the Dask task runner: pip install 'assay[dask]'") from exc
+    spread = spread_for(spec)
+    if spread.workers is None:
+        return DaskTaskRunner(address=spec.strip())
+    return DaskTaskRunner(cluster_class="distributed.LocalCluster", cluster_kwargs={
+        "n_workers": spread.workers, "threads_per_worker": 1, "processes": True, "dashboard_address": None})
