@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from assay.stages.evaluate.metrics import AnchorIndex, GoldEntity, Question, aggregate, dedupe, keep_drop_prf, question_metrics
+from assay.stages.evaluate.metrics import (AnchorIndex, GoldEntity, Question, aggregate, auroc, dedupe, keep_drop_prf,
+                                          question_metrics, trust_summary)
 from assay.stages.evaluate.runs import plant
 
 
@@ -38,6 +39,16 @@ def test_keep_drop_precision_recall_by_hand() -> None:
     m = keep_drop_prf([True, True, False, False, True], [True, False, True, False, True])
     assert m == {"precision": 0.6667, "recall": 0.6667, "f1": 0.6667, "passages": 5}
     assert keep_drop_prf([], [])["f1"] == 0.0
+
+
+def test_auroc_and_trust_summary_by_hand() -> None:
+    assert auroc([0.9, 0.8, 0.2, 0.1], [True, True, False, False]) == 1.0
+    assert auroc([0.1, 0.9], [True, False]) == 0.0
+    assert auroc([0.5, 0.5], [True, False]) == 0.5  # a tie counts half
+    assert auroc([0.3, 0.4], [True, True]) is None  # one class only
+    records = [("supported", 0.9, True), ("supported", 0.8, False), ("partial", 0.2, False), ("unsupported", None, True)]
+    assert trust_summary(records) == {"answers": 4, "trust_high": 2, "included_when_high": 0.5, "included_otherwise": 0.5,
+                                      "answerable_auroc": 1.0}  # 0.9 (included) above 0.8 and 0.2
 
 
 def test_dedupe_keeps_first_seen_order() -> None:
@@ -114,6 +125,8 @@ def test_evaluate_flow_on_a_tiny_local_corpus(tmp_path: Path, monkeypatch: pytes
     assert tiny["retrieval"]["coverage"]["with_primary"] == 2 and tiny["retrieval"]["coverage"]["missing_qualname"] == []
     assert "| tiny | named | ranked (`search`) | 1 |" in results["markdown"]
     assert tiny["retrieval"]["judges"]["local"]["recall"] > 0
+    trust = tiny["retrieval"]["trust"]["local"]
+    assert trust["answers"] == 2 and 0 <= trust["trust_high"] <= 2 and "| tiny | local | 2 |" in results["markdown"]
     assert tiny["injection"]["attacks"] >= 100 and tiny["injection"]["detection_rate"] > 0.5
     assert tiny["cost"]["answers"] == 2 and tiny["cost"]["report_tokens_mean"] > 0
     out = Path(results["output_dir"])

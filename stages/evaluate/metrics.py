@@ -204,3 +204,27 @@ def ranked_keys(candidates: list[Candidate]) -> list[tuple[str, str, int, int]]:
 def estimate_tokens(text: str) -> int:
     """About four characters per token for English and code (no tokenizer download needed)."""
     return (len(text) + 3) // 4
+
+
+def auroc(scores: list[float], labels: list[bool]) -> float | None:
+    """Area under the ROC curve: the chance a random positive scores above a random negative (ties count half);
+    None without both classes."""
+    pos = sum(labels)
+    neg = len(labels) - pos
+    if not pos or not neg:
+        return None
+    ranks = pd.Series(scores, dtype=float).rank(method="average").to_numpy()
+    return float((ranks[np.asarray(labels, dtype=bool)].sum() - pos * (pos + 1) / 2) / (pos * neg))
+
+
+def trust_summary(records: list[tuple[str, float | None, bool]]) -> dict:
+    """How well an answer's status ("supported" reads trust: high) and the judge's `answerable` predict that the
+    primary gold entity is among the passages the answer was written from. records: (status, answerable, included)."""
+    high = [inc for status, _, inc in records if status == "supported"]
+    rest = [inc for status, _, inc in records if status != "supported"]
+    scored = [(a, inc) for _, a, inc in records if a is not None]
+    area = auroc([a for a, _ in scored], [inc for _, inc in scored]) if scored else None
+    return {"answers": len(records), "trust_high": len(high),
+            "included_when_high": round(sum(high) / len(high), 3) if high else None,
+            "included_otherwise": round(sum(rest) / len(rest), 3) if rest else None,
+            "answerable_auroc": round(area, 3) if area is not None else None}

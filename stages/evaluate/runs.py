@@ -21,6 +21,7 @@ from assay.stages.index.store import Catalog, load_manifest
 from assay.stages.query.graph import workspace_centrality
 from assay.stages.query.judge.local import passage_injection
 from assay.stages.query.retrieve import DEFAULT_DEPTH, located_entities, ranking_for, retrieve, to_candidate
+from assay.stages.query.report import status_of
 from assay.stages.query.threshold import default_thresholds, select
 
 Judge = Callable[[str, list[Candidate]], Judgment]
@@ -118,6 +119,7 @@ def evaluate_retrieval(root: Path, questions: list[ev.Question], settings: Setti
                *[f"{served}+{j}" for j in judges], "anchor"]
     per_config: dict[str, list[dict]] = {c: [] for c in configs}
     keep: dict[str, tuple[list[bool], list[bool]]] = {j: ([], []) for j in judges if j != "none"}
+    trusted: dict[str, list[tuple[str, float | None, bool]]] = {j: [] for j in judges if j != "none"}
     rows: list[dict] = []
     for q in questions:
         results: dict[str, list[ev.Ranked]] = {PLAIN_BM25: baseline[q.id]}
@@ -135,6 +137,10 @@ def evaluate_retrieval(root: Path, questions: list[ev.Question], settings: Setti
             sel = select(hybrid, judgment, default_thresholds(j, settings.thresholds, settings.top_k), q.text)
             ordered = sel.included + sorted(sel.dropped, key=lambda r: (-r.rank_score, r.candidate.fused_rank))
             results[f"{served}+{j}"] = ev.ranked_keys([r.candidate for r in ordered])
+            if j in trusted and q.primary is not None:
+                primary = (q.primary.file, q.primary.qualname)
+                included = any((r.candidate.file, r.candidate.entity) == primary for r in sel.included)
+                trusted[j].append((status_of(sel, judgment)[0], judgment.answerable, included))
             if j in keep and golds:
                 for r in sel.included + sel.dropped:
                     keep[j][0].append(r.drop_reason in ("", "beyond top-k", "same entity"))
@@ -147,7 +153,9 @@ def evaluate_retrieval(root: Path, questions: list[ev.Question], settings: Setti
     summary = {c: ev.aggregate(per_config[c]) for c in configs}
     split = {c: ev.split_summary(per_config[c], questions) for c in configs}
     judged = {j: ev.keep_drop_prf(*keep[j]) for j in keep}
-    return {"retrieval": summary, "split": split, "coverage": primary_coverage(entities, questions), "judges": judged}, rows
+    trust = {j: ev.trust_summary(records) for j, records in trusted.items()}
+    return {"retrieval": summary, "split": split, "coverage": primary_coverage(entities, questions), "judges": judged,
+            "trust": trust}, rows
 
 
 _OPENING, _CLOSING = re.compile(r"[([{]"), re.compile(r"[)\]}]")
@@ -280,6 +288,12 @@ def render(results: dict) -> str:
     for name, data in results["corpora"].items():
         for judge, m in data["retrieval"]["judges"].items():
             lines.append(f"| {name} | {judge} | {m['precision']:.2f} | {m['recall']:.2f} | {m['f1']:.2f} | {m['passages']} |")
+    lines += ["", "| corpus | judge | answers | trust high | primary included when high | otherwise | AUROC of answerable |",
+              "|---|---|---|---|---|---|---|"]
+    for name, data in results["corpora"].items():
+        for judge, m in data["retrieval"].get("trust", {}).items():
+            lines.append(f"| {name} | {judge} | {m['answers']} | {m['trust_high']} | {_share(m['included_when_high'])} | "
+                         f"{_share(m['included_otherwise'])} | {_share(m['answerable_auroc'])} |")
     lines += ["", "| corpus | attacks | detection | false positives | report tokens | cited-file tokens | ratio |",
               "|---|---|---|---|---|---|---|"]
     for name, data in results["corpora"].items():
@@ -287,6 +301,10 @@ def render(results: dict) -> str:
         lines.append(f"| {name} | {inj.get('attacks')} | {inj.get('detection_rate', 0):.2f} | {inj.get('false_positive_rate', 0):.3f} | "
                      f"{cost['report_tokens_mean']} | {cost['cited_files_tokens_mean']} | {cost['ratio']} |")
     return "\n".join(lines) + "\n"
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 # ----------------------------------------------------------------------------- semble benchmark
