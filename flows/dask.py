@@ -39,6 +39,8 @@ def spread_for(spec: str) -> Spread:
 
 def task_runner(spec: str) -> Any:
     """Prefect's DaskTaskRunner for the spec: a LocalCluster it starts and stops, or the scheduler at the address."""
+    if not os.environ.get("ASSAY_DEBUG"):  # Dask's INFO lines (scheduler, nanny, workers) are not for a user's terminal
+        os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")  # read when distributed is imported, here and in workers
     try:
         from prefect_dask import DaskTaskRunner
     except ImportError as exc:

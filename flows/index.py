@@ -116,7 +116,8 @@ def _embed_spread(root, collection: str, pending: list, settings: Settings, spre
     cache = EmbedCache(root)
     truncated = 0
     try:
-        known, missing = split_cached(pending, embedder_for(settings).name, cache)
+        name = embedder_for(settings).name
+        known, missing = split_cached(pending, name, cache)
         if known is not None:
             t.store_vectors(root, collection, known, settings)
             manifest = mark_embedded(root, known)
@@ -125,7 +126,7 @@ def _embed_spread(root, collection: str, pending: list, settings: Settings, spre
         futures = [t.embed_slice.submit(piece, settings, spread.threads) for piece in slices]
         for piece, future in zip(slices, futures):
             batch = future.result()
-            remember(cache, piece, batch)
+            remember(cache, name, piece, batch.vectors)
             t.store_vectors(root, collection, batch, settings)
             manifest = mark_embedded(root, batch)
             truncated += batch.truncated

@@ -164,14 +164,23 @@ def start_private_api() -> threading.Thread | None:
     return thread
 
 
-def _run_private_api() -> None:
+def _private_server() -> tuple[str, subprocess.Popen] | None:
+    """A background server on a free loopback port, once it answers (None, and stopped, when it does not)."""
     host = "127.0.0.1"
     port = free_port(host)
     url = api_url(host, port)
-    proc = start_server(host, port, background=True)  # this thread lives as long as it does
+    proc = start_server(host, port, background=True)
     if not wait_until_healthy(url, proc):
         proc.terminate()
+        return None
+    return url, proc
+
+
+def _run_private_api() -> None:
+    started = _private_server()  # this thread lives as long as the server does
+    if started is None:
         return
+    url, proc = started
     try:  # Prefect and the flows built before the first orchestrated call needs them (~2 s)
         from assay.flows.index import _index_flow
         from assay.flows.query import _query_flow
@@ -194,32 +203,24 @@ def api_for_workers() -> Iterator[None]:
 
     orchestrated()  # checks a configured API (loopback in local mode) and hands `assay server`'s URL to Prefect
     current = _current_api()
-    if current:
-        exported = os.environ.get("PREFECT_API_URL") != current
-        os.environ["PREFECT_API_URL"] = current  # the workers inherit this process's environment
-        try:
-            yield
-        finally:
-            if exported:
-                os.environ.pop("PREFECT_API_URL", None)
-        return
-    host = "127.0.0.1"
-    port = free_port(host)
-    url = api_url(host, port)
-    proc = start_server(host, port, background=True)
+    started = None if current else _private_server()
+    if not current and started is None:
+        raise RuntimeError("the Prefect server for the Dask run did not start; set PREFECT_API_URL or run `assay server`")
+    previous = os.environ.get("PREFECT_API_URL")
+    os.environ["PREFECT_API_URL"] = current or started[0]  # the workers inherit this process's environment
     try:
-        if not wait_until_healthy(url, proc):
-            raise RuntimeError("the Prefect server for the Dask run did not start; set PREFECT_API_URL or run `assay server`")
-        os.environ["PREFECT_API_URL"] = url
         yield
     finally:
-        if os.environ.get("PREFECT_API_URL") == url:
-            del os.environ["PREFECT_API_URL"]
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        if previous is None:
+            os.environ.pop("PREFECT_API_URL", None)
+        else:
+            os.environ["PREFECT_API_URL"] = previous
+        if started is not None:
+            started[1].terminate()
+            try:
+                started[1].wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                started[1].kill()
 
 
 def _current_api() -> str | None:

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import httpx
+
+from assay.flows.prefect_api import free_port
 
 
 def process_tree(root: int) -> dict[int, str]:
@@ -38,12 +39,6 @@ def still_running(pid: int, started: str) -> bool:
     except OSError:
         return False
     return fields[19] == started and fields[0] != "Z"  # a zombie has ended; only its exit status waits to be read
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class ChromaServer:

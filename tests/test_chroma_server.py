@@ -73,7 +73,7 @@ def test_two_workspaces_share_a_server_but_not_their_passages(chroma: ChromaServ
 
 
 class _KillAfterFirstBatch(NullSink):
-    """Stops the server once the embedding stage has stored its first batch."""
+    """Stops the server once the embedding stage reports its first embedded batch (the vectors are not stored yet)."""
 
     def __init__(self, server: ChromaServer) -> None:
         self.server = server

@@ -7,16 +7,15 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from assay.flows.prefect_api import free_port, wait_until_healthy
 from assay.stages.index.store import load_manifest
 from tests.conftest import FIXTURES
-from tests.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.prefect
@@ -40,15 +39,7 @@ def prefect_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     server = subprocess.Popen([str(Path(sys.executable).with_name("prefect")), "server", "start", "--host", "127.0.0.1",
                                "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                if httpx.get(f"{env['PREFECT_API_URL']}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "the Prefect server did not start within 180 s"
-            time.sleep(0.5)
+        assert wait_until_healthy(env["PREFECT_API_URL"], server), "the Prefect server did not start within 180 s"
         yield env
     finally:
         server.kill()

@@ -223,7 +223,7 @@ def trust_summary(records: list[tuple[str, float | None, bool]]) -> dict:
     high = [inc for status, _, inc in records if status == "supported"]
     rest = [inc for status, _, inc in records if status != "supported"]
     scored = [(a, inc) for _, a, inc in records if a is not None]
-    area = auroc([a for a, _ in scored], [inc for _, inc in scored]) if scored else None
+    area = auroc([a for a, _ in scored], [inc for _, inc in scored])
     return {"answers": len(records), "trust_high": len(high),
             "included_when_high": round(sum(high) / len(high), 3) if high else None,
             "included_otherwise": round(sum(rest) / len(rest), 3) if rest else None,

@@ -79,22 +79,22 @@ def parse_files(root: Path, files: list[SourceFile], max_lines: int, max_chars: 
     the same as in one process. `on_share` gets each share's result as soon as it is in: this process's
     own before it waits for the workers (the index stores its records in that wait)."""
     if workers <= 1:
-        result = _parse_share(root, files, max_lines, max_chars, progress)
+        result = parse_share(root, files, max_lines, max_chars, progress)
         if on_share is not None:
             on_share(result)
         return result
     dealt = shares(files, workers)
     pool = worker_pool(len(dealt) - 1)
     try:
-        futures = [pool.submit(_parse_share, root, share, max_lines, max_chars) for share in dealt[1:]]
-        results = [_parse_share(root, dealt[0], max_lines, max_chars, progress)]
+        futures = [pool.submit(parse_share, root, share, max_lines, max_chars) for share in dealt[1:]]
+        results = [parse_share(root, dealt[0], max_lines, max_chars, progress)]
         if on_share is not None:
             on_share(results[0])
         for future, share in zip(futures, dealt[1:]):
             try:
                 results.append(future.result())
             except Exception:  # noqa: BLE001 - a worker that cannot start or dies: parse its share here
-                results.append(_parse_share(root, share, max_lines, max_chars))
+                results.append(parse_share(root, share, max_lines, max_chars))
             if on_share is not None:
                 on_share(results[-1])
             if progress is not None:
@@ -118,13 +118,8 @@ def shares(files: list[SourceFile], n: int) -> list[list[SourceFile]]:
 
 def parse_share(root: Path, files: list[SourceFile], max_lines: int, max_chars: int,
                 progress: Callable[[int], None] | None = None) -> ParseResult:
-    """One share of the planned files, parsed where this runs (a worker process, or a Dask worker that sees the
-    workspace at the same path); nothing is stored."""
-    return _parse_share(root, files, max_lines, max_chars, progress)
-
-
-def _parse_share(root: Path, files: list[SourceFile], max_lines: int, max_chars: int,
-                 progress: Callable[[int], None] | None = None) -> ParseResult:
+    """One share of the planned files, parsed where this runs (this process, a worker process, or a Dask worker that
+    sees the workspace at the same path); nothing is stored."""
     parsed = []
     skipped: list[SkippedFile] = []
     for f in files:

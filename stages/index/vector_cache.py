@@ -74,16 +74,13 @@ def embed_with_cache(entities: list[Entity], embed: Callable[[list[Entity], Reme
     cached there and then, so a run killed mid-way leaves them for the next."""
     if cache is None or not entities:
         return embed(entities, None)
-    keys = [text_key(embedder_name, e.embed_text()) for e in entities]
-    known = cache.get(keys)
-    missing = [e for e, k in zip(entities, keys) if k not in known]
-    if progress is not None and len(entities) > len(missing):
-        progress(len(entities) - len(missing))
-    key_of = {e.id: k for e, k in zip(entities, keys)}
-    remember = lambda done, vectors: cache.put([key_of[e.id] for e in done], vectors)  # noqa: E731
-    fresh = embed(missing, remember) if missing else None
-    by_id = dict(zip(fresh.ids, fresh.vectors)) if fresh is not None else {}
-    vectors = [by_id[e.id] if e.id in by_id else known[k].tolist() for e, k in zip(entities, keys)]
+    known, missing = split_cached(entities, embedder_name, cache)
+    if progress is not None and known is not None:
+        progress(len(known.ids))
+    fresh = embed(missing, lambda done, vectors: remember(cache, embedder_name, done, vectors)) if missing else None
+    by_id = {**(dict(zip(known.ids, known.vectors)) if known is not None else {}),
+             **(dict(zip(fresh.ids, fresh.vectors)) if fresh is not None else {})}
+    vectors = [by_id[e.id] for e in entities]
     return EmbeddedBatch.model_construct(
         embedder=fresh.embedder if fresh is not None else embedder_name,
         dimension=fresh.dimension if fresh is not None else (len(vectors[0]) if vectors else 0),
@@ -93,8 +90,8 @@ def embed_with_cache(entities: list[Entity], embed: Callable[[list[Entity], Reme
 
 
 def split_cached(entities: list[Entity], embedder_name: str, cache: EmbedCache) -> tuple[EmbeddedBatch | None, list[Entity]]:
-    """The remembered vectors as one batch (None when there are none), and the entities still to embed: a run that
-    spreads embedding over other machines looks the cache up here, where it lives."""
+    """The remembered vectors as one batch (None when there are none), and the entities still to embed, in order: an
+    index run reads the cache here, whether this process or task runners elsewhere embed the rest."""
     keys = [text_key(embedder_name, e.embed_text()) for e in entities]
     known = cache.get(keys)
     hits = [(e, known[k]) for e, k in zip(entities, keys) if k in known]
@@ -106,6 +103,6 @@ def split_cached(entities: list[Entity], embedder_name: str, cache: EmbedCache) 
     return batch, missing
 
 
-def remember(cache: EmbedCache, entities: list[Entity], batch: EmbeddedBatch) -> None:
-    """Keep a batch that was embedded elsewhere (its ids are `entities`', in order)."""
-    cache.put([text_key(batch.embedder, e.embed_text()) for e in entities], np.asarray(batch.vectors, dtype=np.float32))
+def remember(cache: EmbedCache, embedder_name: str, entities: list[Entity], vectors) -> None:
+    """Keep the vectors of `entities` (in order), keyed by the embedder's name and each one's text."""
+    cache.put([text_key(embedder_name, e.embed_text()) for e in entities], np.asarray(vectors, dtype=np.float32))

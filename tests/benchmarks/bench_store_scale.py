@@ -4,8 +4,8 @@ passages, in the embedded store or a Chroma server.
     python -m tests.benchmarks.bench_store_scale [--sizes 10000,100000] [--queries 200] [--server] [--real]
 
 `--server` starts `chroma run` on loopback (its data in a temporary folder) and goes through `ASSAY_CHROMA_URL`'s
-client; the server's resident memory is read from /proc after loading and after the queries. `--real` draws the
-passages (names, paths, bodies) from the catalogs of the indexes under ~/.assay/eval/corpora (run `assay eval` once),
+client; the server's resident memory is read from /proc after loading and querying. `--real` draws the
+passages (names, paths, bodies) from the catalogs of the indexes `assay eval` leaves (ASSAY_EVAL_DIR/corpora),
 repeated under new ids to reach each size, so BM25 sees realistic lengths and vocabulary; otherwise short synthetic
 bodies. Vectors are random unit vectors (no embedding time). BM25 memory is this process's resident memory growth from
 building the index (kept alive). 1M takes ~1 h on 2 cores and ~3 GB of disk; pass --sizes 10000,100000,1000000 for it.
@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from assay.flows.evaluate import eval_home
 from assay.stages.core.artifacts import EmbeddedBatch, Entity
 from assay.stages.index.lexical import LexicalIndex
 from assay.stages.index.store import VectorStore
@@ -29,7 +30,6 @@ from tests.processes import ChromaServer
 
 WORDS = ("get set parse load save request response session cookie retry backoff config cache token user path file "
          "stream buffer socket thread lock queue index query judge report entity fixture marker plugin hook").split()
-EVAL_CORPORA = Path.home() / ".assay" / "eval" / "corpora"
 
 
 def synthetic(n: int, rng: np.random.Generator) -> list[Entity]:
@@ -47,9 +47,10 @@ def real(n: int) -> list[Entity]:
     """`n` passages cycled from the evaluation indexes' catalogs, each copy under its own id and folder."""
     from assay.stages.index.store import Catalog
 
-    source = [e for root in sorted(EVAL_CORPORA.glob("*/")) if (root / ".assay").exists() for e in Catalog(root).all()]
+    corpora = eval_home() / "corpora"
+    source = [e for root in sorted(corpora.glob("*/")) if (root / ".assay").exists() for e in Catalog(root).all()]
     if not source:
-        raise SystemExit(f"no indexes under {EVAL_CORPORA}: run `assay eval --suite swe-qa` once, or drop --real")
+        raise SystemExit(f"no indexes under {corpora}: run `assay eval --suite swe-qa` once, or drop --real")
     out = []
     for i in range(n):
         e = source[i % len(source)]
