@@ -9,7 +9,7 @@ from assay.flows import runtime  # noqa: F401
 
 from assay.flows.runtime import Caller, flow_exports, lazy_flow, prefect_call, run_flow
 from assay.stages.audit import stats as audit_stats
-from assay.stages.audit.charts import calibration_heatmap, score_histograms, verdict_bars
+from assay.stages.audit.charts import calibration_heatmap, reliability_diagram, score_histograms, verdict_bars
 from assay.stages.audit.report import render_markdown
 from assay.stages.core.config import DATA_DIR, Settings
 from assay.stages.core.workspace import resolve_workspace, state_dir
@@ -53,6 +53,9 @@ def audit_pipeline(
         charts["verdicts"] = verdict_bars(data["distributions"], folder / "verdicts.png").name
     if data["calibration"]["grid"]:
         charts["calibration"] = calibration_heatmap(data["calibration"]["grid"], folder / "calibration.png").name
+    if data["calibration"].get("reliability"):
+        curve = {data["calibration"]["judge"]: data["calibration"]["reliability"]}
+        charts["reliability"] = reliability_diagram(curve, folder / "reliability.png").name
     markdown = render_markdown(data, charts)
     (folder / "audit.md").write_text(markdown)
     data["report_path"] = str(folder / "audit.md")

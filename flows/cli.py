@@ -494,12 +494,14 @@ def evaluate(
     corpus: list[str] = typer.Option([], help="swe-qa: any <name>.jsonl of the questions folder, e.g. requests, pytest, sphinx, "
                                      "pylint, xarray (default: requests, pytest); semble: names in repos.json (default: all of them); "
                                      "faithfulness: PyPI pins NAME==VERSION (default: tenacity, boltons)"),
-    judge: list[str] = typer.Option(["local", "none"], help="swe-qa: judges to compare (local, none, ollama, cloud, systemone)"),
+    judge: list[str] = typer.Option(["local", "none"], help="swe-qa: judges to compare; judge: judges to calibrate "
+                                    "(local, none, ollama, cloud, systemone)"),
     limit: Optional[int] = typer.Option(None, help="only the first N questions of each corpus (faithfulness: N cases per "
                                         "fault kind and corpus, default 40)"),
     questions: Optional[Path] = typer.Option(None, help="swe-qa: folder with <corpus>.jsonl (default: $ASSAY_EVAL_QUESTIONS, else "
                                              "../shared/eval/swe-qa beside the checkout or the current directory); "
-                                             "semble: folder with repos.json and annotations/ (default: ../shared/eval/semble)"),
+                                             "semble: folder with repos.json and annotations/ (default: ../shared/eval/semble); "
+                                             "judge: folder of labelled pairs (default: the checkout's tests/benchmarks/judge_labels)"),
     ablate: bool = typer.Option(True, help="semble: also score Assay with each ranking signal switched off"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -510,10 +512,12 @@ def evaluate(
     paraphrased questions beside a stock BM25 over the same passages, primaries missing from the index, judge keep/drop
     precision and recall, injection detection on planted BIPIA attacks, and answer cost in tokens.
 
-    [bold]judge[/bold]: the local judge alone. Premise checking on false/true question twins generated from the `ast`
-    facts of httpx, click, rich and starlette (recall and false alarms per premise kind, for tuned and held-back
-    phrasings); injection detection on BIPIA and Assay's own attack families planted in code and Markdown, with
-    false positives on clean code, docs and text that discusses injection.
+    [bold]judge[/bold]: premise checking on false/true question twins generated from the `ast` facts of httpx, click,
+    rich and starlette (recall and false alarms per premise kind, for tuned and held-back phrasings); injection
+    detection on BIPIA and Assay's own attack families planted in code and Markdown, with false positives on clean
+    code, docs and text that discusses injection; calibration of each --judge on 1,416 (question, passage) pairs
+    labelled by reading the code: ECE, precision at recall 0.85, a reliability diagram, and the local judge refitted
+    leaving each repository out.
 
     [bold]faithfulness[/bold]: the local answer guard alone. Answers over the tenacity and boltons sdists, each with one
     planted fault (a file, line or name that is not there; a default, value, parameter, base, return type, exception
@@ -537,7 +541,8 @@ def evaluate(
         elif suite == "judge":
             from assay.flows.evaluate import run_evaluate_judge
 
-            data = run_evaluate_judge(_settings())
+            data = run_evaluate_judge(_settings(), judges=[j for j in judge if j != "none"] or ["local"],
+                                      labels_dir=str(questions) if questions else None)
         elif suite == "faithfulness":
             from assay.flows.evaluate import run_evaluate_faithfulness
 

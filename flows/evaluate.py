@@ -166,9 +166,18 @@ def _default_bipia() -> Path | None:
         return None
 
 
-def evaluate_judge_pipeline(settings: Settings, bipia_dir: str | None = None, call: Caller = prefect_call) -> dict:
-    """The local judge alone: premise checks on sets generated from third-party sdists, injection detection on
-    attacks planted into their code and docs. No index, no model: parse and check."""
+def default_labels_dir() -> Path:
+    """The labelled judge pairs of a checkout (they are development data, not shipped in the wheel)."""
+    return Path(__file__).resolve().parents[1] / "tests" / "benchmarks" / "judge_labels"
+
+
+def evaluate_judge_pipeline(settings: Settings, bipia_dir: str | None = None, call: Caller = prefect_call,
+                            judges: list[str] | None = None, labels_dir: str | None = None) -> dict:
+    """The judges: premise checks on sets generated from third-party sdists, injection detection on attacks planted
+    into their code and docs (the local judge), and calibration of each judge on the labelled pairs, with
+    reliability diagrams."""
+    from assay.stages.audit.charts import reliability_diagram
+    from assay.stages.evaluate import judge_calibration
     from assay.stages.evaluate import planted_attacks as injection_eval
     from assay.stages.evaluate import premise_set as premise_eval
 
@@ -185,9 +194,10 @@ def evaluate_judge_pipeline(settings: Settings, bipia_dir: str | None = None, ca
 
 
 @lazy_flow("assay-evaluate-judge")
-def _evaluate_judge_flow(bipia_dir: str | None = None, settings: Settings | None = None) -> dict:
-    """Measure premise checking and injection detection of the local judge."""
-    return evaluate_judge_pipeline(settings or Settings(), bipia_dir)
+def _evaluate_judge_flow(bipia_dir: str | None = None, settings: Settings | None = None, judges: list[str] | None = None,
+                        labels_dir: str | None = None) -> dict:
+    """Measure premise checking, injection detection and calibration of the judges."""
+    return evaluate_judge_pipeline(settings or Settings(), bipia_dir, judges=judges, labels_dir=labels_dir)
 
 
 def run_evaluate_judge(settings: Settings | None = None, **options) -> dict:

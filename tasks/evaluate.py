@@ -79,6 +79,14 @@ def evaluate_injection_planted(roots: list[Path], bipia: Path | None) -> dict:
     return injection_eval.evaluate(roots, bipia)
 
 
+@task(name="evaluate-calibration")
+def evaluate_calibration(labels: Path, judges: list[str], settings: Settings) -> dict:
+    """ECE and reliability of each judge on the labelled pairs; the local judge also refitted per held-out repo."""
+    from assay.stages.evaluate import judge_calibration
+
+    return judge_calibration.evaluate(labels, {j: judge_holding_gpu(j, settings) for j in judges})
+
+
 @task(name="evaluate-faithfulness")
 def evaluate_faithfulness(roots: dict[str, Path], per_kind: int) -> dict:
     from assay.stages.evaluate import faithfulness_set as faith

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
+from assay.stages.query.judge.calibrated import load_models
 from assay.flows.audit import run_audit
 from assay.flows.cli import app
 from assay.flows.index import run_index
@@ -61,6 +62,8 @@ def test_calibration_sweep_and_injection_baseline_by_hand() -> None:
     assert at[(0.5, 0.2)] == {"relevance_min": 0.5, "evidence_min": 0.2, "precision": 1.0, "recall": 1.0, "f1": 1.0}
     assert at[(0.1, 0.1)]["precision"] == 0.5 and at[(0.1, 0.1)]["recall"] == 1.0
     assert result["best"]["f1"] == 1.0
+    assert result["ece"] == round((0.1 + 0.4 + 0.7 + 0.2) / 4, 4)  # one pair per bin: |0.9-1|, |0.6-1|, |0.7-0|, |0.2-0|
+    assert [b["n"] for b in result["reliability"]] == [1, 1, 1, 1]
     base = audit_stats.injection_baseline([("a", 0.0), ("b", 0.1), ("c", 0.4)])
     assert not base["passed"] and base["offenders"] == [("c", 0.4)] and base["max"] == 0.4
 
@@ -75,12 +78,13 @@ def test_audit_over_real_query_snapshots_with_rejudge(project: Path) -> None:
     after = list(judgments_dir(project).rglob("*.parquet"))
     assert len(after) == 6 and data["rejudged_queries"] == 3
     assert all(p.parent == before[0].parent for p in after)  # beside the originals, same date partition
-    assert set(data["distributions"]) == {"none/-", "local/assay-local-1"}
+    assert set(data["distributions"]) == {"none/-", f"local/{load_models().name}"}
     assert data["agreement"]["first"] == "none" and data["agreement"]["second"] == "local"
     assert data["agreement"]["pairs"] == data["distributions"]["none/-"]["passages"]
     assert data["injection_baseline"]["passed"] and data["calibration"]["best"]["f1"] > 0.5
     report = Path(data["report_path"])
     assert report.exists() and (report.parent / "scores.png").exists() and (report.parent / "calibration.png").exists()
+    assert (report.parent / "reliability.png").exists() and "Relevance as a probability: ECE" in report.read_text()
     assert "Cohen's kappa" in report.read_text()
     ranged = run_audit(str(project), start=date(2000, 1, 1), end=date(2000, 1, 2))
     assert ranged["snapshots"]["passages"] == 0
@@ -98,7 +102,7 @@ def test_rejudge_with_systemone_on_the_jevcompat_server_gives_agreement_and_kapp
     assert cfg.requests == 2 and data["rejudged_queries"] == 2  # one batched call per stored query
     agree = data["agreement"]
     assert (agree["first"], agree["second"], agree["bar"]) == ("local", "systemone", 0.7)
-    assert agree["pairs"] == data["distributions"]["local/assay-local-1"]["passages"] and -1.0 <= agree["kappa"] <= 1.0
+    assert agree["pairs"] == data["distributions"][f"local/{load_models().name}"]["passages"] and -1.0 <= agree["kappa"] <= 1.0
     assert "systemone/jevcompat-mock-0.1" in data["distributions"]
     assert "the anchor's bar 70%" in Path(data["report_path"]).read_text()
 

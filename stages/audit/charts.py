@@ -65,3 +65,26 @@ def calibration_heatmap(grid: list[dict], out: Path) -> Path:
     fig.savefig(out, dpi=90)
     plt.close(fig)
     return out
+
+
+def reliability_diagram(curves: dict[str, list[dict]], out: Path, title: str = "relevance") -> Path:
+    """Predicted against observed rate per probability bin, one curve per judge (or repository); the diagonal is a
+    perfectly calibrated judge, and each point's size its share of the pairs."""
+    fig, ax = plt.subplots(figsize=(4.5, 4.5))
+    ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="calibrated")
+    for name, bins in curves.items():
+        if not bins:
+            continue
+        total = sum(b["n"] for b in bins)
+        ax.plot([b["predicted"] for b in bins], [b["observed"] for b in bins], marker="o", label=name)
+        ax.scatter([b["predicted"] for b in bins], [b["observed"] for b in bins], s=[400 * b["n"] / total for b in bins], alpha=0.3)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel(f"predicted {title}")
+    ax.set_ylabel("observed rate (labels)")
+    ax.set_title(f"Reliability: {title}")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=90)
+    plt.close(fig)
+    return out

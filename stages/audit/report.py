@@ -29,6 +29,12 @@ def render_markdown(data: dict, charts: dict[str, str]) -> str:
                   f"precision {b['precision']:.2f}, recall {b['recall']:.2f}, F1 {b['f1']:.2f}.", "",
                   f"Current defaults ({cal['current']['relevance_min']:.2f}/{cal['current']['evidence_min']:.2f}): "
                   f"precision {cal['current']['precision']:.2f}, recall {cal['current']['recall']:.2f}, F1 {cal['current']['f1']:.2f}."]
+        if cal.get("ece") is not None:
+            lines += ["", f"Relevance as a probability: ECE {cal['ece']:.3f} over {cal['scored']} scored passages (a perfectly "
+                      f"calibrated judge would show ~{cal['ece_floor']:.3f} on this many; lower is better).", "",
+                      "| predicted | passages | observed |", "|---|---|---|"]
+            lines += [f"| {b['low']:.1f}-{b['high']:.1f} (mean {b['predicted']:.2f}) | {b['n']} | {b['observed']:.2f} |"
+                      for b in cal.get("reliability", [])]
     base = data["injection_baseline"]
     verdict = "PASSED" if base["passed"] else "FAILED"
     lines += ["", f"## Injection baseline: {verdict}", "",

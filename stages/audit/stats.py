@@ -18,6 +18,7 @@ import pyarrow.dataset as ds
 
 from assay.stages.audit.snapshots import SNAPSHOT_SCHEMA
 from assay.stages.core.artifacts import Candidate, Judgment
+from assay.stages.evaluate.calibration import ece, ece_floor, reliability
 
 SCORES = ("relevance", "evidence", "contradicts", "injection")
 INJECTION_BASELINE_MAX = 0.15
@@ -137,25 +138,30 @@ def load_labels(path: Path) -> list[LabelledPassage]:
     for i, r in enumerate(raw):
         rel = r.get("relevant")
         relevant = rel if isinstance(rel, bool) else str(rel).strip().lower() in ("1", "true", "yes")
-        cand = Candidate(
-            id=f"label-{i}", file=r.get("file", ""), start_line=int(r.get("start_line") or 1),
-            end_line=int(r.get("end_line") or 1), entity=r.get("entity", ""), kind=r.get("kind", "function"),
-            language=r.get("language", "python"), signature=r.get("signature", ""), docstring=r.get("docstring", ""),
-            body=r.get("body", ""), bases=list(r.get("bases") or []), params=list(r.get("params") or []),
-            fused_rank=1, fused_score=1 / 61,
-        )
+        if isinstance(r.get("candidate"), dict):  # a pair as retrieval handed it to the judge (tests/benchmarks/judge_labels)
+            cand = Candidate(**r["candidate"])
+        else:
+            cand = Candidate(
+                id=f"label-{i}", file=r.get("file", ""), start_line=int(r.get("start_line") or 1),
+                end_line=int(r.get("end_line") or 1), entity=r.get("entity", ""), kind=r.get("kind", "function"),
+                language=r.get("language", "python"), signature=r.get("signature", ""), docstring=r.get("docstring", ""),
+                body=r.get("body", ""), bases=list(r.get("bases") or []), params=list(r.get("params") or []),
+                fused_rank=1, fused_score=1 / 61,
+            )
         out.append(LabelledPassage(r["question"], cand, relevant))
     return out
 
 
 def with_retrieval_signals(items: list[LabelledPassage], embedder) -> list[LabelledPassage]:
-    """Give labelled passages the signals retrieval would have: cosine distance and the fused rank per question."""
+    """Give labelled passages the signals retrieval would have: cosine distance and the fused rank per question.
+    Pairs labelled with the signals retrieval gave them keep those."""
     from assay.stages.index.lexical import LexicalIndex
 
-    out: list[LabelledPassage] = []
+    out: list[LabelledPassage] = [it for it in items if it.candidate.distance is not None]
     by_q: dict[str, list[LabelledPassage]] = {}
     for it in items:
-        by_q.setdefault(it.question, []).append(it)
+        if it.candidate.distance is None:
+            by_q.setdefault(it.question, []).append(it)
     for q, group in by_q.items():
         vecs, _ = embedder.embed([q] + [f"{g.candidate.entity}\n{g.candidate.signature}\n{g.candidate.body}" for g in group])
         dists = [float(1 - vecs[0] @ v) for v in vecs[1:]]
@@ -181,7 +187,8 @@ def prf(pred: list[bool], gold: list[bool]) -> tuple[float, float, float]:
 
 
 def calibrate(items: list[LabelledPassage], judgments: dict[str, Judgment], injection_max: float = 0.5) -> dict:
-    """Sweep relevance/evidence minimums; precision, recall, F1 of keep vs the labels, and the best setting."""
+    """Sweep relevance/evidence minimums; precision, recall, F1 of keep vs the labels, and the best setting; how well
+    relevance reads as a probability (ECE beside the noise floor of a perfectly calibrated judge, reliability bins)."""
     scored = []
     for it in items:
         s = judgments[it.question].scores.get(it.candidate.id)
@@ -195,7 +202,9 @@ def calibrate(items: list[LabelledPassage], judgments: dict[str, Judgment], inje
             p, r, f = prf(pred, gold)
             grid.append({"relevance_min": float(rel), "evidence_min": float(evid), "precision": p, "recall": r, "f1": f})
     best = max(grid, key=lambda g: (g["f1"], g["precision"], -g["relevance_min"])) if grid else None
-    return {"labelled": len(items), "scored": len(scored), "grid": grid, "best": best}
+    rel = [s.relevance for s, _ in scored]
+    return {"labelled": len(items), "scored": len(scored), "grid": grid, "best": best, "ece": ece(rel, gold),
+            "ece_floor": ece_floor(rel), "reliability": reliability(rel, gold)}
 
 
 def injection_baseline(scores: list[tuple[str, float]], limit: float = INJECTION_BASELINE_MAX) -> dict:

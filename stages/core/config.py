@@ -25,8 +25,7 @@ class Settings(BaseSettings):
     )
     max_file_bytes: int = Field(1_000_000, description="files larger than this are skipped (counted as too_large)")
     index_generated: bool = Field(
-        False, description="index files a generator marks as its own (`Code generated ... DO NOT EDIT`, `@generated`); "
-        "skipped by default"
+        False, description="index generated files (`Code generated ... DO NOT EDIT`, `@generated`)"
     )
     chunk_lines: int = Field(40, description="bodies longer than this are split on line boundaries")
     chunk_chars: int = Field(1200, description="bodies longer than this many characters are split too")
@@ -40,7 +39,7 @@ class Settings(BaseSettings):
     )
     embed_batch: int = Field(16, description="texts per embedding call (16 measured fastest on 2 CPU cores)")
     embed_tokens: int = Field(
-        128, description="model window of the default embedder (128: ~2x faster than 256, as good on the dev set)"
+        128, description="model window of the default embedder (128: ~2x faster than 256)"
     )
     store_batch: int = Field(1024, description="records per Chroma upsert")
     chroma_url: str | None = Field(None, description="use a Chroma server (HttpClient) instead of .assay/chroma")
@@ -51,14 +50,13 @@ class Settings(BaseSettings):
     distance_floor: float | None = Field(None, description="drop dense hits with cosine distance above this")
     top_k: int = Field(5, description="passages kept for synthesis after ranking")
     max_tokens: int | None = Field(
-        2000, description="budget of the `ask` report text an agent reads (whole lines, most useful first; JSON keeps all)"
+        2000, description="budget of the `ask` report text (whole lines, most useful first)"
     )
     judge: Literal["local", "ollama", "cloud", "systemone", "none"] = Field("local", description="passage judge backend")
     synth: Literal["extractive", "ollama", "cloud"] = Field("extractive", description="answer writer backend")
     route: Literal["auto", "local", "cloud"] = Field("auto", description="force synthesis routing")
     guard: Literal["local", "ollama", "cloud", "systemone"] = Field(
-        "local", description="faithfulness guard backend for every answer's claims (ollama/cloud: the judge model; "
-        "systemone: the ASSAY_SYSTEMONE_* server)"
+        "local", description="answer guard backend (ollama/cloud: the judge model; systemone: the ASSAY_SYSTEMONE_* server)"
     )
     ollama_host: str = Field("http://127.0.0.1:11434", description="Ollama server")
     ollama_judge_model: str = Field("qwen2.5-coder:7b", description="Ollama model that judges passages")
@@ -90,10 +88,9 @@ class Settings(BaseSettings):
         None, description="os.pathsep-separated roots the MCP server may touch (default: its working directory)"
     )
     watch: bool = Field(True, description="the MCP server keeps each workspace it indexes fresh")
-    watch_debounce_ms: int = Field(1600, description="changes within this window are one re-index (a branch switch is one batch)")
+    watch_debounce_ms: int = Field(1600, description="changes within this window are one re-index")
     orchestration: Literal["auto", "prefect", "direct"] = Field(
-        "auto", description="auto: on Prefect when an API records runs, else in-process; prefect: always; direct: never "
-        "(see Orchestration)"
+        "auto", description="auto: on Prefect when an API records runs, else in-process; prefect: always; direct: never"
     )
 
 

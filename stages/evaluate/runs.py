@@ -22,7 +22,7 @@ from assay.stages.query.graph import workspace_centrality
 from assay.stages.query.judge.local import passage_injection
 from assay.stages.query.retrieve import DEFAULT_DEPTH, located_entities, ranking_for, retrieve, to_candidate
 from assay.stages.query.report import status_of
-from assay.stages.query.threshold import default_thresholds, select
+from assay.stages.query.threshold import default_thresholds, judge_orders, select
 
 Judge = Callable[[str, list[Candidate]], Judgment]
 
@@ -135,7 +135,10 @@ def evaluate_retrieval(root: Path, questions: list[ev.Question], settings: Setti
         for j in judges:
             judgment = judge_for(j)(q.text, hybrid)
             sel = select(hybrid, judgment, default_thresholds(j, settings.thresholds, settings.top_k), q.text)
-            ordered = sel.included + sorted(sel.dropped, key=lambda r: (-r.rank_score, r.candidate.fused_rank))
+            position = {c.id: i for i, c in enumerate(hybrid)}
+            dropped = sorted(sel.dropped, key=lambda r: (-r.rank_score, r.candidate.fused_rank) if judge_orders(j) else
+                             (position[r.candidate.id],))
+            ordered = sel.included + dropped
             results[f"{served}+{j}"] = ev.ranked_keys([r.candidate for r in ordered])
             if j in trusted and q.primary is not None:
                 primary = (q.primary.file, q.primary.qualname)

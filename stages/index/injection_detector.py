@@ -492,13 +492,17 @@ def _may_match(name: str, low: str, raw_low: str) -> bool:
 
 def score_text(prose: str, _decoding: bool = False, raw: str = "", context: str = "",
                learned: bool = True, for_reader: str | None = None, conversational: bool = True,
-               ) -> tuple[float, list[str]]:
+               values: str = "") -> tuple[float, list[str]]:
     """Score prose already extracted from a passage (quoted mentions removed; `raw` keeps them for the signals
     where quoting does not disarm); returns (score, signal names). `learned`: ask the learned phrasing model too,
     about `for_reader` (the passage's comments and docstrings) when given, else about all of `prose`. Not about a
     document (`is_document`), whose every page tells its reader what to run in "your shell" (asked there, the first
-    model flagged 34 more of 69,765 passages of 15 code bases, nearly all guides), nor about the strings code uses
-    as values: a CLI's messages ("You are now using your virtualenv"), an AI library's prompts and example chats.
+    model flagged 34 more of 69,765 passages of 15 code bases, nearly all guides; asked only when confident, still
+    31 more of 4,977 documents of 15 sdists), nor about an AI library's prompts and example chats. `values`, the
+    strings code uses as values (a CLI's messages, error texts, constants), are asked too but count only when the
+    model is confident (`CONFIDENT`), never as a suspicion: an attack planted in a string constant was missed there
+    most (`_fresh7` 8 of 24, `_fresh8` 13 of 24), and read so, 0 more of 58,321 Python passages of 15 sdists are
+    flagged. A printed "You are now using your virtualenv" is then read as role play, as it is in a comment.
     `conversational=False` (a chat message's content): only the signals no ordinary chat says (overrides, role
     markers, exfiltration, tool bait, hidden or encoded text), not requests, role play or words to an AI."""
     hits: dict[str, float] = {}
@@ -518,6 +522,9 @@ def score_text(prose: str, _decoding: bool = False, raw: str = "", context: str 
         hits["steers_conversation"] = 0.75
     asked = prose if for_reader is None else for_reader
     learned_p = reading(_SENTENCE.findall(asked)) if learned and not _decoding else 0.0
+    if learned and not _decoding and values and learned_p < CONFIDENT:
+        in_values = reading(_SENTENCE.findall(values))
+        learned_p = in_values if in_values >= CONFIDENT else learned_p
     if learned_p:
         # confident, enough alone (the patterns catch only the phrasings they were written for); else a suspicion the
         # receipt shows (0.45), which drops the passage only beside a pattern's signal: pytest's "... usually in your
@@ -545,7 +552,8 @@ def injection_score(text: str, language: str) -> tuple[float, list[str]]:
         return 0.0, []
     talk = [(_QUOTED.sub(_MENTION, r), r, value) for r, value, chat in kinds if not chat]
     score, names = score_text("\n".join(q for q, _, _ in talk), raw="\n".join(r for _, r, _ in talk), context=text,
-                              learned=not is_document(language), for_reader="\n".join(q for q, _, v in talk if not v))
+                              learned=not is_document(language), for_reader="\n".join(q for q, _, v in talk if not v),
+                              values="\n".join(q for q, _, v in talk if v))
     chats = [r for r, _, chat in kinds if chat]
     if chats:  # what the code sends its own model (chat messages, named prompts): only what no ordinary chat says
         inner, found = score_text("\n".join(_QUOTED.sub(_MENTION, r) for r in chats), raw="\n".join(chats),

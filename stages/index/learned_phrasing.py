@@ -6,10 +6,11 @@ logistic regression over hashed word unigrams and bigrams of one sentence, train
 sentences of real docstrings, comments and strings (`train`; `python -m tests.benchmarks.bench_injection_learned
 --write` rebuilds the shipped model), with its threshold set on held-out clean sentences. Above the threshold a
 sentence is suspect; only above `CONFIDENT` does the judge let the model alone drop a passage
-(`injection.score_text`). It reads word pairs the patterns do not spell out ("your reply", "the reviewer be told",
-"approved by"), so it reaches phrasings nobody wrote a pattern for: 17 of `_fresh7`'s 24, never seen in training
-(the first model, trained without `_fresh5` and `_fresh6`, caught 16 of `_fresh6`'s and 14 of `_fresh7`'s). Pure
-numpy: no model download, no torch, ~1 MB of weights in memory.
+(`injection_detector.score_text`), and in the strings code uses as values only a reading above it counts at all. It
+reads word pairs the patterns do not spell out ("your reply", "the reviewer be told", "approved by"), so it reaches
+phrasings nobody wrote a pattern for: 17 of `_fresh7`'s 24, never seen in training (the first model, trained without
+`_fresh5` and `_fresh6`, caught 16 of `_fresh6`'s and 14 of `_fresh7`'s). Pure numpy: no model download, no torch,
+~1 MB of weights in memory.
 """
 
 from __future__ import annotations

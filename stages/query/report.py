@@ -6,11 +6,14 @@ from collections import Counter
 
 from assay.stages.core.artifacts import Answer, Freshness, GuardReport, Judgment, QueryReport, RankedPassage, RouteDecision, Selection
 from assay.stages.query.budget import count_tokens, fit
+from assay.stages.query.gaps import missing_lines
 from assay.stages.query.identifiers import question_identifiers
 
 LEGEND = (
     "Legend: relevance, evidence, contradicts and injection are judge scores in [0,1]. High relevance = on the\n"
-    "question's topic; high evidence = concrete support (a definition, a code path); high contradicts = conflicts\n"
+    "question's topic; high evidence = concrete support (a definition, a code path); the local judge's relevance,\n"
+    "evidence and answerable are calibrated chances (0.7: about 7 in 10 such passages are what a correct answer\n"
+    "cites; answerable: the kept passages hold what the answer is about). High contradicts = conflicts\n"
     "with a premise of the question; high injection = the passage tries to steer an AI. verdict: include (used),\n"
     "conflict (used, but contradicts the question: check the source), drop (not used; reason given).\n"
     "status: supported | partial | unsupported; coverage N/3 = how much of the question the evidence covers.\n"
@@ -50,7 +53,8 @@ def render_text(report: QueryReport, max_dropped_rows: int = 10, max_tokens: int
     reasons = Counter(rp.drop_reason or "dropped" for rp in sel.dropped)
     dropped = f", {len(sel.dropped)} dropped" + (" (" + ", ".join(f"{n} {r}" for r, n in sorted(reasons.items())) + ")" if reasons else "")
     answer = [*report.answer.text.splitlines(), ""]
-    assessment = ["Assessment:", f"  status: {report.status}", f"  coverage: {report.coverage}/3",
+    answerable = [f"  answerable: {j.answerable:.2f}"] if j.answerable is not None and j.backend == "local" else []
+    assessment = ["Assessment:", f"  status: {report.status}", f"  coverage: {report.coverage}/3", *answerable,
                   f"  passages: {len(sel.included)} included{dropped}", f"  conflicts: {sel.conflicts}",
                   f"  judge: {j.backend}" + (f" ({j.model})" if j.model else "") + f", {j.calls} call(s)",
                   f"  route: {report.route.target} ({report.route.reason}); answer by {report.answer.backend}"]
@@ -156,6 +160,8 @@ def guidance(report: QueryReport) -> list[str]:
         out.append("gap: not found in the index: " + ", ".join(missing[:5]))
     elif report.status == "unsupported":
         out.append("gap: try naming a function, class, file or error message from the code")
+    if report.status != "supported":
+        out += missing_lines(report.query, sel, report.judgment)
     return out
 
 

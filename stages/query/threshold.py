@@ -1,7 +1,7 @@
 """Threshold stage: keep, flag or drop each passage, rank what is kept, cut to the top-k entities (one row each).
 
 keep = relevance >= rel_min and evidence >= evid_min and injection < inj_max
-rank = 0.50 relevance + 0.35 evidence - 0.15 injection
+rank = 0.50 relevance + 0.35 evidence - 0.15 injection (the local judge keeps the rank stage's order: `judge_orders`)
 conflict = contradicts >= contra_min (kept, but flagged)
 Injection is checked twice: by the judge and by the local AST detector (a floor that holds even
 when an LLM judge misses or fails). Passages the judge failed to score fail open: they are kept
@@ -15,15 +15,19 @@ from pathlib import Path
 
 from assay.stages.core.artifacts import Candidate, Judgment, PassageScores, RankedPassage, Selection, Thresholds
 from assay.stages.core.config import DATA_DIR
+from assay.stages.query.judge.calibrated import load_models
 from assay.stages.query.judge.local import passage_injection
 
 
 
 def default_thresholds(backend: str, override_file: str | None = None, top_k: int | None = None) -> Thresholds:
-    """Per-backend defaults from data/thresholds.json, optionally overridden by a user JSON file."""
+    """Per-backend defaults from data/thresholds.json (the local judge's from its calibration sweep, stored with its
+    weights), optionally overridden by a user JSON file."""
     table = json.loads((DATA_DIR / "thresholds.json").read_text())
     values = dict(table["default"])
     values.update(table.get(backend, {}))
+    if backend == "local":
+        values.update(load_models().thresholds)
     if override_file:
         extra = json.loads(Path(override_file).read_text())
         values.update(extra.get(backend, extra if "relevance_min" in extra else {}))
@@ -95,7 +99,8 @@ def select(candidates: list[Candidate], judgment: Judgment, th: Thresholds, ques
             if s.contradicts >= th.contradicts_min:
                 rp.verdict = "conflict"
             included.append(rp)
-    included.sort(key=lambda r: (-r.rank_score, r.candidate.distance if r.candidate.distance is not None else 9.0, r.candidate.fused_rank))
+    if judge_orders(judgment.backend):
+        included.sort(key=lambda r: (-r.rank_score, r.candidate.distance if r.candidate.distance is not None else 9.0, r.candidate.fused_rank))
     merged = included + failed
     if failed:  # fail open: what the judge kept plus what it could not score, in lexical (fused) order
         merged.sort(key=lambda r: r.candidate.fused_rank)
@@ -104,6 +109,13 @@ def select(candidates: list[Candidate], judgment: Judgment, th: Thresholds, ques
     if failed:
         reason = (judgment.failure or "judge failed") + f"; {len(failed)} unscored passage(s) kept in lexical order"
     return _finish(kept, extra + dropped, th, bool(failed), reason, injection_dropped)
+
+
+def judge_orders(backend: str) -> bool:
+    """Whether a judge's scores re-order what it keeps. The local judge's probabilities are fitted on the rank stage's
+    own signals over the first passages of its pools: they say which to keep and how sure to be, but order no better
+    than the rank stage did (`bench_judge_calibration`), so its kept passages stay in the rank stage's order."""
+    return backend != "local"
 
 
 def one_row_per_entity(

@@ -1,0 +1,43 @@
+"""What a low-trust answer lacks, said in the words an agent can act on.
+
+Trust below high says "doubt this"; these lines say what to look for instead: the named mechanism has no definition
+among the passages (only callers or mentions), only tests or only documents were found, or nothing kept is likely
+about the question at all. Each reads what the selection holds; none needs a model.
+"""
+
+from __future__ import annotations
+
+from assay.stages.core.artifacts import DEFINITION_KINDS, Judgment, Selection, short_name
+from assay.stages.core.path_roles import is_test_path
+from assay.stages.query.identifiers import question_identifiers
+
+LIKELY = 0.5  # a calibrated relevance at or above this: more likely than not a passage a correct answer cites
+_DOCUMENT_KINDS = frozenset({"section", "note", "element", "rule", "file"})
+
+
+def missing_lines(question: str, sel: Selection, judgment: Judgment) -> list[str]:
+    """`missing:` guidance lines for an answer that is not trust high (empty when nothing specific is missing)."""
+    kept = [rp for rp in sel.included]
+    if not kept:
+        return []
+    out: list[str] = []
+    names = question_identifiers(question)
+    defined = {short_name(rp.candidate.entity).lower() for rp in kept if rp.candidate.kind in DEFINITION_KINDS | {"module"}}
+    undefined = [n for n in names if short_name(n).lower() not in defined]
+    if undefined:
+        bodies = " ".join(rp.candidate.body for rp in kept)
+        mentioned = [n for n in undefined if short_name(n) in bodies]
+        if mentioned:
+            out.append(f"missing: no included passage defines {', '.join(mentioned[:3])}; they only use or mention it "
+                       f"(look up its definition: assay search \"{short_name(mentioned[0])}\")")
+        else:
+            out.append(f"missing: no included passage defines {', '.join(undefined[:3])}")
+    if all(is_test_path(rp.candidate.file) for rp in kept):
+        out.append("missing: only tests were found, not the code they exercise; search for the function under test")
+    elif all(rp.candidate.kind in _DOCUMENT_KINDS for rp in kept):
+        out.append("missing: only documentation was found, no code that implements it")
+    best = max((rp.scores.relevance for rp in kept if rp.scores is not None), default=None)
+    if judgment.backend == "local" and best is not None and best < LIKELY:
+        out.append(f"missing: no kept passage is likely about the question (best relevance {best:.2f}); the mechanism may "
+                   "be named otherwise in the code: ask again with a function, class or file name")
+    return out

@@ -1,0 +1,116 @@
+"""The local judge's calibrated models: the fitting and calibration maths by hand, the labelled set's shape, the
+shipped weights rebuilt byte for byte from it, and what the judge and the report do with the probabilities."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from assay.stages.core.artifacts import Judgment, PassageScores, RankedPassage, Selection, Thresholds
+from assay.stages.evaluate import calibration as cal
+from assay.stages.evaluate import judge_calibration as jc
+from assay.stages.query.gaps import missing_lines
+from assay.stages.query.judge.calibrated import MODEL_PATH, load_models
+from assay.stages.query.judge.local import judge_local
+from tests.test_judge import cand
+
+LABELS = Path(__file__).resolve().parent / "benchmarks" / "judge_labels"
+
+
+def test_logistic_fit_recovers_a_known_model_and_is_calibrated() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(4000, 2))
+    truth = 1 / (1 + np.exp(-(0.5 + 2.0 * x[:, 0] - 1.0 * x[:, 1])))
+    y = rng.random(4000) < truth
+    model = cal.fit_logistic(("a", "b"), x.tolist(), y.tolist(), l2=0.0)
+    raw = np.array(model.weights) / np.array(model.scale)  # back to the unstandardised slopes
+    assert raw == pytest.approx([2.0, -1.0], abs=0.15)
+    predicted = [model.probability(row) for row in x.tolist()]
+    assert cal.ece(predicted, y.tolist()) < 0.03
+    assert cal.ece([0.9] * 10, [False] * 10) == 0.9  # confidently wrong: the whole gap
+
+
+def test_ece_floor_and_precision_at_recall_by_hand() -> None:
+    floor = cal.ece_floor([0.5] * 100)
+    assert 0.02 < floor < 0.08  # 100 fair coins stray ~0.04 from a half
+    scores, labels = [0.9, 0.8, 0.7, 0.6, 0.5], [True, False, True, False, True]
+    assert cal.precision_at_recall(scores, labels, 0.6) == (round(2 / 3, 4), 0.7)  # keep 3: two of the three positives
+    assert cal.precision_at_recall(scores, labels, 1.0) == (0.6, 0.5)
+
+
+def test_labelled_set_has_both_sides_of_the_boundary_in_every_repo() -> None:
+    rows = {c: jc.load(LABELS, c) for c in jc.CORPORA}
+    assert sum(map(len, rows.values())) >= 600
+    for corpus, pairs in rows.items():
+        relevant = sum(r["relevant"] for r in pairs)
+        assert 0.1 * len(pairs) < relevant < 0.9 * len(pairs), corpus
+        assert all(r["candidate"]["rank_score"] is not None and r["before"] is not None for r in pairs)
+    assert (LABELS / "README.md").read_text().count("relevant = 1") == 1  # the labelling rule is written down
+
+
+def test_shipped_weights_rebuild_byte_for_byte_from_the_labels() -> None:
+    fitted = jc.fit_all([r for c in jc.CORPORA for r in jc.load(LABELS, c)])
+    assert jc.model_json(fitted) == MODEL_PATH.read_text(encoding="utf-8")
+    assert json.loads(MODEL_PATH.read_text())["thresholds"]["answerable_min"] == jc.TRUST_PRECISION
+
+
+def test_judge_scores_are_probabilities_that_favour_the_named_definition() -> None:
+    send = cand("a", "Session.send", "def send(self, request):\n    return retry_call(request)\n", kind="method",
+                docstring="Send a request.", rank_score=2.0, rank_signals={"lexical": 1.0, "dense": 0.9, "name": 0.6, "defines": 1.0})
+    noise = cand("c", "parse_colour", "def parse_colour(x):\n    return x\n", fused_rank=5, rank_score=0.3,
+                 rank_signals={"lexical": 0.1, "dense": 0.5})
+    j = judge_local("How does Session.send retry?", [send, noise])
+    th = load_models().thresholds
+    assert j.model == load_models().name
+    assert j.scores["a"].relevance > 0.5 > j.scores["c"].relevance
+    assert j.scores["c"].relevance < th["relevance_min"] <= j.scores["a"].relevance
+    assert 0.0 <= j.answerable <= 1.0 and "defines a named identifier" in j.reasons["a"]
+    unranked = judge_local("How does Session.send retry?", [s.model_copy(update={"rank_score": None, "rank_signals": {}})
+                                                            for s in (send, noise)])
+    assert unranked.scores["a"].relevance > unranked.scores["c"].relevance  # the unranked pair of models, same order
+
+
+def _selection(*passages) -> Selection:
+    th = Thresholds(relevance_min=0.2, evidence_min=0.1, injection_max=0.5, contradicts_min=0.5, answerable_min=0.9, top_k=5)
+    return Selection(included=[RankedPassage(candidate=c, scores=PassageScores(relevance=r, evidence=0.5, contradicts=0, injection=0),
+                                             verdict="include", rank_score=r) for c, r in passages], dropped=[], thresholds=th)
+
+
+def test_a_low_trust_report_says_what_is_missing() -> None:
+    local = Judgment(backend="local", scores={})
+    caller = cand("a", "handle", "def handle(req):\n    return merge_settings(req)\n", file="app.py")
+    lines = missing_lines("How does merge_settings combine values?", _selection((caller, 0.6)), local)
+    assert lines == ["missing: no included passage defines merge_settings; they only use or mention it "
+                     "(look up its definition: assay search \"merge_settings\")"]
+    only_tests = _selection((cand("t", "test_merge", "def test_merge():\n    assert merge()\n", file="tests/test_merge.py"), 0.3))
+    lines = missing_lines("How are settings merged?", only_tests, local)
+    assert lines[0].startswith("missing: only tests were found") and "best relevance 0.30" in lines[1]
+    docs = _selection((cand("d", "Merging", "Settings merge left to right.", kind="section", file="docs/merge.md"), 0.7))
+    assert missing_lines("How are settings merged?", docs, local) == ["missing: only documentation was found, no code that implements it"]
+    defined = _selection((cand("m", "merge_settings", "def merge_settings(a, b):\n    return {**a, **b}\n"), 0.8))
+    assert missing_lines("How does merge_settings combine values?", defined, local) == []
+
+
+def test_the_judge_suite_measures_any_backend_on_labelled_pairs(tmp_path: Path) -> None:
+    for corpus in ("requests", "sphinx"):
+        rows = (LABELS / f"{corpus}.jsonl").read_text().splitlines()[:60]
+        (tmp_path / f"{corpus}.jsonl").write_text("\n".join(rows) + "\n")
+
+    def half(question: str, candidates: list) -> Judgment:  # a judge that knows nothing and says so
+        return Judgment(backend="half", scores={c.id: PassageScores(relevance=0.5, evidence=0.5, contradicts=0, injection=0)
+                                                for c in candidates[1:]})  # ...and gives the first passage no verdict
+
+    result = jc.evaluate(tmp_path, {"local": judge_local, "half": half})
+    rows = [r for c in ("requests", "sphinx") for r in jc.load(tmp_path, c)]
+    scored = [r for r in rows if r["position"] != 0]
+    rate = sum(r["relevant"] for r in scored) / len(scored)
+    assert result["pairs"] == 120 and result["backends"]["half"]["all"]["scored"] == len(scored)
+    assert result["backends"]["half"]["all"]["ece_relevance"] == pytest.approx(abs(0.5 - rate), abs=1e-3)
+    assert result["backends"]["local"]["all"]["ece_relevance"] < result["backends"]["half"]["all"]["ece_relevance"]
+    assert set(result["local_held_out"]) == {"requests", "sphinx"}
+    text = jc.render_section(result)
+    assert "| half | sphinx | " in text and "measured on each held-out one" in text
+    assert "No labelled pairs" in jc.render_section(jc.evaluate(tmp_path / "none", {"local": judge_local}))
