@@ -187,10 +187,19 @@ def evaluate_judge_pipeline(settings: Settings, bipia_dir: str | None = None, ca
     premises = call(t.evaluate_premises, roots)
     clean = list(roots.values()) + [call(t.prepare_corpus, req, home) for req in JUDGE_CLEAN_CORPORA]
     injection = call(t.evaluate_injection_planted, clean, bipia if bipia is not None and bipia.exists() else None)
+    calibration = call(t.evaluate_calibration, Path(labels_dir) if labels_dir else default_labels_dir(),
+                       [j for j in (judges or ["local"]) if j != "none"], settings)
     results = {"created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "suite": "judge",
-               "premises": premises, "injection": injection}
-    markdown = "# Assay judge evaluation\n\n" + premise_eval.render(premises) + "\n" + injection_eval.render(injection)
-    return save_results(home, "judge-", results, [], "", markdown)
+               "premises": premises, "injection": injection, "calibration": calibration}
+    markdown = ("# Assay judge evaluation\n\n" + premise_eval.render(premises) + "\n" + injection_eval.render(injection)
+                + "\n" + judge_calibration.render_section(calibration))
+    saved = save_results(home, "judge-", results, [], "", markdown)
+    curves = {name: per_repo["all"]["reliability"] for name, per_repo in calibration.get("backends", {}).items()}
+    if curves:
+        chart = reliability_diagram(curves, Path(saved["output_dir"]) / "reliability.png")
+        with open(Path(saved["output_dir"]) / "results.md", "a", encoding="utf-8") as fh:
+            fh.write(f"\n![reliability]({chart.name})\n")
+    return saved
 
 
 @lazy_flow("assay-evaluate-judge")

@@ -49,6 +49,11 @@ def test_labelled_set_has_both_sides_of_the_boundary_in_every_repo() -> None:
         assert 0.1 * len(pairs) < relevant < 0.9 * len(pairs), corpus
         assert all(r["candidate"]["rank_score"] is not None and r["before"] is not None for r in pairs)
     assert (LABELS / "README.md").read_text().count("relevant = 1") == 1  # the labelling rule is written down
+    held_out = sorted((LABELS / "held-out").glob("*.jsonl"))
+    assert len(held_out) == 8 and not {p.stem for p in held_out} & set(jc.CORPORA)  # never fitted on
+    for path in held_out:
+        pairs = jc.load(path.parent, path.stem)
+        assert 0 < sum(r["relevant"] for r in pairs) < len(pairs) and all(r["before"] is not None for r in pairs)
 
 
 def test_shipped_weights_rebuild_byte_for_byte_from_the_labels() -> None:
@@ -114,3 +119,26 @@ def test_the_judge_suite_measures_any_backend_on_labelled_pairs(tmp_path: Path) 
     text = jc.render_section(result)
     assert "| half | sphinx | " in text and "measured on each held-out one" in text
     assert "No labelled pairs" in jc.render_section(jc.evaluate(tmp_path / "none", {"local": judge_local}))
+
+
+def test_the_judge_suite_flow_reports_calibration_with_a_reliability_diagram(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The flow wiring: the premise and injection parts are stubbed (they need sdists); calibration runs for real."""
+    from assay.flows import evaluate as flow
+    from assay.flows.runtime import direct_call
+    from assay.stages.core.config import Settings
+    from assay.stages.evaluate import planted_attacks, premise_set
+    from assay.tasks import evaluate as tasks
+
+    labels = tmp_path / "labels"
+    labels.mkdir()
+    (labels / "pylint.jsonl").write_text("\n".join((LABELS / "pylint.jsonl").read_text().splitlines()[:30]) + "\n")
+    stubs = {tasks.prepare_corpus: tmp_path, tasks.evaluate_premises: {}, tasks.evaluate_injection_planted: {}}
+    monkeypatch.setenv("ASSAY_EVAL_DIR", str(tmp_path / "eval"))
+    monkeypatch.setattr(premise_set, "render", lambda result: "")
+    monkeypatch.setattr(planted_attacks, "render", lambda result: "")
+    data = flow.evaluate_judge_pipeline(Settings(), call=lambda task, *a, **k: stubs[task] if task in stubs else direct_call(task, *a, **k),
+                                        judges=["local", "none"], labels_dir=str(labels))
+    out = Path(data["output_dir"])
+    assert data["calibration"]["pairs"] == 30 and set(data["calibration"]["backends"]) == {"local"}
+    assert "| local | pylint | 30 of 30 |" in (out / "results.md").read_text()
+    assert (out / "reliability.png").exists() and "![reliability](reliability.png)" in (out / "results.md").read_text()

@@ -53,7 +53,10 @@ def main() -> None:
         found, rows = evaluate_retrieval(root, questions, settings, ["local"], lambda b: judge_holding_gpu(b, settings))
         for config, m in found["retrieval"].items():
             print(f"{name:10s} {config:14s} {m['hit@1']:6.2f} {m['hit@5']:6.2f} {m['hit@10']:6.2f} {m['mrr']:6.3f}")
-        print(f"{name}: {len(questions)} questions, {package}")
+        t = found["trust"]["local"]
+        print(f"{name}: {len(questions)} questions, {package}; trust high {t['trust_high']} of {t['answers']}, primary "
+              f"among the passages when high {t['included_when_high']}, otherwise {t['included_otherwise']}; AUROC of "
+              f"answerable {t['answerable_auroc']}")
         if args.misses:
             texts = {q.id: q for q in questions}
             for row in rows:

@@ -1,6 +1,7 @@
 """Dump what the judge sees for every SWE-QA dev question: the ranked pool, in the order the judge is handed it.
 
     python -m tests.benchmarks.judge_pools [--corpora sphinx,pylint,...] [--depth 15]
+    python -m tests.benchmarks.judge_pools --sets axios,gin,...   # bench_questions' held-out sets instead
 
 Writes `~/.assay/eval/judge_pools/<corpus>.jsonl`, one line per question: the question, its gold (primary and all
 gold entities), and the first `--depth` entities of the ranked pool (one row each, the same ordering `ask` uses),
@@ -39,17 +40,23 @@ def gold_flags(c: dict, q: ev.Question) -> dict:
     return {"is_primary": bool(primary), "is_gold": bool(gold)}
 
 
-def dump(corpus: str, depth: int, settings: Settings) -> Path:
-    qdir = default_questions_dir()
-    package = ev.question_set_package(qdir / f"{corpus}.jsonl")
-    root = prepare_corpus(package, eval_home())
+def dump(corpus: str, depth: int, settings: Settings, held_out: bool = False) -> Path:
+    """One corpus's pools: a SWE-QA dev set, or (`held_out`) one of `bench_questions`' sets on other code bases."""
+    if held_out:
+        from tests.benchmarks.bench_questions import QUESTIONS, source_tree
+
+        path = QUESTIONS / f"{corpus}.jsonl"
+        root = source_tree(json.loads(path.read_text().splitlines()[0])["package"])
+    else:
+        path = default_questions_dir() / f"{corpus}.jsonl"
+        root = prepare_corpus(ev.question_set_package(path), eval_home())
     manifest = load_manifest(root)
     embedder = embedder_for(settings)
     ranking = ranking_for(settings)
-    out = pools_dir() / f"{corpus}.jsonl"
+    out = pools_dir() / ("held-out" if held_out else "") / f"{corpus}.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8") as fh:
-        for q in answerable_questions(qdir / f"{corpus}.jsonl", None):
+        for q in answerable_questions(path, None):
             res = retrieve(root, q.text, manifest, embedder, pool=max(30, settings.pool_size), chroma_url=settings.chroma_url,
                            ranking=ranking)
             seen: set[tuple[str, str, str]] = set()
@@ -75,11 +82,12 @@ def dump(corpus: str, depth: int, settings: Settings) -> Path:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpora", default=",".join(CORPORA))
+    ap.add_argument("--sets", help="bench_questions' held-out sets (comma-separated) instead of the SWE-QA dev sets")
     ap.add_argument("--depth", type=int, default=15)
     args = ap.parse_args()
     settings = Settings()
-    for corpus in args.corpora.split(","):
-        print(dump(corpus, args.depth, settings))
+    for corpus in (args.sets or args.corpora).split(","):
+        print(dump(corpus, args.depth, settings, held_out=bool(args.sets)))
 
 
 if __name__ == "__main__":
