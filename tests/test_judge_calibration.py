@@ -97,6 +97,12 @@ def test_a_low_trust_report_says_what_is_missing() -> None:
     assert missing_lines("How are settings merged?", docs, local) == ["missing: only documentation was found, no code that implements it"]
     defined = _selection((cand("m", "merge_settings", "def merge_settings(a, b):\n    return {**a, **b}\n"), 0.8))
     assert missing_lines("How does merge_settings combine values?", defined, local) == []
+    elsewhere = _selection((cand("o", "other", "def other():\n    return 1\n"), 0.8))
+    elsewhere.dropped = [RankedPassage(candidate=cand("m", "merge_settings", "def merge_settings(a, b): ..."), verdict="drop",
+                                       rank_score=0.0, drop_reason="irrelevant")]
+    assert missing_lines("How does merge_settings combine values?", elsewhere, local) == [
+        "missing: merge_settings only in passages the judge dropped; check them under Evidence"]
+    assert missing_lines("How does unknown_thing work?", elsewhere, local) == []  # the report's `gap:` line says it
 
 
 def test_the_judge_suite_measures_any_backend_on_labelled_pairs(tmp_path: Path) -> None:
@@ -142,3 +148,17 @@ def test_the_judge_suite_flow_reports_calibration_with_a_reliability_diagram(tmp
     assert data["calibration"]["pairs"] == 30 and set(data["calibration"]["backends"]) == {"local"}
     assert "| local | pylint | 30 of 30 |" in (out / "results.md").read_text()
     assert (out / "reliability.png").exists() and "![reliability](reliability.png)" in (out / "results.md").read_text()
+
+
+def test_audit_reads_labelled_pairs_with_the_signals_retrieval_gave_them(tmp_path: Path) -> None:
+    from assay.stages.audit import stats as audit_stats
+
+    path = tmp_path / "labels.jsonl"
+    path.write_text("\n".join((LABELS / "requests.jsonl").read_text().splitlines()[:12]) + "\n")
+    items = audit_stats.load_labels(path)
+    assert [it.relevant for it in items] == [bool(r["relevant"]) for r in jc.load(tmp_path, "labels")]
+    kept = audit_stats.with_retrieval_signals(items, embedder=None)  # nothing to reconstruct: no embedder is asked
+    assert [it.candidate.rank_score for it in kept] == [r["candidate"]["rank_score"] for r in jc.load(tmp_path, "labels")]
+    judgments = {q: judge_local(q, [it.candidate for it in kept if it.question == q]) for q in {it.question for it in kept}}
+    result = audit_stats.calibrate(kept, judgments)
+    assert result["scored"] == 12 and result["ece"] is not None and sum(b["n"] for b in result["reliability"]) == 12

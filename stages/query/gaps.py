@@ -17,21 +17,21 @@ _DOCUMENT_KINDS = frozenset({"section", "note", "element", "rule", "file"})
 
 def missing_lines(question: str, sel: Selection, judgment: Judgment) -> list[str]:
     """`missing:` guidance lines for an answer that is not trust high (empty when nothing specific is missing)."""
-    kept = [rp for rp in sel.included]
+    kept = sel.included
     if not kept:
         return []
     out: list[str] = []
-    names = question_identifiers(question)
     defined = {short_name(rp.candidate.entity).lower() for rp in kept if rp.candidate.kind in DEFINITION_KINDS | {"module"}}
-    undefined = [n for n in names if short_name(n).lower() not in defined]
-    if undefined:
-        bodies = " ".join(rp.candidate.body for rp in kept)
-        mentioned = [n for n in undefined if short_name(n) in bodies]
-        if mentioned:
-            out.append(f"missing: no included passage defines {', '.join(mentioned[:3])}; they only use or mention it "
-                       f"(look up its definition: assay search \"{short_name(mentioned[0])}\")")
-        else:
-            out.append(f"missing: no included passage defines {', '.join(undefined[:3])}")
+    undefined = [n for n in question_identifiers(question) if short_name(n).lower() not in defined]
+    used = " ".join(rp.candidate.body for rp in kept)
+    elsewhere = " ".join(f"{rp.candidate.entity} {rp.candidate.body}" for rp in sel.dropped)
+    mentioned = [n for n in undefined if short_name(n) in used]
+    if mentioned:
+        out.append(f"missing: no included passage defines {', '.join(mentioned[:3])}; they only use or mention it "
+                   f"(look up its definition: assay search \"{short_name(mentioned[0])}\")")
+    dropped_only = [n for n in undefined if n not in mentioned and short_name(n) in elsewhere]
+    if dropped_only:  # a name no passage holds at all is the report's `gap:` line
+        out.append(f"missing: {', '.join(dropped_only[:3])} only in passages the judge dropped; check them under Evidence")
     if all(is_test_path(rp.candidate.file) for rp in kept):
         out.append("missing: only tests were found, not the code they exercise; search for the function under test")
     elif all(rp.candidate.kind in _DOCUMENT_KINDS for rp in kept):

@@ -3,7 +3,7 @@
 - relevance: P(a reader would cite this passage in a correct answer), over `features.PASSAGE_FEATURES`;
 - evidence: P(the passage's own text shows a fact a correct answer states), same features;
 - answerable: P(the passages the judge keeps include the one the answer is about), over `SET_FEATURES` of the
-  judge's best `top_k` passages.
+  passages the threshold stage will keep (the first `top_k` of the pool at or above the relevance minimum).
 A pool the rank stage did not order (ranking off, a re-judged audit snapshot) is scored by the `_unranked` pair,
 fitted on the same labels with the rank score and signals taken away, rather than by a model that never saw one.
 
