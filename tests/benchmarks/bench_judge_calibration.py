@@ -59,7 +59,8 @@ def before_scores(pools: Path, corpora: list[str]) -> dict[str, dict]:
     return out
 
 
-def collect(folder: Path, pools: Path, before: Path | None, corpora: list[str] = list(CORPORA), out_dir: Path = LABELS) -> None:
+def collect(folder: Path, pools: Path, before: Path | None, corpora: tuple[str, ...] | list[str] = CORPORA,
+            out_dir: Path = LABELS) -> None:
     """Join the labellers' files (`{"pair", "relevant", "evidence", "why"}` per line) with the dumped pools."""
     prior = before_scores(pools, corpora) if before is None else {
         r["pair"]: r for r in map(json.loads, before.read_text().splitlines())}
