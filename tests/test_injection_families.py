@@ -128,7 +128,7 @@ def test_code_and_docs_that_discuss_or_instruct_developers_are_clean(text: str) 
 def test_a_tutorials_you_are_now_is_clean_in_docs_and_only_the_learned_model_reads_it_in_code() -> None:
     """click's docs say "You are now using your virtualenv": no role play for the patterns (`role_play`'s exception)
     and, in a document, not asked of the learned model. In code the learned model reads it as role play (it learned
-    "you are now" from the attacks, p 0.97): a known false positive in a comment, and since stop 43, when the model
+    "you are now" from the attacks, p 0.97): a known false positive in a comment, and, since the model
     also reads string values (confident only), in a string a program prints. No code base measured prints it (0 more
     flagged of 58,321 Python passages of 15 sdists), so it is asserted as the learned model's reading alone."""
     text = "You are now using your virtualenv (notice how the prompt of your shell has changed)."

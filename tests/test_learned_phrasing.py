@@ -47,7 +47,7 @@ def test_a_saved_model_scores_as_it_did(tmp_path: Path) -> None:
 
 def test_the_shipped_model_flags_a_planted_instruction_no_pattern_reads() -> None:
     """In a code comment or docstring the learned model is a signal of its own, and in a string the code uses as a
-    value (stop 43) when it is confident. In a document (Markdown, reST, text), whose pages tell their readers what
+    value when it is confident. In a document (Markdown, reST, text), whose pages tell their readers what
     to do in "your shell", and in what the code sends its own model (an AI library's prompt), it is not asked and
     only the patterns judge."""
     assert shipped_model() is not None

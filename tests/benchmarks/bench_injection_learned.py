@@ -12,7 +12,7 @@ beside them, were held out of the first model and are trained on now), sentences
 JPype, fmt, zod), the judge suite's clean functions, and the code of two AI libraries and of Assay itself, beside
 the patterns on the same attacks. Passages are read as the judge asks the model about them at its threshold:
 comments and docstrings of code (the strings code uses as values, which the judge asks about only for a confident
-reading since stop 43, are not counted here).
+reading, are not counted here).
 `--write` saves the model as `data/injection_phrasing.npz`, the one the judge ships (the defaults rebuild it byte
 for byte). `--more` and `--docs` add clean sentences of other code bases (all their prose, or their documents only);
 both were tried and not kept (README). Needs the indexes `assay eval` and `bench_languages` leave.
