@@ -191,14 +191,12 @@ def evaluate_judge_pipeline(settings: Settings, bipia_dir: str | None = None, ca
                        [j for j in (judges or ["local"]) if j != "none"], settings)
     results = {"created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "suite": "judge",
                "premises": premises, "injection": injection, "calibration": calibration}
-    markdown = ("# Assay judge evaluation\n\n" + premise_eval.render(premises) + "\n" + injection_eval.render(injection)
-                + "\n" + judge_calibration.render_section(calibration))
-    saved = save_results(home, "judge-", results, [], "", markdown)
     curves = {name: per_repo["all"]["reliability"] for name, per_repo in calibration.get("backends", {}).items()}
+    markdown = ("# Assay judge evaluation\n\n" + premise_eval.render(premises) + "\n" + injection_eval.render(injection)
+                + "\n" + judge_calibration.render_section(calibration) + ("\n![reliability](reliability.png)\n" if curves else ""))
+    saved = save_results(home, "judge-", results, [], "", markdown)
     if curves:
-        chart = reliability_diagram(curves, Path(saved["output_dir"]) / "reliability.png")
-        with open(Path(saved["output_dir"]) / "results.md", "a", encoding="utf-8") as fh:
-            fh.write(f"\n![reliability]({chart.name})\n")
+        reliability_diagram(curves, Path(saved["output_dir"]) / "reliability.png")
     return saved
 
 

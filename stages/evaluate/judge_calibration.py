@@ -17,7 +17,7 @@ from pathlib import Path
 
 from assay.stages.core.artifacts import Candidate, Judgment
 from assay.stages.evaluate import calibration as cal
-from assay.stages.evaluate.metrics import auroc
+from assay.stages.evaluate.metrics import auroc, keep_drop_prf
 from assay.stages.query.judge.calibrated import SET_FEATURES, Logistic, set_features
 from assay.stages.query.judge.features import PASSAGE_FEATURES, QuestionTerms, names_of, passage_features
 
@@ -53,16 +53,16 @@ def featurise(rows: list[dict], ranked: bool = True) -> list[list[float]]:
     return [feats[(r["id"], r["candidate"]["id"])] for r in rows]
 
 
-def fit_pairs(rows: list[dict], ranked: bool = True) -> tuple[Logistic, Logistic]:
-    x = featurise(rows, ranked)
+def fit_pairs(rows: list[dict], x: list[list[float]]) -> tuple[Logistic, Logistic]:
+    """Relevance and evidence fitted on the pairs' features `x` (`featurise`)."""
     return (cal.fit_logistic(PASSAGE_FEATURES, x, [r["relevant"] for r in rows], L2),
             cal.fit_logistic(PASSAGE_FEATURES, x, [r["evidence"] for r in rows], L2))
 
 
-def question_sets(rows: list[dict], relevance: Logistic, evidence: Logistic, relevance_min: float) -> list[tuple[list[float], bool]]:
+def question_sets(rows: list[dict], x: list[list[float]], relevance: Logistic, evidence: Logistic,
+                  relevance_min: float) -> list[tuple[list[float], bool]]:
     """Per question with a primary entity: the judge's set features, and whether the passages it keeps (the first
     `TOP_K` at or above the relevance minimum, in pool order) hold the primary."""
-    x = featurise(rows)
     out = []
     for group in questions([dict(r, _x=f) for r, f in zip(rows, x)]).values():
         if not group[0]["has_primary"]:
@@ -79,14 +79,14 @@ def question_sets(rows: list[dict], relevance: Logistic, evidence: Logistic, rel
 
 
 def fit_all(rows: list[dict]) -> dict:
-    relevance, evidence = fit_pairs(rows)
     x = featurise(rows)
+    relevance, evidence = fit_pairs(rows, x)
     _, relevance_min = cal.precision_at_recall([relevance.probability(f) for f in x], [r["relevant"] for r in rows], KEEP_RECALL)
     _, evidence_min = cal.precision_at_recall([evidence.probability(f) for f in x], [r["evidence"] for r in rows], 0.95)
-    sets = question_sets(rows, relevance, evidence, relevance_min)
+    sets = question_sets(rows, x, relevance, evidence, relevance_min)
     answerable = cal.fit_logistic(SET_FEATURES, [s[0] for s in sets], [s[1] for s in sets], L2)
     answerable_min = TRUST_PRECISION  # answerable is itself calibrated: trust high means a 9-in-10 chance, by definition
-    relevance_unranked, evidence_unranked = fit_pairs(rows, ranked=False)
+    relevance_unranked, evidence_unranked = fit_pairs(rows, featurise(rows, ranked=False))
     return {"relevance": relevance, "evidence": evidence, "answerable": answerable,
             "relevance_unranked": relevance_unranked, "evidence_unranked": evidence_unranked,
             "thresholds": {"relevance_min": relevance_min, "evidence_min": evidence_min, "answerable_min": answerable_min}}
@@ -104,11 +104,9 @@ def leave_one_out(rows_by: dict[str, list[dict]]) -> dict[str, dict]:
         labels_r = [bool(r["relevant"]) for r in test]
         labels_e = [bool(r["evidence"]) for r in test]
         th = fitted["thresholds"]
-        keep = [p >= th["relevance_min"] for p in rel]
-        tp = sum(k and y for k, y in zip(keep, labels_r))
-        before_keep = [r["before"]["kept"] for r in test]
-        btp = sum(k and y for k, y in zip(before_keep, labels_r))
-        sets = question_sets(test, fitted["relevance"], fitted["evidence"], th["relevance_min"])
+        keep = keep_drop_prf([p >= th["relevance_min"] for p in rel], labels_r)
+        before_keep = keep_drop_prf([r["before"]["kept"] for r in test], labels_r)
+        sets = question_sets(test, x, fitted["relevance"], fitted["evidence"], th["relevance_min"])
         ans = [fitted["answerable"].probability(s[0]) for s in sets]
         high = [s[1] for s, a in zip(sets, ans) if a >= th["answerable_min"]]
         out[held] = {
@@ -117,9 +115,8 @@ def leave_one_out(rows_by: dict[str, list[dict]]) -> dict[str, dict]:
             "ece_relevance_before": cal.ece([r["before"]["relevance"] for r in test], labels_r),
             "precision_at_recall": cal.precision_at_recall(rel, labels_r, BAR_RECALL)[0],
             "precision_at_recall_before": cal.precision_at_recall([r["before"]["relevance"] for r in test], labels_r, BAR_RECALL)[0],
-            "keep_precision": round(tp / max(1, sum(keep)), 3), "keep_recall": round(tp / max(1, sum(labels_r)), 3),
-            "keep_precision_before": round(btp / max(1, sum(before_keep)), 3),
-            "keep_recall_before": round(btp / max(1, sum(labels_r)), 3),
+            "keep_precision": keep["precision"], "keep_recall": keep["recall"],
+            "keep_precision_before": before_keep["precision"], "keep_recall_before": before_keep["recall"],
             "questions": len(sets), "trust_high": len(high),
             "primary_when_high": round(sum(high) / len(high), 3) if high else None,
             "answerable_auroc": auroc(ans, [s[1] for s in sets]),

@@ -132,10 +132,10 @@ def evaluate_retrieval(root: Path, questions: list[ev.Question], settings: Setti
             hybrid = retrieve(root, q.text, manifest, embedder, pool=pool, chroma_url=settings.chroma_url, ranking=ranking).candidates
             results["ranked"] = ev.ranked_keys(hybrid)
         golds = {(g.file, g.qualname) for g in q.gold_entities}
+        position = {c.id: i for i, c in enumerate(hybrid)}
         for j in judges:
             judgment = judge_for(j)(q.text, hybrid)
             sel = select(hybrid, judgment, default_thresholds(j, settings.thresholds, settings.top_k), q.text)
-            position = {c.id: i for i, c in enumerate(hybrid)}
             dropped = sorted(sel.dropped, key=lambda r: (-r.rank_score, r.candidate.fused_rank) if judge_orders(j) else
                              (position[r.candidate.id],))
             ordered = sel.included + dropped

@@ -7,12 +7,12 @@ about the question at all. Each reads what the selection holds; none needs a mod
 
 from __future__ import annotations
 
-from assay.stages.core.artifacts import DEFINITION_KINDS, Judgment, Selection, short_name
+from assay.stages.core.artifacts import Judgment, Selection, short_name
 from assay.stages.core.path_roles import is_test_path
 from assay.stages.query.identifiers import question_identifiers
+from assay.stages.query.judge.features import DEFINITIONS, PROSE_KINDS
 
 LIKELY = 0.5  # a calibrated relevance at or above this: more likely than not a passage a correct answer cites
-_DOCUMENT_KINDS = frozenset({"section", "note", "element", "rule", "file"})
 
 
 def missing_lines(question: str, sel: Selection, judgment: Judgment) -> list[str]:
@@ -21,7 +21,7 @@ def missing_lines(question: str, sel: Selection, judgment: Judgment) -> list[str
     if not kept:
         return []
     out: list[str] = []
-    defined = {short_name(rp.candidate.entity).lower() for rp in kept if rp.candidate.kind in DEFINITION_KINDS | {"module"}}
+    defined = {short_name(rp.candidate.entity).lower() for rp in kept if rp.candidate.kind in DEFINITIONS}
     undefined = [n for n in question_identifiers(question) if short_name(n).lower() not in defined]
     used = " ".join(rp.candidate.body for rp in kept)
     elsewhere = " ".join(f"{rp.candidate.entity} {rp.candidate.body}" for rp in sel.dropped)
@@ -34,7 +34,7 @@ def missing_lines(question: str, sel: Selection, judgment: Judgment) -> list[str
         out.append(f"missing: {', '.join(dropped_only[:3])} only in passages the judge dropped; check them under Evidence")
     if all(is_test_path(rp.candidate.file) for rp in kept):
         out.append("missing: only tests were found, not the code they exercise; search for the function under test")
-    elif all(rp.candidate.kind in _DOCUMENT_KINDS for rp in kept):
+    elif all(rp.candidate.kind in PROSE_KINDS for rp in kept):
         out.append("missing: only documentation was found, no code that implements it")
     best = max((rp.scores.relevance for rp in kept if rp.scores is not None), default=None)
     if judgment.backend == "local" and best is not None and best < LIKELY:

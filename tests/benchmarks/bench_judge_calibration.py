@@ -147,7 +147,7 @@ def held_out() -> None:
 
 def _prf(kept: list[bool], labels: list[bool]) -> str:
     tp = sum(k and y for k, y in zip(kept, labels))
-    return f"{tp / max(1, sum(kept)):.3f} / {tp / max(1, sum(labels)):.3f}"
+    return f"{tp / max(1, sum(kept)):.3f} / {tp / max(1, sum(labels)):.3f}"  # unrounded: keep_drop_prf rounds to 4 first
 
 
 def main() -> None:

@@ -23,8 +23,8 @@ PASSAGE_FEATURES = (
     "text_coverage", "defines_named", "mentions_named", "question_names", "test_file", "definition", "prose",
     "docstring", "lines",
 )
-_DEFINITIONS = DEFINITION_KINDS | {"module"}
-_PROSE = frozenset({"section", "note", "element", "rule", "file"})
+DEFINITIONS = DEFINITION_KINDS | {"module"}  # kinds whose passage defines what it is named for
+PROSE_KINDS = frozenset({"section", "note", "element", "rule", "file"})  # documents, notes and file outlines
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def passage_features(q: QuestionTerms, candidates: list[Candidate]) -> dict[str,
             max(0.0, 1.0 - (c.distance if c.distance is not None else 1.0)),
             coverage(q.terms, f"{c.entity} {c.file}"), coverage(q.terms, f"{c.signature}\n{c.docstring}\n{c.body}"),
             float(defines), float(mentions), float(bool(q.short_names)), float(is_test_path(c.file)),
-            float(c.kind in _DEFINITIONS), float(c.kind in _PROSE), float(bool(c.docstring)),
+            float(c.kind in DEFINITIONS), float(c.kind in PROSE_KINDS), float(bool(c.docstring)),
             min(1.0, math.log1p(nonblank) / 5.0),
         ]
     return out

@@ -14,13 +14,11 @@ expected number of relevant passages among them) and conflict (two definitions o
 
 from __future__ import annotations
 
-from assay.stages.core.artifacts import Candidate, DEFINITION_KINDS, Judgment, PassageScores, PremiseFinding
+from assay.stages.core.artifacts import Candidate, Judgment, PassageScores, PremiseFinding
 from assay.stages.index.injection_detector import injection_of
 from assay.stages.query.judge.calibrated import JudgeModels, load_models, set_features
-from assay.stages.query.judge.features import QuestionTerms, names_of, passage_features
+from assay.stages.query.judge.features import DEFINITIONS, QuestionTerms, names_of, passage_features
 from assay.stages.query.premise import check_question, entity_of, resolver_from
-
-_DEFINITION_KINDS = DEFINITION_KINDS | {"module"}
 
 
 def passage_injection(c: Candidate) -> tuple[float, list[str]]:
@@ -102,7 +100,7 @@ def set_conflict(candidates: list[Candidate]) -> float:
     """Two definitions of one qualified name whose signatures differ disagree with each other."""
     seen: dict[tuple[str, str], str] = {}
     for c in candidates:
-        if c.kind not in _DEFINITION_KINDS:
+        if c.kind not in DEFINITIONS:
             continue
         key = (c.kind, c.entity)
         if key in seen and seen[key] != c.signature:
