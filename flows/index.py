@@ -37,7 +37,15 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
 
     discovery = call(t.discover, root, settings)
     lap("discover")
-    with write_lock(root):
+    waited: list[int | None] = []
+
+    def wait_turn(pid: int | None) -> None:  # another index run holds the workspace: its status stays until it ends
+        waited.append(pid)
+        progress_for(root).start("waiting", 1)
+
+    with write_lock(root, on_wait=wait_turn):
+        if waited:
+            progress_for(root).advance("waiting")
         previous, plan = call(t.plan, root, discovery, settings, rebuild)
         lap("plan")
         parsed = _parse_spread(root, plan.to_parse, settings, spread) if spread else call(t.parse, root, plan, settings)

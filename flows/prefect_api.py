@@ -23,8 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from assay.stages.core.progress import pid_alive
 from assay.stages.core.registry import assay_home
+from assay.stages.core.writer import pid_alive
 
 def record_path() -> Path:
     """Where `assay server` says which server it runs (read by every command)."""

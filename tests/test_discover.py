@@ -96,6 +96,22 @@ def test_generated_files_are_skipped_unless_asked_for(tmp_path: Path) -> None:
     assert len(paths(discover(tmp_path, index_generated=True))) == 5
 
 
+def test_minified_scripts_and_stylesheets_are_skipped_unless_asked_for(tmp_path: Path) -> None:
+    """A minified bundle is a build product (alembic's docs theme, axios' `dist/axios.min.js`); the same code written
+    out, and prose with long lines, stay."""
+    rules = "".join(f".c{i}{{color:#{i:06x};margin:{i}px}}" for i in range(400))
+    functions = "".join(f"function f{i}(a){{return a+{i}}}" for i in range(400))
+    write(tmp_path, "docs/_static/theme.css", rules + "\n")
+    write(tmp_path, "dist/bundle.js", functions + "\n")
+    write(tmp_path, "src/theme.css", rules.replace("}", "}\n"))
+    write(tmp_path, "src/bundle.js", functions.replace("}", "}\n"))
+    write(tmp_path, "README.md", ("A paragraph that runs on without a break, as many do. " * 80 + "\n\n") * 3)
+    result = discover(tmp_path)
+    assert reasons(result) == {"docs/_static/theme.css": "minified", "dist/bundle.js": "minified"}
+    assert paths(result) == {"src/theme.css", "src/bundle.js", "README.md"}
+    assert len(paths(discover(tmp_path, index_generated=True))) == 5
+
+
 def test_symlinks_loops_and_escapes_are_refused(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     outside = write(tmp_path, "secret/outside.py", "TOKEN = 'x'\n")

@@ -169,9 +169,9 @@ def test_threshold_keeps_flags_drops_and_ranks() -> None:
     assert reasons == {"1": "irrelevant", "2": "weak evidence", "evil": "injection"}
     assert sel.injection_dropped == 1 and sel.conflicts == 1 and not sel.fail_open
     swapped = {**scores, "3": PassageScores(relevance=1.0, evidence=1.0, contradicts=0.0, injection=0.0)}
-    local = select(cands, Judgment(backend="local", scores=swapped), th)  # keeps, but keeps the rank stage's order
+    kept_order = select(cands, Judgment(backend="local", scores=swapped, orders_kept=False), th)  # the rank stage's order
     ollama = select(cands, Judgment(backend="ollama", scores=swapped), th)  # an LLM judge's scores re-order
-    assert [r.candidate.id for r in local.included] == ["0", "3"] and [r.candidate.id for r in ollama.included] == ["3", "0"]
+    assert [r.candidate.id for r in kept_order.included] == ["0", "3"] and [r.candidate.id for r in ollama.included] == ["3", "0"]
 
 
 def test_missing_scores_fail_open_to_lexical_order_not_to_nothing() -> None:

@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 
 from assay.stages.core.artifacts import Judgment, PassageScores, RankedPassage, Selection, Thresholds
+from assay.stages.core.config import Settings
 from assay.stages.evaluate import calibration as cal
 from assay.stages.evaluate import judge_calibration as jc
 from assay.stages.query.gaps import missing_lines
+from assay.stages.query.judge.backends import run_judge
 from assay.stages.query.judge.calibrated import MODEL_PATH, load_models
 from assay.stages.query.judge.local import judge_local
 from tests.test_judge import cand
@@ -76,6 +78,20 @@ def test_judge_scores_are_probabilities_that_favour_the_named_definition() -> No
     unranked = judge_local("How does Session.send retry?", [s.model_copy(update={"rank_score": None, "rank_signals": {}})
                                                             for s in (send, noise)])
     assert unranked.scores["a"].relevance > unranked.scores["c"].relevance  # the unranked pair of models, same order
+    assert not j.orders_kept  # what it keeps stays in the rank stage's order
+
+
+def test_answerable_speaks_of_the_passages_the_users_thresholds_keep(tmp_path) -> None:
+    """A user's ASSAY_THRESHOLDS reaches the local judge: answerable reads the passages that threshold keeps."""
+    send = cand("a", "Session.send", "def send(self, request):\n    return retry_call(request)\n", kind="method",
+                docstring="Send a request.", rank_score=2.0, rank_signals={"lexical": 1.0, "dense": 0.9, "name": 0.6, "defines": 1.0})
+    strict = tmp_path / "thresholds.json"
+    strict.write_text(json.dumps({"local": {"relevance_min": 0.999}}))
+    shipped = run_judge("local", "How does Session.send retry?", [send], Settings())
+    overridden = run_judge("local", "How does Session.send retry?", [send], Settings(thresholds=str(strict)))
+    assert shipped.scores["a"].relevance < 0.999
+    assert shipped.answerable > 0.0 and shipped.coverage >= 1
+    assert (overridden.answerable, overridden.coverage) == (0.0, 0)  # nothing clears 0.999: nothing to answer from
 
 
 def _selection(*passages) -> Selection:
@@ -162,3 +178,4 @@ def test_audit_reads_labelled_pairs_with_the_signals_retrieval_gave_them(tmp_pat
     judgments = {q: judge_local(q, [it.candidate for it in kept if it.question == q]) for q in {it.question for it in kept}}
     result = audit_stats.calibrate(kept, judgments)
     assert result["scored"] == 12 and result["ece"] is not None and sum(b["n"] for b in result["reliability"]) == 12
+

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -160,3 +161,70 @@ def mcp_index_status(project: Path, tmp_path: Path) -> dict:
             return res.structured_content
 
     return asyncio.run(ask())
+
+
+HOLDER = (  # takes the workspace's write lock, reports progress, and lets go once told to (a file appears)
+    "import sys, time\nfrom pathlib import Path\nfrom assay.stages.core.progress import status_run\n"
+    "from assay.stages.index.store import write_lock\nroot, go = Path(sys.argv[1]), Path(sys.argv[2])\n"
+    "with write_lock(root), status_run(root) as s:\n    s.start('embed', 20); time.sleep(0.6); s.advance('embed', 7)\n"
+    "    while not go.exists(): time.sleep(0.05)\n")
+
+
+def test_a_run_waiting_for_the_write_lock_leaves_the_running_ones_status_alone(tmp_path: Path) -> None:
+    """Two writers on one workspace (an IDE's watcher and a terminal): the second waits its turn, and until it has
+    the lock, `.assay/status.json` keeps telling the first's progress; then it tells its own."""
+    project = tmp_path / "project"
+    shutil.copytree(FIXTURES / "project", project)
+    go = tmp_path / "go"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(project), str(go)])
+    second = None
+    try:
+        deadline = time.time() + 60
+        while (prog.read_status(project) or {}).get("stages", {}).get("embed", {}).get("done") != 7:
+            assert time.time() < deadline and holder.poll() is None, "the holder never wrote its progress"
+            time.sleep(0.1)
+        env = {**os.environ, "ASSAY_ORCHESTRATION": "direct"}
+        second = subprocess.Popen([ASSAY, "index", str(project), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, env=env)
+        time.sleep(8)  # the second run starts, discovers the files and waits for the lock
+        assert second.poll() is None, second.communicate()
+        waiting = prog.read_status(project)
+        assert waiting["pid"] == holder.pid and waiting["stages"]["embed"]["done"] == 7 and waiting["state"] == "running"
+        sink = prog.StatusSink(project)  # a third writer, in this process: it writes nothing while another holds the lock
+        sink.start("embed", 99)
+        assert prog.read_status(project)["pid"] == holder.pid
+        go.touch()
+        assert holder.wait(60) == 0
+        out, err = second.communicate(timeout=300)
+        assert second.returncode == 0, err
+        finished = prog.read_status(project)
+        assert finished["pid"] == second.pid and finished["state"] == "done" and finished["summary"]["entities"] > 10
+    finally:  # a failed assertion leaves no process behind
+        for proc in (holder, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+
+
+def test_the_write_lock_says_who_holds_it_to_a_writer_that_must_wait(tmp_path: Path) -> None:
+    from assay.stages.core.writer import other_writer
+    from assay.stages.index.store import write_lock
+
+    go = tmp_path / "go"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path), str(go)])
+    try:
+        deadline = time.time() + 60
+        while other_writer(tmp_path) != holder.pid:
+            assert time.time() < deadline and holder.poll() is None, "the holder never took the lock"
+            time.sleep(0.1)
+        heard: list[int | None] = []
+        threading.Timer(1.0, go.touch).start()
+        with write_lock(tmp_path, on_wait=heard.append):
+            assert holder.wait(60) == 0 and other_writer(tmp_path) is None  # it is this process now
+            assert (tmp_path / ".assay" / "write.holder").read_text() == str(os.getpid())
+        assert heard == [holder.pid] and not (tmp_path / ".assay" / "write.holder").exists()
+        with write_lock(tmp_path, on_wait=heard.append):  # free: nobody to wait for
+            pass
+        assert heard == [holder.pid]
+    finally:
+        if holder.poll() is None:
+            holder.kill()

@@ -383,6 +383,8 @@ class Judgment(BaseModel):
     premises: list[PremiseFinding] = Field(default_factory=list, description="the question's premises checked against the index")
     usage: list[LLMCall] = Field(default_factory=list, description="model calls made to judge")
     notes: list[str] = Field(default_factory=list, description="one line each for the report: a fallback to the local judge, the query gate")
+    orders_kept: bool = Field(True, description="whether its scores re-order the passages it keeps (false: they stay in "
+                                                "the rank stage's order)")
 
 
 class Thresholds(BaseModel):

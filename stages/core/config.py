@@ -25,7 +25,7 @@ class Settings(BaseSettings):
     )
     max_file_bytes: int = Field(1_000_000, description="files larger than this are skipped (counted as too_large)")
     index_generated: bool = Field(
-        False, description="index generated files (`Code generated ... DO NOT EDIT`, `@generated`)"
+        False, description="index generated files (`DO NOT EDIT`, `@generated`) and minified JS/CSS"
     )
     chunk_lines: int = Field(40, description="bodies longer than this are split on line boundaries")
     chunk_chars: int = Field(1200, description="bodies longer than this many characters are split too")

@@ -18,6 +18,7 @@ from typing import Protocol
 
 from assay.stages.core.errors import one_line
 from assay.stages.core.workspace import state_dir
+from assay.stages.core.writer import other_writer, pid_alive
 
 
 class ProgressSink(Protocol):
@@ -38,7 +39,8 @@ class NullSink:
 
 
 class StatusSink:
-    """Keeps counts and an ETA per stage; throttles writes of `.assay/status.json` to 2 per second."""
+    """Keeps counts and an ETA per stage; throttles writes of `.assay/status.json` to 2 per second. While another
+    process holds the workspace's write lock, this run is only waiting its turn: the file stays that run's."""
 
     def __init__(self, root: Path) -> None:
         """Writes "running" at once: a reader must never see the previous run's "done" once this one began."""
@@ -76,6 +78,8 @@ class StatusSink:
     def _write(self, force: bool = False) -> None:
         now = time.time()
         if not force and now - self._written < 0.5:
+            return
+        if other_writer(self.root) is not None:
             return
         self._written = now
         folder = state_dir(self.root)
@@ -155,19 +159,6 @@ def read_status(root: Path) -> dict | None:
     if state.get("state") == "running" and not pid_alive(state.get("pid")):
         state["state"] = "interrupted"
     return state
-
-
-def pid_alive(pid: object) -> bool:
-    """Whether a process still runs (an unknown pid: trust whoever wrote it)."""
-    if not isinstance(pid, int):
-        return True  # unknown: trust the file
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def run_view(state: dict | None, now: float | None = None) -> dict | None:

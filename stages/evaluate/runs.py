@@ -22,7 +22,7 @@ from assay.stages.query.graph import workspace_centrality
 from assay.stages.query.judge.local import passage_injection
 from assay.stages.query.retrieve import DEFAULT_DEPTH, located_entities, ranking_for, retrieve, to_candidate
 from assay.stages.query.report import status_of
-from assay.stages.query.threshold import default_thresholds, judge_orders, select
+from assay.stages.query.threshold import default_thresholds, select
 
 Judge = Callable[[str, list[Candidate]], Judgment]
 
@@ -136,7 +136,7 @@ def evaluate_retrieval(root: Path, questions: list[ev.Question], settings: Setti
         for j in judges:
             judgment = judge_for(j)(q.text, hybrid)
             sel = select(hybrid, judgment, default_thresholds(j, settings.thresholds, settings.top_k), q.text)
-            dropped = sorted(sel.dropped, key=lambda r: (-r.rank_score, r.candidate.fused_rank) if judge_orders(j) else
+            dropped = sorted(sel.dropped, key=lambda r: (-r.rank_score, r.candidate.fused_rank) if judgment.orders_kept else
                              (position[r.candidate.id],))
             ordered = sel.included + dropped
             results[f"{served}+{j}"] = ev.ranked_keys([r.candidate for r in ordered])

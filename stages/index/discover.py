@@ -40,6 +40,12 @@ _GENERATED = re.compile(
     re.MULTILINE,
 )
 GENERATED_HEAD_BYTES = 2048
+# A minified bundle or stylesheet is a build product, its source elsewhere: more than this many characters a line on
+# average (GitHub linguist's test, with room: it uses 110). Only where minifiers run: prose and code elsewhere may
+# have long lines of their own.
+MINIFIED_LINE_CHARS = 200
+MINIFIED_MIN_BYTES = 4096
+MINIFIED_LANGUAGES = frozenset({"javascript", "css"})
 DATA_FILE_MAX_BYTES = 256_000  # larger YAML/JSON/TOML... are generated data (tokenizers, fixtures), not knowledge
 
 
@@ -99,6 +105,12 @@ def is_binary(head: bytes) -> bool:
 def is_generated(head: bytes) -> bool:
     """A generator wrote it and says so at the top: its source (the `.proto`, the script) is what to read."""
     return _GENERATED.search(head[:GENERATED_HEAD_BYTES]) is not None
+
+
+def is_minified(data: bytes, language: str) -> bool:
+    """A minifier wrote it: a script or stylesheet whose lines average more than `MINIFIED_LINE_CHARS`."""
+    return (language in MINIFIED_LANGUAGES and len(data) >= MINIFIED_MIN_BYTES
+            and len(data) / (data.count(b"\n") + 1) > MINIFIED_LINE_CHARS)
 
 
 def _is_regular(entry: os.DirEntry[str]) -> bool:
@@ -211,6 +223,9 @@ def discover(root: Path, max_file_bytes: int = 1_000_000, index_generated: bool 
             return
         if not index_generated and is_generated(data):
             skipped.append(SkippedFile(path=rel, reason="generated"))
+            return
+        if not index_generated and is_minified(data, language):
+            skipped.append(SkippedFile(path=rel, reason="minified"))
             return
         files.append(SourceFile(path=rel, language=language, size=len(data), content_hash=file_hash(data), mtime_ns=st.st_mtime_ns))
 

@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlparse
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from assay.stages.core.artifacts import Edge, EmbeddedBatch, Entity, IndexManifest, ParseResult
 from assay.stages.core.errors import one_line
 from assay.stages.core.workspace import collection_name, state_dir
+from assay.stages.core.writer import clear_writer, other_writer, record_writer
 from assay.stages.index.lexical import LexicalIndex
 from assay.stages.index.term_counts import TermCounts
 from assay.stages.index.tokens import TOKENIZER_VERSION, token_string
@@ -134,12 +135,24 @@ def unopenable(path: Path, exc: BaseException) -> StoreError:
 
 
 @contextmanager
-def write_lock(root: Path, timeout: float = 600.0) -> Iterator[None]:
-    """Serialise writers across processes (two IDEs on one workspace); readers never wait."""
+def write_lock(root: Path, timeout: float = 600.0, on_wait: Callable[[int | None], None] | None = None) -> Iterator[None]:
+    """Serialise writers across processes (two IDEs on one workspace); readers never wait. The holder's pid is
+    recorded beside the lock (`stages.core.writer`); `on_wait(pid)` hears that another writer has it first."""
     folder = state_dir(root)
     folder.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(folder / "write.lock"), timeout=timeout):
+    lock = FileLock(str(folder / "write.lock"), timeout=timeout)
+    try:
+        lock.acquire(blocking=False)
+    except Timeout:
+        if on_wait is not None:
+            on_wait(other_writer(root))
+        lock.acquire()
+    try:
+        record_writer(root)
         yield
+    finally:
+        clear_writer(root)
+        lock.release()
 
 
 def open_state_db(root: Path, name: str) -> sqlite3.Connection:

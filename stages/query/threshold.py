@@ -1,7 +1,7 @@
 """Threshold stage: keep, flag or drop each passage, rank what is kept, cut to the top-k entities (one row each).
 
 keep = relevance >= rel_min and evidence >= evid_min and injection < inj_max
-rank = 0.50 relevance + 0.35 evidence - 0.15 injection (the local judge keeps the rank stage's order: `judge_orders`)
+rank = 0.50 relevance + 0.35 evidence - 0.15 injection (a judge whose `orders_kept` is false leaves the rank stage's order)
 conflict = contradicts >= contra_min (kept, but flagged)
 Injection is checked twice: by the judge and by the local AST detector (a floor that holds even
 when an LLM judge misses or fails). Passages the judge failed to score fail open: they are kept
@@ -99,7 +99,7 @@ def select(candidates: list[Candidate], judgment: Judgment, th: Thresholds, ques
             if s.contradicts >= th.contradicts_min:
                 rp.verdict = "conflict"
             included.append(rp)
-    if judge_orders(judgment.backend):
+    if judgment.orders_kept:
         included.sort(key=lambda r: (-r.rank_score, r.candidate.distance if r.candidate.distance is not None else 9.0, r.candidate.fused_rank))
     merged = included + failed
     if failed:  # fail open: what the judge kept plus what it could not score, in lexical (fused) order
@@ -110,12 +110,6 @@ def select(candidates: list[Candidate], judgment: Judgment, th: Thresholds, ques
         reason = (judgment.failure or "judge failed") + f"; {len(failed)} unscored passage(s) kept in lexical order"
     return _finish(kept, extra + dropped, th, bool(failed), reason, injection_dropped)
 
-
-def judge_orders(backend: str) -> bool:
-    """Whether a judge's scores re-order what it keeps. The local judge's probabilities are fitted on the rank stage's
-    own signals over the first passages of its pools: they say which to keep and how sure to be, but order no better
-    than the rank stage did (`bench_judge_calibration`), so its kept passages stay in the rank stage's order."""
-    return backend != "local"
 
 
 def one_row_per_entity(

@@ -4,15 +4,17 @@
     python -m tests.benchmarks.bench_judge_calibration --write    # fit on all five, rebuild data/judge_calibration.json
     python -m tests.benchmarks.bench_judge_calibration --collect DIR  # join DIR/<corpus>.jsonl labels with the pools
     python -m tests.benchmarks.bench_judge_calibration --end-to-end   # each repo's SWE-QA eval with a fit that left it out
-    python -m tests.benchmarks.bench_judge_calibration --held-out     # the shipped fit on bench_questions' code bases
+    python -m tests.benchmarks.bench_judge_calibration --held-out     # the shipped fit on code bases it never saw
 
 `--write` fits on all five labelled repos (`judge_labels/`) and writes the weights and thresholds; the defaults
 rebuild the file byte for byte. `--end-to-end` runs the SWE-QA retrieval evaluation of each repository (the `ask`
 pipeline's ranking, judge and selection on the whole pool, as `assay eval` does) with models fitted on the other four,
 and prints trust against correctness and hit@10 per repository (needs the indexes `assay eval` leaves). `--held-out`
-measures the shipped fit on pairs labelled the same way on `bench_questions`' eight code bases in five languages,
-never fitted on (`judge_labels/held-out/`), beside the judge before calibration. `--collect` builds `judge_labels/`
-(with `--sets`: `judge_labels/held-out/`) from labellers' files and the pools `judge_pools` dumps.
+measures the shipped fit on pairs labelled the same way on code it never saw, beside the judge before calibration:
+`bench_questions`' eight code bases in five languages (`judge_labels/held-out/`, labelled without a reference
+answer) and eight more Python packages (`judge_labels/python/`, questions with reference answers written for them in
+`python_questions/`). `--collect` builds `judge_labels/` (with `--sets`: `held-out/`; with `--python`: `python/`)
+from labellers' files and the pools `judge_pools` dumps.
 """
 
 from __future__ import annotations
@@ -122,13 +124,18 @@ def end_to_end(rows_by: dict[str, list[dict]]) -> None:
 
 
 def held_out() -> None:
-    """The shipped fit on pairs of code bases it never saw, beside the judge before calibration."""
+    """The shipped fit on pairs of code bases it never saw, beside the judge before calibration: one table per set."""
+    for folder in (LABELS / "held-out", LABELS / "python"):
+        print(f"\n{folder.relative_to(LABELS)}/\n")
+        held_out_table(folder)
+
+
+def held_out_table(folder: Path) -> None:
     from assay.stages.evaluate import calibration as cal
     from assay.stages.evaluate.judge_calibration import BAR_RECALL, judged_pairs
     from assay.stages.query.judge.calibrated import load_models
     from assay.stages.query.judge.local import judge_local
 
-    folder = LABELS / "held-out"
     rows_by = {p.stem: load(folder, p.stem) for p in sorted(folder.glob("*.jsonl"))}
     relevance_min = load_models().thresholds["relevance_min"]
     scored = {name: [s[0] for s in judged_pairs(rows, judge_local)] for name, rows in rows_by.items()}
@@ -157,11 +164,16 @@ def main() -> None:
     ap.add_argument("--pools", type=Path, default=Path.home() / ".assay/eval/judge_pools")
     ap.add_argument("--before", type=Path, help="the judge-before-calibration scores per pair (JSONL)")
     ap.add_argument("--end-to-end", action="store_true", help="each repo's SWE-QA evaluation with a fit that left it out")
-    ap.add_argument("--held-out", action="store_true", help="the shipped fit on bench_questions' code bases")
+    ap.add_argument("--held-out", action="store_true", help="the shipped fit on code bases it never saw")
     ap.add_argument("--sets", help="with --collect: bench_questions' sets (comma-separated), into judge_labels/held-out")
+    ap.add_argument("--python", action="store_true", help="with --collect: the Python packages' sets, into judge_labels/python")
     args = ap.parse_args()
     if args.collect:
-        if args.sets:
+        if args.python:
+            from tests.benchmarks.judge_pools import python_sets
+
+            collect(args.collect, args.pools / "python", args.before, python_sets(), LABELS / "python")
+        elif args.sets:
             collect(args.collect, args.pools / "held-out", args.before, args.sets.split(","), LABELS / "held-out")
         else:
             collect(args.collect, args.pools, args.before)

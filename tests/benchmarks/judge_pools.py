@@ -2,6 +2,7 @@
 
     python -m tests.benchmarks.judge_pools [--corpora sphinx,pylint,...] [--depth 15]
     python -m tests.benchmarks.judge_pools --sets axios,gin,...   # bench_questions' held-out sets instead
+    python -m tests.benchmarks.judge_pools --python               # the eight Python packages' sets (`python_questions/`)
 
 Writes `~/.assay/eval/judge_pools/<corpus>.jsonl`, one line per question: the question, its gold (primary and all
 gold entities), and the first `--depth` entities of the ranked pool (one row each, the same ordering `ask` uses),
@@ -25,6 +26,11 @@ from assay.stages.index.store import load_manifest
 from assay.stages.query.retrieve import ranking_for, retrieve
 
 CORPORA = ("requests", "pytest", "xarray", "sphinx", "pylint")
+PYTHON_QUESTIONS = Path(__file__).resolve().parent / "python_questions"
+
+
+def python_sets() -> list[str]:
+    return sorted(p.stem for p in PYTHON_QUESTIONS.glob("*.jsonl"))
 
 
 def pools_dir() -> Path:
@@ -40,20 +46,24 @@ def gold_flags(c: dict, q: ev.Question) -> dict:
     return {"is_primary": bool(primary), "is_gold": bool(gold)}
 
 
-def dump(corpus: str, depth: int, settings: Settings, held_out: bool = False) -> Path:
-    """One corpus's pools: a SWE-QA dev set, or (`held_out`) one of `bench_questions`' sets on other code bases."""
+def dump(corpus: str, depth: int, settings: Settings, held_out: bool = False, python: bool = False) -> Path:
+    """One corpus's pools: a SWE-QA dev set, (`held_out`) one of `bench_questions`' sets on other code bases, or
+    (`python`) one of the sets written on eight more Python packages (`python_questions/`)."""
     if held_out:
         from tests.benchmarks.bench_questions import QUESTIONS, source_tree
 
         path = QUESTIONS / f"{corpus}.jsonl"
         root = source_tree(json.loads(path.read_text().splitlines()[0])["package"])
+    elif python:
+        path = PYTHON_QUESTIONS / f"{corpus}.jsonl"
+        root = prepare_corpus(ev.question_set_package(path), eval_home())  # where `assay eval` indexes them too
     else:
         path = default_questions_dir() / f"{corpus}.jsonl"
         root = prepare_corpus(ev.question_set_package(path), eval_home())
     manifest = load_manifest(root)
     embedder = embedder_for(settings)
     ranking = ranking_for(settings)
-    out = pools_dir() / ("held-out" if held_out else "") / f"{corpus}.jsonl"
+    out = pools_dir() / ("held-out" if held_out else "python" if python else "") / f"{corpus}.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8") as fh:
         for q in answerable_questions(path, None):
@@ -83,11 +93,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpora", default=",".join(CORPORA))
     ap.add_argument("--sets", help="bench_questions' held-out sets (comma-separated) instead of the SWE-QA dev sets")
+    ap.add_argument("--python", action="store_true", help="the eight Python packages' sets (python_questions/) instead")
     ap.add_argument("--depth", type=int, default=15)
     args = ap.parse_args()
     settings = Settings()
-    for corpus in (args.sets or args.corpora).split(","):
-        print(dump(corpus, args.depth, settings, held_out=bool(args.sets)))
+    for corpus in python_sets() if args.python else (args.sets or args.corpora).split(","):
+        print(dump(corpus, args.depth, settings, held_out=bool(args.sets), python=args.python))
 
 
 if __name__ == "__main__":

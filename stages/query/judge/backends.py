@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from assay.stages.core.artifacts import Candidate, Judgment, PassageScores, PremiseFinding
+from assay.stages.core.artifacts import Candidate, Judgment, PassageScores, PremiseFinding, Thresholds
 from assay.stages.core.config import Settings
 from assay.stages.core.llm_clients import CloudBackend, OllamaBackend, require_loopback
 from assay.stages.core.systemone_client import SystemOneBackend
@@ -10,6 +10,7 @@ from assay.stages.query.judge import local as local_judge
 from assay.stages.query.judge import llm as judge_llm
 from assay.stages.query.judge import systemone as judge_systemone
 from assay.stages.query.premise import check_question, entity_of, resolver_from
+from assay.stages.query.threshold import default_thresholds
 
 
 def ollama_backend(settings: Settings) -> OllamaBackend:
@@ -44,13 +45,18 @@ def with_local_floor(judgment: Judgment, candidates: list[Candidate], premises: 
     return judgment.model_copy(update={"scores": scores, "premises": premises, "conflict": conflict})
 
 
+def local_thresholds(settings: Settings) -> Thresholds:
+    """The thresholds the threshold stage holds the local judge's scores to, a user's override included."""
+    return default_thresholds("local", settings.thresholds, settings.top_k)
+
+
 def run_judge(
     backend: str, question: str, candidates: list[Candidate], settings: Settings,
     keep_alive: int | str | None = -1, ollama: OllamaBackend | None = None, premises: list[PremiseFinding] | None = None,
 ) -> Judgment:
     """`premises`: the question's premises checked against the whole index (None: against the passages only)."""
     if backend == "local":
-        return local_judge.judge_local(question, candidates, premises)
+        return local_judge.judge_local(question, candidates, premises, local_thresholds(settings))
     if backend == "none":
         return Judgment(backend="none", scores={}, calls=0)
     if premises is None:
@@ -62,7 +68,8 @@ def run_judge(
         judged = judge_systemone.judge_with_systemone(systemone_backend(settings), question, candidates, facts,
                                                       settings.systemone_query_gate)
         if candidates and not judged.scores:  # dead, malformed or no verdict at all: the local judge decides
-            return judge_systemone.fall_back(judged, local_judge.judge_local(question, candidates, premises))
+            return judge_systemone.fall_back(judged, local_judge.judge_local(question, candidates, premises,
+                                                                             local_thresholds(settings)))
     elif backend == "ollama":
         judged = judge_llm.judge_with_ollama(
             ollama or ollama_backend(settings), settings.ollama_judge_model, question, candidates,

@@ -14,7 +14,7 @@ expected number of relevant passages among them) and conflict (two definitions o
 
 from __future__ import annotations
 
-from assay.stages.core.artifacts import Candidate, Judgment, PassageScores, PremiseFinding
+from assay.stages.core.artifacts import Candidate, Judgment, PassageScores, PremiseFinding, Thresholds
 from assay.stages.index.injection_detector import injection_of
 from assay.stages.query.judge.calibrated import JudgeModels, load_models, set_features
 from assay.stages.query.judge.features import DEFINITIONS, QuestionTerms, names_of, passage_features
@@ -39,9 +39,15 @@ def premise_scores(findings: list[PremiseFinding]) -> dict[str, float]:
     return out
 
 
-def judge_local(question: str, candidates: list[Candidate], premises: list[PremiseFinding] | None = None) -> Judgment:
+def judge_local(question: str, candidates: list[Candidate], premises: list[PremiseFinding] | None = None,
+                thresholds: Thresholds | None = None) -> Judgment:
     """Score all passages in one pass (the local judge makes no calls). `premises`: findings checked against the
-    whole index (the query flow); without them the question is checked against the passages themselves."""
+    whole index (the query flow); without them the question is checked against the passages themselves.
+    `thresholds`: those the threshold stage will apply (a user's override included), so that answerable speaks of
+    the passages it will keep; default: the calibration sweep's and 5 passages.
+    Its probabilities are fitted on the rank stage's own signals over the first passages of its pools: they say
+    which to keep and how sure to be, but order no better than the rank stage did (`bench_judge_calibration`), so
+    what it keeps stays in the rank stage's order (`orders_kept` false)."""
     if premises is None:
         premises = check_question(question, resolver_from(entity_of(c) for c in candidates))
     contra_by_id = premise_scores(premises)
@@ -72,20 +78,21 @@ def judge_local(question: str, candidates: list[Candidate], premises: list[Premi
         if contra:
             why.append("conflicts with the question's premise: " + "; ".join(f.fact for f in premises if f.entity_id == c.id and not f.holds))
         reasons[c.id] = "; ".join(why)
-    answerable, coverage = set_answerability(scores, models, bool(q.short_names), named)
+    relevance_min = thresholds.relevance_min if thresholds else models.thresholds.get("relevance_min", 0.0)
+    answerable, coverage = set_answerability(scores, models, bool(q.short_names), named, relevance_min,
+                                             thresholds.top_k if thresholds else 5)
     return Judgment(
         backend="local", model=models.name, scores=scores, answerable=answerable, coverage=coverage,
         conflict=max(set_conflict(candidates), max(contra_by_id.values(), default=0.0)), calls=0, reasons=reasons,
-        premises=premises,
+        premises=premises, orders_kept=False,
     )
 
 
 def set_answerability(scores: dict[str, PassageScores], models: JudgeModels, question_names: bool,
-                      named: set[str], top_k: int = 5) -> tuple[float, int]:
+                      named: set[str], relevance_min: float, top_k: int = 5) -> tuple[float, int]:
     """answerable: the calibrated chance that the passages the threshold stage will keep (the first `top_k` of the
-    pool, in its order, at or above the relevance minimum) hold what the answer is about; coverage 0-3: how many
-    of them are expected to be relevant (the sum of their relevance, rounded)."""
-    relevance_min = models.thresholds.get("relevance_min", 0.0)
+    pool, in its order, at or above `relevance_min`) hold what the answer is about; coverage 0-3: how many of them
+    are expected to be relevant (the sum of their relevance, rounded)."""
     kept = [(pid, s) for pid, s in scores.items() if s.injection < 0.5 and s.relevance >= relevance_min][:top_k]
     if not kept:
         return 0.0, 0
