@@ -172,6 +172,11 @@ def test_threshold_keeps_flags_drops_and_ranks() -> None:
     kept_order = select(cands, Judgment(backend="local", scores=swapped, orders_kept=False), th)  # the rank stage's order
     ollama = select(cands, Judgment(backend="ollama", scores=swapped), th)  # an LLM judge's scores re-order
     assert [r.candidate.id for r in kept_order.included] == ["0", "3"] and [r.candidate.id for r in ollama.included] == ["3", "0"]
+    one = th.model_copy(update={"top_k": 1})  # the rank stage's first is kept; the one the judge scores higher says why not
+    assert [(r.candidate.id, r.drop_reason) for r in select(cands, Judgment(backend="local", scores=swapped, orders_kept=False), one).dropped
+            if r.candidate.id == "3"] == [("3", "beyond top-k in rank order")]
+    assert [(r.candidate.id, r.drop_reason) for r in select(cands, Judgment(backend="ollama", scores=swapped), one).dropped
+            if r.candidate.id == "0"] == [("0", "beyond top-k")]
 
 
 def test_missing_scores_fail_open_to_lexical_order_not_to_nothing() -> None:

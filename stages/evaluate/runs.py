@@ -22,7 +22,7 @@ from assay.stages.query.graph import workspace_centrality
 from assay.stages.query.judge.local import passage_injection
 from assay.stages.query.retrieve import DEFAULT_DEPTH, located_entities, ranking_for, retrieve, to_candidate
 from assay.stages.query.report import status_of
-from assay.stages.query.threshold import default_thresholds, select
+from assay.stages.query.threshold import BEYOND_IN_ORDER, BEYOND_TOP_K, default_thresholds, select
 
 Judge = Callable[[str, list[Candidate]], Judgment]
 
@@ -146,7 +146,7 @@ def evaluate_retrieval(root: Path, questions: list[ev.Question], settings: Setti
                 trusted[j].append((status_of(sel, judgment)[0], judgment.answerable, included))
             if j in keep and golds:
                 for r in sel.included + sel.dropped:
-                    keep[j][0].append(r.drop_reason in ("", "beyond top-k", "same entity"))
+                    keep[j][0].append(r.drop_reason in ("", BEYOND_TOP_K, BEYOND_IN_ORDER, "same entity"))
                     keep[j][1].append((r.candidate.file, r.candidate.entity) in golds)
         results["anchor"] = anchor.search(q.text, k=5, lines=True)
         for config in configs:

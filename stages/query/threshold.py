@@ -18,6 +18,8 @@ from assay.stages.core.config import DATA_DIR
 from assay.stages.query.judge.calibrated import load_models
 from assay.stages.query.judge.local import passage_injection
 
+BEYOND_TOP_K = "beyond top-k"
+BEYOND_IN_ORDER = "beyond top-k in rank order"
 
 
 def default_thresholds(backend: str, override_file: str | None = None, top_k: int | None = None) -> Thresholds:
@@ -104,7 +106,8 @@ def select(candidates: list[Candidate], judgment: Judgment, th: Thresholds, ques
     merged = included + failed
     if failed:  # fail open: what the judge kept plus what it could not score, in lexical (fused) order
         merged.sort(key=lambda r: r.candidate.fused_rank)
-    kept, extra = one_row_per_entity(merged, th.top_k)
+    # a judge that keeps the rank stage's order may drop a passage it scores above one it keeps: the receipt says why
+    kept, extra = one_row_per_entity(merged, th.top_k, beyond=BEYOND_TOP_K if judgment.orders_kept else BEYOND_IN_ORDER)
     reason = ""
     if failed:
         reason = (judgment.failure or "judge failed") + f"; {len(failed)} unscored passage(s) kept in lexical order"
@@ -113,7 +116,7 @@ def select(candidates: list[Candidate], judgment: Judgment, th: Thresholds, ques
 
 
 def one_row_per_entity(
-    ordered: list[RankedPassage], top_k: int, beyond: str = "beyond top-k"
+    ordered: list[RankedPassage], top_k: int, beyond: str = BEYOND_TOP_K
 ) -> tuple[list[RankedPassage], list[RankedPassage]]:
     """The first top_k entities, one row each: a long entity is indexed as several parts, and five parts of
     one class would fill the answer with one thing said five times. Later parts drop as 'same entity'."""
