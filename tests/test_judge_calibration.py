@@ -178,4 +178,3 @@ def test_audit_reads_labelled_pairs_with_the_signals_retrieval_gave_them(tmp_pat
     judgments = {q: judge_local(q, [it.candidate for it in kept if it.question == q]) for q in {it.question for it in kept}}
     result = audit_stats.calibrate(kept, judgments)
     assert result["scored"] == 12 and result["ece"] is not None and sum(b["n"] for b in result["reliability"]) == 12
-
