@@ -80,6 +80,9 @@ class _RichSink:
         if stage in self.tasks:
             self.progress.advance(self.tasks[stage], n)
 
+    def skip(self, stage: str, n: int) -> None:
+        self.advance(stage, n)
+
     def error(self, message: str) -> None:
         console.print(f"[yellow]warning:[/yellow] {message}")
 

@@ -129,7 +129,7 @@ def _embed_spread(root, collection: str, pending: list, settings: Settings, spre
         if known is not None:
             t.store_vectors(root, collection, known, settings)
             manifest = mark_embedded(root, known)
-            sink.advance("embed", len(known.ids))
+            sink.skip("embed", len(known.ids))
         slices = [missing[i : i + EMBED_STORE_BATCH] for i in range(0, len(missing), EMBED_STORE_BATCH)]
         futures = [t.embed_slice.submit(piece, settings, spread.threads) for piece in slices]
         for piece, future in zip(slices, futures):

@@ -45,17 +45,18 @@ def parse(root: Path, index_plan: IndexPlan, settings: Settings) -> ParseResult:
 @task(name="embed", retries=1, retry_delay_seconds=2)
 def embed(root: Path, entities: list[Entity], settings: Settings) -> EmbeddedBatch:
     """Embed one slice; each model batch's vectors are cached as it finishes (a killed run resumes from there),
-    and remembered vectors count as done."""
+    and remembered vectors count as done (skipped: not in the rate or ETA)."""
     sink = progress_for(root)
     embedder = embedder_for(settings)
     advance = lambda n: sink.advance("embed", n)  # noqa: E731
+    remembered = lambda n: sink.skip("embed", n)  # noqa: E731  (no work: not in the rate)
     cache = EmbedCache(root)
     run = lambda es, remember: embed_entities(es, embedder, settings.embed_batch, advance, on_batch=remember)  # noqa: E731
     try:
         if settings.embedder.startswith("ollama:"):
             with gpu_slot():
-                return embed_with_cache(entities, run, embedder.name, cache, advance)
-        return embed_with_cache(entities, run, embedder.name, cache, advance)
+                return embed_with_cache(entities, run, embedder.name, cache, remembered)
+        return embed_with_cache(entities, run, embedder.name, cache, remembered)
     finally:
         cache.close()
 

@@ -52,6 +52,16 @@ def test_a_view_before_the_first_passage_has_no_rate_and_a_parse_eta() -> None:
     assert prog.run_line(view).endswith("parse; files 100/400 parsed, ETA 30s")
 
 
+def test_a_resumed_runs_rate_and_eta_leave_out_what_it_did_not_embed() -> None:
+    """A resumed run finds most vectors remembered at once: counted as done, but a rate over them would promise an
+    ETA of seconds for what takes minutes."""
+    state = running_state()
+    state["stages"]["embed"] = {"done": 976, "total": 2002, "started": T0 + 10, "skipped": 736}
+    view = prog.run_view(state, now=T0 + 30)
+    assert view["passages_done"] == 976 and view["rate"] == 12.0  # 240 embedded in 20 s, not 976
+    assert view["eta_seconds"] == pytest.approx(1026 / 12.0, abs=0.1)
+
+
 def test_finished_interrupted_and_failed_runs_say_so_and_when() -> None:
     done = {**running_state(), "state": "done", "finished": T0 + 60,
             "summary": {"entities": 2002, "embedded": 2002, "embed_cached": 704}}
@@ -84,6 +94,9 @@ class Recorder:
     def advance(self, stage: str, n: int = 1) -> None:
         self.events.append(("advance", stage, n))
 
+    def skip(self, stage: str, n: int) -> None:
+        self.events.append(("skip", stage, n))
+
     def error(self, message: str) -> None:
         self.events.append(("error", message))
 
@@ -92,13 +105,15 @@ def test_status_run_writes_one_file_for_every_door_and_fans_out(tmp_path: Path) 
     watcher = Recorder()
     with prog.status_run(tmp_path, watcher) as status:
         assert prog.read_status(tmp_path)["state"] == "running"  # at once, before any stage
-        prog.progress_for(tmp_path).start("embed", 3)
+        prog.progress_for(tmp_path).start("embed", 4)
+        prog.progress_for(tmp_path).skip("embed", 1)
         prog.progress_for(tmp_path).advance("embed", 2)
-        status.finish("done", {"entities": 3, "embedded": 2})
-    assert watcher.events == [("start", "embed", 3), ("advance", "embed", 2)]
+        status.finish("done", {"entities": 4, "embedded": 2})
+    assert watcher.events == [("start", "embed", 4), ("skip", "embed", 1), ("advance", "embed", 2)]
     assert isinstance(prog.progress_for(tmp_path), prog.NullSink)  # unregistered
     written = prog.read_status(tmp_path)
-    assert written["state"] == "done" and written["summary"]["embedded"] == 2 and written["stages"]["embed"]["done"] == 2
+    assert written["state"] == "done" and written["summary"]["embedded"] == 2 and written["stages"]["embed"]["done"] == 3
+    assert written["stages"]["embed"]["skipped"] == 1
 
     with pytest.raises(RuntimeError), prog.status_run(tmp_path):
         raise RuntimeError("disk full\nsecond line")

@@ -24,6 +24,7 @@ from assay.stages.core.writer import other_writer, pid_alive
 class ProgressSink(Protocol):
     def start(self, stage: str, total: int) -> None: ...
     def advance(self, stage: str, n: int = 1) -> None: ...
+    def skip(self, stage: str, n: int) -> None: ...  # done without work (remembered vectors): not in the rate
     def error(self, message: str) -> None: ...
 
 
@@ -32,6 +33,9 @@ class NullSink:
         pass
 
     def advance(self, stage: str, n: int = 1) -> None:
+        pass
+
+    def skip(self, stage: str, n: int) -> None:
         pass
 
     def error(self, message: str) -> None:
@@ -60,6 +64,14 @@ class StatusSink:
         with self._lock:
             st = self.state["stages"].setdefault(stage, {"done": 0, "total": 0, "started": time.time()})
             st["done"] += n
+        self._write()
+
+    def skip(self, stage: str, n: int) -> None:
+        """Done without work (a resumed run's remembered vectors): counted as done, kept out of the rate and ETA."""
+        with self._lock:
+            st = self.state["stages"].setdefault(stage, {"done": 0, "total": 0, "started": time.time()})
+            st["done"] += n
+            st["skipped"] = st.get("skipped", 0) + n
         self._write()
 
     def error(self, message: str) -> None:
@@ -102,6 +114,10 @@ class FanOut:
     def advance(self, stage: str, n: int = 1) -> None:
         for s in self.sinks:
             s.advance(stage, n)
+
+    def skip(self, stage: str, n: int) -> None:
+        for s in self.sinks:
+            s.skip(stage, n)
 
     def error(self, message: str) -> None:
         for s in self.sinks:
@@ -188,10 +204,11 @@ def run_view(state: dict | None, now: float | None = None) -> dict | None:
 
 
 def _rate(stage: dict, until: float) -> float | None:
-    """Items per second of a stage so far (None before its first item)."""
-    if not stage.get("done") or not stage.get("started"):
+    """Items per second of a stage so far, those done without work left out (None before its first worked item)."""
+    worked = stage.get("done", 0) - stage.get("skipped", 0)
+    if worked <= 0 or not stage.get("started"):
         return None
-    return round(stage["done"] / max(until - stage["started"], 1e-3), 1)
+    return round(worked / max(until - stage["started"], 1e-3), 1)
 
 
 def run_line(view: dict) -> str:
