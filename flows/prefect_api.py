@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from assay.stages.core.registry import assay_home
 from assay.stages.core.writer import pid_alive
 
+
 def record_path() -> Path:
     """Where `assay server` says which server it runs (read by every command)."""
     return assay_home() / "prefect-server.json"

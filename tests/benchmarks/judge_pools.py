@@ -46,15 +46,16 @@ def gold_flags(c: dict, q: ev.Question) -> dict:
     return {"is_primary": bool(primary), "is_gold": bool(gold)}
 
 
-def dump(corpus: str, depth: int, settings: Settings, held_out: bool = False, python: bool = False) -> Path:
-    """One corpus's pools: a SWE-QA dev set, (`held_out`) one of `bench_questions`' sets on other code bases, or
-    (`python`) one of the sets written on eight more Python packages (`python_questions/`)."""
-    if held_out:
+def dump(corpus: str, depth: int, settings: Settings, kind: str = "dev") -> Path:
+    """One corpus's pools, by `kind`: `dev` (a SWE-QA dev set), `held-out` (one of `bench_questions`' sets on other code
+    bases) or `python` (one of the sets written on eight more Python packages, `python_questions/`); written to
+    `pools_dir()`, the latter two in a folder of their kind's name."""
+    if kind == "held-out":
         from tests.benchmarks.bench_questions import QUESTIONS, source_tree
 
         path = QUESTIONS / f"{corpus}.jsonl"
         root = source_tree(json.loads(path.read_text().splitlines()[0])["package"])
-    elif python:
+    elif kind == "python":
         path = PYTHON_QUESTIONS / f"{corpus}.jsonl"
         root = prepare_corpus(ev.question_set_package(path), eval_home())  # where `assay eval` indexes them too
     else:
@@ -63,7 +64,7 @@ def dump(corpus: str, depth: int, settings: Settings, held_out: bool = False, py
     manifest = load_manifest(root)
     embedder = embedder_for(settings)
     ranking = ranking_for(settings)
-    out = pools_dir() / ("held-out" if held_out else "python" if python else "") / f"{corpus}.jsonl"
+    out = pools_dir() / ("" if kind == "dev" else kind) / f"{corpus}.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8") as fh:
         for q in answerable_questions(path, None):
@@ -97,8 +98,9 @@ def main() -> None:
     ap.add_argument("--depth", type=int, default=15)
     args = ap.parse_args()
     settings = Settings()
+    kind = "python" if args.python else "held-out" if args.sets else "dev"
     for corpus in python_sets() if args.python else (args.sets or args.corpora).split(","):
-        print(dump(corpus, args.depth, settings, held_out=bool(args.sets), python=args.python))
+        print(dump(corpus, args.depth, settings, kind))
 
 
 if __name__ == "__main__":

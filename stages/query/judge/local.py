@@ -44,7 +44,7 @@ def judge_local(question: str, candidates: list[Candidate], premises: list[Premi
     """Score all passages in one pass (the local judge makes no calls). `premises`: findings checked against the
     whole index (the query flow); without them the question is checked against the passages themselves.
     `thresholds`: those the threshold stage will apply (a user's override included), so that answerable speaks of
-    the passages it will keep; default: the calibration sweep's and 5 passages.
+    the passages it will keep (default: `set_answerability`'s).
     Its probabilities are fitted on the rank stage's own signals over the first passages of its pools: they say
     which to keep and how sure to be, but order no better than the rank stage did (`bench_judge_calibration`), so
     what it keeps stays in the rank stage's order (`orders_kept` false)."""
@@ -78,9 +78,7 @@ def judge_local(question: str, candidates: list[Candidate], premises: list[Premi
         if contra:
             why.append("conflicts with the question's premise: " + "; ".join(f.fact for f in premises if f.entity_id == c.id and not f.holds))
         reasons[c.id] = "; ".join(why)
-    relevance_min = thresholds.relevance_min if thresholds else models.thresholds.get("relevance_min", 0.0)
-    answerable, coverage = set_answerability(scores, models, bool(q.short_names), named, relevance_min,
-                                             thresholds.top_k if thresholds else 5)
+    answerable, coverage = set_answerability(scores, models, bool(q.short_names), named, thresholds)
     return Judgment(
         backend="local", model=models.name, scores=scores, answerable=answerable, coverage=coverage,
         conflict=max(set_conflict(candidates), max(contra_by_id.values(), default=0.0)), calls=0, reasons=reasons,
@@ -89,11 +87,15 @@ def judge_local(question: str, candidates: list[Candidate], premises: list[Premi
 
 
 def set_answerability(scores: dict[str, PassageScores], models: JudgeModels, question_names: bool,
-                      named: set[str], relevance_min: float, top_k: int = 5) -> tuple[float, int]:
+                      named: set[str], thresholds: Thresholds | None = None) -> tuple[float, int]:
     """answerable: the calibrated chance that the passages the threshold stage will keep (the first `top_k` of the
-    pool, in its order, at or above `relevance_min`) hold what the answer is about; coverage 0-3: how many of them
-    are expected to be relevant (the sum of their relevance, rounded)."""
-    kept = [(pid, s) for pid, s in scores.items() if s.injection < 0.5 and s.relevance >= relevance_min][:top_k]
+    pool, in its order, at or above the relevance minimum and below the injection maximum of `thresholds`; default:
+    the calibration sweep's minimum, 0.5 and 5) hold what the answer is about; coverage 0-3: how many of them are
+    expected to be relevant (the sum of their relevance, rounded)."""
+    relevance_min = thresholds.relevance_min if thresholds else models.thresholds.get("relevance_min", 0.0)
+    injection_max = thresholds.injection_max if thresholds else 0.5
+    top_k = thresholds.top_k if thresholds else 5
+    kept = [(pid, s) for pid, s in scores.items() if s.injection < injection_max and s.relevance >= relevance_min][:top_k]
     if not kept:
         return 0.0, 0
     best_first = sorted(kept, key=lambda t: -t[1].relevance)
