@@ -8,9 +8,11 @@ Nothing here imports Prefect (1.6 s): a command that runs directly never pays fo
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import json
 import os
+import queue
 import signal
 import socket
 import subprocess
@@ -89,10 +91,11 @@ def _die_with_parent_niced() -> None:  # pragma: no cover - runs in the child be
     os.nice(10)
 
 
-def start_server(host: str, port: int, background: bool = False) -> subprocess.Popen:
+def start_server(host: str, port: int, background: bool = False, niced: bool | None = None) -> subprocess.Popen:
     """`prefect server start` in the foreground of a child process (one process: uvicorn runs in it) that
     ends with this one. Its database is Prefect's own (PREFECT_HOME). `background`: a private server for this
-    process alone: no UI, no scheduling services, silent and at a lower CPU priority."""
+    process alone: no UI, no scheduling services, silent and (unless `niced` is false) at a lower CPU priority."""
+    niced = background if niced is None else niced
     args = [sys.executable, "-m", "prefect", "server", "start", "--host", host, "--port", str(port)]
     if background:
         args.append("--no-services")
@@ -100,7 +103,7 @@ def start_server(host: str, port: int, background: bool = False) -> subprocess.P
            "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     env.pop("PREFECT_API_URL", None)  # the server serves an API; it is no client of another
     sink = subprocess.DEVNULL if background else None
-    preexec = (_die_with_parent_niced if background else _die_with_parent) if sys.platform.startswith("linux") else None
+    preexec = (_die_with_parent_niced if niced else _die_with_parent) if sys.platform.startswith("linux") else None
     return subprocess.Popen(args, env=env, stdout=sink, stderr=sink, stdin=subprocess.DEVNULL, preexec_fn=preexec)
 
 
@@ -165,12 +168,12 @@ def start_private_api() -> threading.Thread | None:
     return thread
 
 
-def _private_server() -> tuple[str, subprocess.Popen] | None:
+def _private_server(niced: bool = True) -> tuple[str, subprocess.Popen] | None:
     """A background server on a free loopback port, once it answers (None, and stopped, when it does not)."""
     host = "127.0.0.1"
     port = free_port(host)
     url = api_url(host, port)
-    proc = start_server(host, port, background=True)
+    proc = start_server(host, port, background=True, niced=niced)
     if not wait_until_healthy(url, proc):
         proc.terminate()
         return None
@@ -195,6 +198,46 @@ def _run_private_api() -> None:
         os.environ.pop("PREFECT_API_URL", None)
 
 
+_process_api: str | None = None
+_process_api_lock = threading.Lock()
+
+
+def process_api() -> str:
+    """The API for `ASSAY_ORCHESTRATION=prefect` when none is configured and `assay server` runs none: a loopback
+    server of this process's own, started once (~10 s, what Prefect's temporary server cost) and ended with the
+    process, even by SIGKILL (Linux). Prefect's temporary server, which it started otherwise, outlived a killed
+    command."""
+    global _process_api
+    with _process_api_lock:
+        if _process_api is None or not answers(_process_api):
+            ready: queue.Queue[str | None] = queue.Queue(maxsize=1)
+            # a thread of its own starts and holds the server: the kernel's parent-death signal follows the thread
+            # that started a child, and a caller's thread (an MCP tool call's worker) may end before the process does
+            threading.Thread(target=_hold_process_api, args=(ready,), name="prefect-api", daemon=True).start()
+            _process_api = ready.get()
+        if _process_api is None:
+            raise RuntimeError("the Prefect server for ASSAY_ORCHESTRATION=prefect did not start; set PREFECT_API_URL, "
+                               "run `assay server`, or use ASSAY_ORCHESTRATION=auto")
+        return _process_api
+
+
+def _hold_process_api(ready: queue.Queue[str | None]) -> None:
+    started = _private_server(niced=False)  # the command waits on it: no lower priority
+    ready.put(started[0] if started else None)
+    if started is None:
+        return
+    atexit.register(_stop, started[1])
+    started[1].wait()
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 @contextmanager
 def api_for_workers() -> Iterator[None]:
     """A Prefect API that other processes reach too, for a run whose tasks go to Dask workers: the configured one,
@@ -203,7 +246,7 @@ def api_for_workers() -> Iterator[None]:
     from assay.flows.runtime import orchestrated
 
     orchestrated()  # checks a configured API (loopback in local mode) and hands `assay server`'s URL to Prefect
-    current = _current_api()
+    current = current_api()
     started = None if current else _private_server()
     if not current and started is None:
         raise RuntimeError("the Prefect server for the Dask run did not start; set PREFECT_API_URL or run `assay server`")
@@ -217,14 +260,10 @@ def api_for_workers() -> Iterator[None]:
         else:
             os.environ["PREFECT_API_URL"] = previous
         if started is not None:
-            started[1].terminate()
-            try:
-                started[1].wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                started[1].kill()
+            _stop(started[1])
 
 
-def _current_api() -> str | None:
+def current_api() -> str | None:
     """The API this process's Prefect runs report to: the environment's, the active profile's, or one set in Prefect's
     settings at run time (a test harness)."""
     if "prefect" in sys.modules:

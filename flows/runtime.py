@@ -59,24 +59,24 @@ def orchestration_mode() -> str:
 def orchestrated() -> bool:
     """True when flows run on Prefect. `auto` does so only when a Prefect API is there to record the run
     (PREFECT_API_URL, or a running `assay server`, whose URL is then handed to Prefect); `prefect` always does
-    (without an API Prefect starts a temporary server, 10-15 s); `direct` never."""
+    (without an API, on a server of this process's own: 10-15 s); `direct` never."""
     mode = orchestration_mode()
     if mode == "direct":
         return False
-    from assay.flows.prefect_api import configured_api, local_server_api
+    from assay.flows.prefect_api import configured_api, current_api, local_server_api, process_api
 
     configured = configured_api()
     if configured and os.environ.get("ASSAY_MODE", "local") == "local":  # run records hold questions and paths
         from assay.stages.core.llm_clients import require_loopback
 
         require_loopback(configured, "the Prefect API (PREFECT_API_URL)")
-    if mode == "prefect" or configured:
+    if configured:
         return True
-    url = local_server_api()
+    url = local_server_api() or (process_api() if mode == "prefect" and not current_api() else None)
     if url:
-        os.environ["PREFECT_API_URL"] = url  # read by Prefect when it is first imported, just after this
+        os.environ["PREFECT_API_URL"] = url  # read by Prefect when it is first imported, or by quiet_prefect
         return True
-    return False
+    return mode == "prefect"  # on the API a test harness set in Prefect's settings
 
 
 def prefect_call(task: Any, *args: Any, **kwargs: Any) -> Any:

@@ -147,3 +147,56 @@ def test_a_cli_command_records_its_run_on_a_configured_api_and_errors_stay_one_l
     failed = subprocess.run([ASSAY, "ask", "   ", str(project)], capture_output=True, text=True, env=env, timeout=300)
     assert failed.returncode == 2
     assert failed.stderr.strip().splitlines() == ["error: the question is empty: ask what you want to know about the code"]
+
+
+def prefect_servers_under(pid: int) -> dict[int, str]:
+    """The `prefect server start` processes among `pid`'s descendants (pid -> start time)."""
+    found = {}
+    for child, started in process_tree(pid).items():
+        try:
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"prefect\0server\0start" in cmdline:
+            found[child] = started
+    return found
+
+
+@pytest.mark.prefect
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_prefect_orchestration_without_an_api_records_on_a_server_that_ends_with_the_command(
+    project: Path, tmp_path: Path
+) -> None:
+    """ASSAY_ORCHESTRATION=prefect with no API: the command starts a loopback server of its own, records its run
+    there, and the server is gone when the command ends, even by SIGKILL (Prefect's temporary server outlived it)."""
+    env = {**os.environ, "ASSAY_ORCHESTRATION": "prefect", "PREFECT_HOME": str(tmp_path / "prefect"),
+           "ASSAY_HOME": str(tmp_path / "assay"), "PREFECT_API_URL": ""}
+    subprocess.run([ASSAY, "index", str(project)], check=True, capture_output=True, timeout=300,
+                   env={**env, "ASSAY_ORCHESTRATION": "direct"})
+    ask = [ASSAY, "ask", "how does retry_call back off?", str(project), "--json"]
+    proc = subprocess.Popen(ask, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    servers: dict[int, str] = {}
+    while proc.poll() is None:
+        servers.update(prefect_servers_under(proc.pid))
+        time.sleep(0.2)
+    out, err = proc.communicate()
+    assert proc.returncode == 0, err
+    assert uuid.UUID(json.loads(out)["flow_run_id"]) and servers, "the run was not recorded on a server of its own"
+    assert not [p for p in servers.items() if still_running(*p)], "the server outlived the command"
+
+    killed = subprocess.Popen(ask, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    servers = {}
+    deadline = time.time() + 120
+    while not servers and time.time() < deadline and killed.poll() is None:
+        servers = prefect_servers_under(killed.pid)
+        time.sleep(0.1)
+    killed.kill()
+    killed.wait(timeout=30)
+    assert servers, "the command started no Prefect server"
+    deadline = time.time() + 15
+    while time.time() < deadline and any(still_running(*p) for p in servers.items()):
+        time.sleep(0.2)
+    left = [pid for pid, started in servers.items() if still_running(pid, started)]
+    for pid in left:
+        os.kill(pid, 9)
+    assert left == [], "the Prefect server outlived a killed command"
