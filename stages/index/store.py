@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 from filelock import FileLock, Timeout
 
 from assay.stages.core.artifacts import Edge, EmbeddedBatch, Entity, IndexManifest, ParseResult
-from assay.stages.core.errors import one_line
+from assay.stages.core.errors import DISK_FULL_ADVICE, disk_full, one_line
 from assay.stages.core.workspace import collection_name, state_dir
 from assay.stages.core.writer import clear_writer, other_writer, record_writer
 from assay.stages.index.lexical import LexicalIndex
@@ -130,7 +130,10 @@ def unreachable(url: str, exc: BaseException) -> StoreError:
 
 
 def unopenable(path: Path, exc: BaseException) -> StoreError:
-    """A store folder Chroma cannot open, whichever way it is read: say so and how to start over."""
+    """A store folder Chroma cannot open, whichever way it is read: say so and how to start over (a full disk:
+    how to go on, since starting over would throw a whole store away)."""
+    if disk_full(exc):
+        return StoreError(f"the vector store in {path} cannot be opened: the disk is full; {DISK_FULL_ADVICE}")
     return StoreError(f"the vector store in {path} cannot be opened ({one_line(exc)}); run `assay index --rebuild`")
 
 

@@ -14,11 +14,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from assay.stages.core.artifacts import Candidate, Entity, IndexManifest, Retrieval
+from assay.stages.core.errors import disk_full, one_line
 from assay.stages.index.embed import Embedder
 from assay.stages.index.incremental import dense_note
 from assay.stages.index.injection_scan import valid_scans
 from assay.stages.index.lexical import LexicalIndex
-from assay.stages.index.store import Catalog, dense_distances, dense_search, lexical_dir, read_manifest
+from assay.stages.index.store import Catalog, StoreError, dense_distances, dense_search, lexical_dir, read_manifest
 from assay.stages.query import freshness
 from assay.stages.query.graph import DELEGATION_CUE, delegation_callees, workspace_centrality
 from assay.stages.query.locate import entity_at, locations, resolve
@@ -183,7 +184,9 @@ def retrieve(
             dense = dense_search(root, chroma_url, manifest.collection, query_vector, depth)
         except Exception as exc:  # noqa: BLE001 - fall back to BM25 and say so
             dense_ok = False
-            note = f"dense index unavailable ({type(exc).__name__}: {str(exc)[:120]}); BM25 only. Run `assay index --rebuild`."
+            # a store error and a full disk carry their own advice; a rebuild would not mend the latter
+            advice = "" if isinstance(exc, StoreError) or disk_full(exc) else " Run `assay index --rebuild`."
+            note = f"dense index unavailable ({type(exc).__name__}: {one_line(exc)[:240]}); BM25 only.{advice}"
         if dense_ok and manifest.dense_pending:
             note = dense_note(manifest)
         elif dense_ok and not dense and manifest.entity_count:
