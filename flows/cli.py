@@ -153,10 +153,15 @@ def status(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -
         if run is not None:
             typer.echo(f"run: {run_line(run)}")
         return
-    catalog = Catalog(root)
+    try:
+        catalog = Catalog(root)
+        entities, by_kind, by_language = catalog.count(), catalog.counts("kind"), catalog.counts("language")
+    except Exception as exc:  # noqa: BLE001
+        _fail(exc)
+        return
     data = {
-        "workspace": str(root), "indexed": True, "files": len(manifest.files), "entities": catalog.count(),
-        "by_kind": catalog.counts("kind"), "by_language": catalog.counts("language"), "embedder": manifest.embedder,
+        "workspace": str(root), "indexed": True, "files": len(manifest.files), "entities": entities,
+        "by_kind": by_kind, "by_language": by_language, "embedder": manifest.embedder,
         "updated_at": manifest.updated_at, "notes": len(manifest.notes),
         "partial_files": sum(1 for r in manifest.files.values() if r.partial), "last_run": last_run, "run": run,
         "dense_pending": len(manifest.dense_pending),

@@ -9,6 +9,7 @@ replacement is written.
 from __future__ import annotations
 
 import copy
+import errno
 import os
 import sqlite3
 import threading
@@ -162,8 +163,15 @@ def open_state_db(root: Path, name: str) -> sqlite3.Connection:
     """A SQLite database in the workspace's `.assay/` (WAL: readers never block the index writer)."""
     folder = state_dir(root)
     folder.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(str(folder / name), timeout=60, check_same_thread=False)
-    db.execute("PRAGMA journal_mode=WAL")
+    try:
+        db = sqlite3.connect(str(folder / name), timeout=60, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+    except sqlite3.OperationalError as exc:  # "unable to open database file" names neither the file nor why
+        if not os.access(folder, os.W_OK):  # WAL writes its index beside the database, a reader too
+            read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+            raise OSError(errno.EROFS if read_only else errno.EACCES,
+                          "read-only file system" if read_only else "permission denied", str(folder)) from exc
+        raise
     return db
 
 

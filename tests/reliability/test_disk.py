@@ -1,4 +1,5 @@
-"""A full disk: one line that says to free space (not to rebuild), an index that stays whole, and a rerun that goes on."""
+"""The disk under `.assay/`: full (one line that says to free space, not to rebuild; the index stays whole and
+the rerun goes on) or read-only (one line that says so, from every command, never a traceback)."""
 
 from __future__ import annotations
 
@@ -82,7 +83,10 @@ def fill(disk: Path, leave: int) -> Path:
     return filler
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux") or os.geteuid() != 0, reason="mounts a tmpfs")
+needs_mount = pytest.mark.skipif(not sys.platform.startswith("linux") or os.geteuid() != 0, reason="mounts a tmpfs")
+
+
+@needs_mount
 def test_an_index_run_on_a_full_disk_fails_in_one_line_keeps_the_index_and_the_rerun_goes_on(small_disk: Path) -> None:
     project = small_disk / "project"
     shutil.copytree(FIXTURES / "project", project)
@@ -105,3 +109,34 @@ def test_an_index_run_on_a_full_disk_fails_in_one_line_keeps_the_index_and_the_r
     assert again.returncode == 0, again.stderr
     found = run("search", "more_39_19", str(project), "-k", "3")
     assert found.returncode == 0 and "pkg/more_39.py" in found.stdout
+
+
+@needs_mount
+def test_a_read_only_workspace_says_so_in_one_line_from_every_command(small_disk: Path) -> None:
+    project = small_disk / "project"
+    shutil.copytree(FIXTURES / "project", project)
+    env = {**os.environ, "ASSAY_ORCHESTRATION": "direct", "ASSAY_EMBEDDER": "static", "ASSAY_HOME": str(small_disk.parent / "home")}
+    run = lambda *args: subprocess.run([ASSAY, *args], capture_output=True, text=True, env=env, timeout=300)  # noqa: E731
+    remount = lambda how: subprocess.run(["mount", "-o", f"remount,{how}", str(small_disk)], check=True)  # noqa: E731
+    said = f"error: cannot use the index at {project / '.assay'} (read-only file system): "
+    remount("ro")
+    try:
+        never_indexed = run("index", str(project))
+    finally:
+        remount("rw")
+    assert never_indexed.returncode == 2 and never_indexed.stderr.startswith(said), never_indexed.stderr
+    assert run("index", str(project)).returncode == 0
+    remount("ro")  # an indexed checkout mounted read-only: SQLite's WAL writes beside the database, even to read
+    try:
+        done = {command: run(*args, str(project)) for command, args in
+                {"index": ("index",), "status": ("status",), "search": ("search", "retry"), "ask": ("ask", "how does retry_call back off?")}.items()}
+    finally:
+        remount("rw")
+    print({command: result.returncode for command, result in done.items()})
+    assert done["index"].returncode == 2  # an index run writes
+    for command, result in done.items():  # a reader may manage (SQLite reads a WAL whose files are there) or not
+        if result.returncode != 0:
+            assert result.returncode == 2, (command, result.stdout, result.stderr)
+            assert result.stderr.startswith(said) and len(result.stderr.strip().splitlines()) == 1, (command, result.stderr)
+            assert "make that folder writable, or index a writable copy" in result.stderr
+    assert "pkg/retry.py" in run("search", "retry_call", str(project)).stdout  # writable again: nothing was lost
