@@ -22,7 +22,10 @@ def audit_pipeline(
     rejudge: str | None = None, labels: str | None = None, baseline_n: int = 50, judge: str | None = None,
     call: Caller = prefect_call,
 ) -> dict:
+    from assay.stages.index.store import require_manifest
+
     root = resolve_workspace(workspace)
+    require_manifest(root)  # its snapshots and baseline come from an index; a folder never indexed gets no `.assay/`
     table = call(t.load, root, start, end)
     rejudged = 0
     if rejudge:

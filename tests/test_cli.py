@@ -38,6 +38,21 @@ def test_index_status_search_ask(project: Path) -> None:
     assert report["judgment"]["backend"] == "none" and report["selection"]["included"]
 
 
+def test_commands_on_a_folder_never_indexed_say_so_and_leave_nothing_there(tmp_path: Path, monkeypatch) -> None:
+    """A command run in the wrong folder writes no `.assay/` into it: only `index` makes one."""
+    monkeypatch.setenv("ASSAY_ORCHESTRATION", "direct")
+    folder = tmp_path / "elsewhere"
+    folder.mkdir()
+    (folder / "notes.py").write_text("def f():\n    return 1\n")
+    for args in (["search", "f"], ["ask", "what does f return?"], ["callers", "f"], ["callees", "f"],
+                 ["references", "f"], ["impact", "f"], ["history", "f"], ["brief"], ["changed"], ["audit"]):
+        res = runner.invoke(app, [*args, str(folder)])
+        assert res.exit_code == 2, (args, res.output)
+        assert res.output.strip().splitlines() == [f"error: {folder} is not indexed yet; index it first "
+                                                    f"(`assay index {folder}` or the index_workspace tool)"], args
+    assert runner.invoke(app, ["status", str(folder)]).exit_code == 0
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.py"]
+
 def test_readme_configuration_table_matches_the_code() -> None:
     assert settings_table() in README.read_text()
 

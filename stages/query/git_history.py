@@ -145,8 +145,9 @@ def render_history(result: History) -> str:
 
 def entity_history(root: Path, name: str, limit: int = 20) -> History:
     """History of an indexed definition by name (`Class.method`, `name`), over its whole span."""
-    from assay.stages.index.store import Catalog
+    from assay.stages.index.store import Catalog, require_manifest
 
+    require_manifest(root)  # one line of error, and no `.assay/` left in a folder never indexed
     catalog = Catalog(root)
     try:
         matches = [e for e in catalog.by_name(name) if e.kind in DEFINITION_KINDS and e.part == 0]
