@@ -19,7 +19,7 @@ from pathlib import Path
 import pathspec
 
 from assay.stages.core.artifacts import DiscoveryResult, SkippedFile, SourceFile
-from assay.stages.index.languages import language_for, language_from_shebang, uses_tree_sitter
+from assay.stages.index.languages import NOTEBOOK, language_for, language_from_shebang, uses_tree_sitter
 
 ALWAYS_PRUNED = frozenset(
     {".git", ".hg", ".svn", ".assay", "node_modules", "__pycache__", ".venv", ".tox", ".nox",
@@ -47,6 +47,7 @@ MINIFIED_LINE_CHARS = 200
 MINIFIED_MIN_BYTES = 4096
 MINIFIED_LANGUAGES = frozenset({"javascript", "css"})
 DATA_FILE_MAX_BYTES = 256_000  # larger YAML/JSON/TOML... are generated data (tokenizers, fixtures), not knowledge
+NOTEBOOK_SIZE_FACTOR = 20  # a notebook's outputs (plots as base64, tables) are not indexed: its code is what counts
 
 
 @dataclass(frozen=True)
@@ -196,10 +197,11 @@ def discover(root: Path, max_file_bytes: int = 1_000_000, index_generated: bool 
         if not stat.S_ISREG(st.st_mode):
             skipped.append(SkippedFile(path=rel, reason="not_regular"))
             return
-        if st.st_size > max_file_bytes:
-            skipped.append(SkippedFile(path=rel, reason="too_large", detail=f"{st.st_size} bytes > {max_file_bytes}"))
+        limit = max_file_bytes * (NOTEBOOK_SIZE_FACTOR if language == NOTEBOOK else 1)
+        if st.st_size > limit:
+            skipped.append(SkippedFile(path=rel, reason="too_large", detail=f"{st.st_size} bytes > {limit}"))
             return
-        if not uses_tree_sitter(language) and st.st_size > min(max_file_bytes, DATA_FILE_MAX_BYTES):
+        if language != NOTEBOOK and not uses_tree_sitter(language) and st.st_size > min(max_file_bytes, DATA_FILE_MAX_BYTES):
             skipped.append(SkippedFile(path=rel, reason="large_data_file", detail=f"{st.st_size} bytes"))
             return
         if st.st_size == 0:

@@ -40,6 +40,8 @@ TREE_SITTER_EXTENSIONS: dict[str, str] = {
     ".m": "objc", ".mm": "objc",
 }
 
+NOTEBOOK = "notebook"
+
 # other text indexed as line windows
 WINDOW_EXTENSIONS: dict[str, str] = {
     ".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".json": "json", ".sql": "sql",
@@ -51,6 +53,7 @@ WINDOW_EXTENSIONS: dict[str, str] = {
     ".erl": "erlang", ".hrl": "erlang", ".clj": "clojure", ".cljs": "clojure", ".cljc": "clojure", ".groovy": "groovy",
     ".pl": "perl", ".pm": "perl", ".vue": "vue", ".svelte": "svelte", ".fs": "fsharp", ".fsx": "fsharp", ".nim": "nim",
     ".elm": "elm", ".ps1": "powershell", ".scss": "scss", ".less": "less", ".cmake": "cmake", ".hcl": "hcl",
+    ".ipynb": NOTEBOOK,  # parsed as Python through `notebook.python_view` where its layout allows
 }
 WINDOW_FILENAMES: dict[str, str] = {
     "Dockerfile": "dockerfile", "Makefile": "make", "makefile": "make", ".env": "dotenv",

@@ -20,7 +20,10 @@ from assay.stages.index.doc_markup import strip_doc_markup
 from assay.stages.index.edges import extract_edges
 from assay.stages.index.facts import facts_of
 from assay.stages.index.idioms import ELIXIR_DEFS, child_of, elixir_doc, elixir_head, elixir_name, zig_kind, zig_name
-from assay.stages.index.languages import CONTAINER_KINDS, HTML_LANDMARKS, LanguageSpec, SPECS, node_text, refine_language, uses_tree_sitter
+from assay.stages.index.languages import (
+    CONTAINER_KINDS, HTML_LANDMARKS, NOTEBOOK, SPECS, LanguageSpec, node_text, refine_language, uses_tree_sitter,
+)
+from assay.stages.index.notebook import python_view
 
 # Bump when what unchanged files index to changes: entities, or the BM25 tokens made from them
 # (2: a file entity per code file, stemmed BM25 tokens; 3: code facts per definition, graph edges;
@@ -743,7 +746,8 @@ def _skeleton(lines: list[str], first: int, children: list[_Draft], drop_childre
     return out
 
 
-def _uncovered_windows(ex: _Extractor, path: str, top: list[_Draft], max_lines: int, max_chars: int) -> list[Entity]:
+def _uncovered_windows(ex: _Extractor, path: str, top: list[_Draft], max_lines: int, max_chars: int,
+                       trim_start: bool = False) -> list[Entity]:
     """Top-level code outside every definition (scripts, wiring) is indexed as windows, so nothing is cut."""
     covered = [i in ex.not_code for i in range(len(ex.lines))]
     for d in [*top, *ex.scope_spans]:
@@ -765,7 +769,7 @@ def _uncovered_windows(ex: _Extractor, path: str, top: list[_Draft], max_lines: 
         current.append(line)
     if current:
         runs.append((start, current))
-    return _windows(runs, path, ex.language, max_lines, max_chars, label="top-level")
+    return _windows(runs, path, ex.language, max_lines, max_chars, label="top-level", trim_start=trim_start)
 
 
 _PREPROCESSED = frozenset({"c", "cpp", "objc"})
@@ -776,8 +780,11 @@ _BLOCK_ONLY = re.compile(r"^\s*(?:end|do|begin|else|then|fi|done|esac|return\s+[
 
 
 def _windows(
-    runs: list[tuple[int, list[str]]], path: str, language: str, max_lines: int, max_chars: int, label: str
+    runs: list[tuple[int, list[str]]], path: str, language: str, max_lines: int, max_chars: int, label: str,
+    trim_start: bool = False,
 ) -> list[Entity]:
+    """Line windows over runs of text. `trim_start`: a window starts at its first line of text (a notebook's view,
+    whose blank lines are the JSON around its cells; elsewhere the windows as every index holds them)."""
     out: list[Entity] = []
     n = 0
     for start, lines in runs:
@@ -792,6 +799,8 @@ def _windows(
                 plines = plines[:-1]
             if not any(p.strip() for p in plines):
                 continue
+            while trim_start and not plines[0].strip():
+                plines, pstart = plines[1:], pstart + 1
             end = pstart + len(plines) - 1
             name = f"{path}:{pstart}-{end}"
             body = "\n".join(plines)
@@ -833,6 +842,10 @@ def parse_source(
     source: bytes, path: str, language: str, content_hash: str, max_lines: int = 60, max_chars: int = 2400
 ) -> ParsedFile:
     """Turn one file's bytes into entities. Never raises on bad input: it reports partial parses instead."""
+    view = python_view(source) if language == NOTEBOOK else None
+    notebook = view is not None
+    if view is not None:  # line for line, so every entity's lines are the notebook file's
+        source, language = view, "python"
     language = refine_language(language, source)
     text_ok = True
     try:
@@ -857,7 +870,7 @@ def parse_source(
                           error="many definitions share a few long lines (minified?): read as text windows")
     entities = _make_entities(drafts, ex, path, max_lines, max_chars, {})
     whole = _file_entity(ex, tree.root_node, path, drafts, max_chars)  # first: it claims the module docstring's rows
-    entities.extend(_uncovered_windows(ex, path, drafts, max_lines, max_chars))
+    entities.extend(_uncovered_windows(ex, path, drafts, max_lines, max_chars, trim_start=notebook))
     if whole is not None:
         entities.insert(0, whole)
     edges = extract_edges(tree.root_node, language, entities)
