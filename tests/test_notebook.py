@@ -25,7 +25,7 @@ def cell(kind: str, lines: list[str], outputs: list | None = None) -> dict:
 PLOT = {"output_type": "display_data", "metadata": {}, "data": {"image/png": "iVBORw0KGgo" * 20000, "text/plain": ["<Figure>"]}}
 CELLS = [
     cell("markdown", ["# Churn analysis\n", "\n", "We load the customer table and fit a survival curve.\n"]),
-    cell("code", ["%matplotlib inline\n", "import pandas as pd\n", "!pip install lifelines\n"]),
+    cell("code", ["%matplotlib inline\n", "import pandas as pd\n", "!pip install lifelines\n", "pd.read_csv?"]),
     cell("code", ["def load_customers(path):\n", '    """Read the customer table and drop test accounts."""\n',
                   "    df = pd.read_csv(path)\n", "    return df[~df.email.str.endswith('@example.com')]"], outputs=[PLOT]),
     cell("code", ["%%bash\n", "ls -la data/\n"]),

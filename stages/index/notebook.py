@@ -5,9 +5,9 @@ a line of its own. The Python view keeps every line of the file: a line that hol
 becomes that source line, a markdown cell's line becomes a comment (its words stay searchable), and every other line
 (JSON structure, outputs, images) becomes empty. The parser reads the view as Python, and every `file:line` of an
 entity is a real line of the notebook file, so a receipt, a stale check and an agent reading the raw file all agree.
-IPython's own syntax (`%magic`, `!shell`, `?help`, a `%%cell` magic's whole cell) becomes a comment. A notebook
-not laid out so (one JSON line, a cell's source as one string over several lines) has no view: it is read as text
-windows.
+IPython's own syntax (`%magic`, `!shell`, `?help` and `help?`, a `%%cell` magic's whole cell) becomes a comment. A
+notebook not laid out so (one JSON line, a cell's source as one string over several lines) has no view: it is read
+as text windows.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import re
 _SOURCE_OPEN = re.compile(r'^\s*"source":\s*\[\s*$')
 _SOURCE_EMPTY = re.compile(r'^\s*"source":\s*\[\s*\]\s*,?\s*$')
 _SOURCE_STRING = re.compile(r'^\s*"source":\s*("(?:[^"\\]|\\.)*")\s*,?\s*$')
-_IPYTHON_LINE = re.compile(r"^\s*[%!?]")
+_IPYTHON_LINE = re.compile(r"^\s*(?:[%!?]|[\w.]+\?{1,2}\s*$)")  # magics, shell, `?x` and `x?` help
 
 
 def python_view(source: bytes) -> bytes | None:
