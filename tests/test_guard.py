@@ -108,6 +108,23 @@ def test_true_statements_verify_from_facts_quotes_values_and_paraphrase() -> Non
     assert {v for v, _ in got.values()} == {"verified"}, got
 
 
+def test_a_path_with_spaces_is_read_whole_not_from_its_last_space() -> None:
+    """`my dir/grüße café.py:1` (macOS and Windows projects, unicode names): the claim reader stops a path at a
+    space, so the guard looks for the whole path the sentence spells out; a cut it cannot place stays fabricated."""
+    greet = Candidate(id="g", file="my dir/ünïcode/grüße café.py", start_line=1, end_line=3, entity="grüße",
+                      kind="function", language="python", signature="def grüße(name)", params=["name"],
+                      docstring="Greet in German.", body='def grüße(name):\n    """Greet in German."""\n    return f"Hallo {name}"\n',
+                      fused_rank=1, fused_score=0.1)
+    facts = IndexFacts(resolver_from([entity_of(greet)]), lambda: ["my dir/ünïcode/grüße café.py", "other dir/x y.py"])
+    text = ("`grüße` greets in German (my dir/ünïcode/grüße café.py:1). "
+            "It is defined in my dir/ünïcode/grüße café.py. "
+            "It returns `Hallo` and the name (other dir/x y.py:3). "
+            "`grüße` greets in German (café.py:1).")
+    got = [(c.verdict, c.evidence) for _, c in check_local(text, [greet], facts)]
+    assert got[0][0] == "verified" and got[1][0] != "fabricated", got
+    assert got[2] == ("fabricated", "`other dir/x y.py` is in the index but no passage given to the writer comes from it")
+    assert got[3] == ("fabricated", "there is no file `café.py` in the index")
+
 def test_marking_keeps_the_writer_text_and_says_why() -> None:
     passages = _passages()
     facts = IndexFacts(resolver_from(entity_of(c) for c in passages), lambda: ["pkg/client.py"])

@@ -22,7 +22,7 @@ import builtins
 import keyword
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from assay.stages.core.artifacts import Candidate, Claim, Entity, GuardReport, PremiseFinding
 from assay.stages.index.languages import CONTAINER_KINDS
@@ -102,6 +102,14 @@ def same_file(indexed: str, cited: str) -> bool:
     return indexed == cited or indexed.endswith("/" + cited)
 
 
+def _spelled_out(c: Citation, text: str, spaced: list[str]) -> Citation:
+    """The citation of a path with a space in it (`my dir/a b.py:3`), which the claim reader cuts at the space
+    (`b.py:3`): the file that ends with what it read and is spelled out whole, with the line, in the sentence."""
+    tail = c.raw[len(c.file):]
+    whole = next((f for f in spaced if f.endswith(" " + c.file) and f + tail in text), None)
+    return c if whole is None else replace(c, file=whole, raw=whole + tail)
+
+
 def covers(c: Candidate, cite: Citation) -> bool:
     """A citation's lines fall in what a passage shows: a file row shows its first line (its body is an outline), a
     class skeleton the lines before its first elided member."""
@@ -134,9 +142,12 @@ def verdict(span: Span, ctx: _Passages, facts: IndexFacts) -> Claim:
         return Claim(text=span.text, citations=span.cited, verdict=v, evidence=evidence, source=source)  # type: ignore[arg-type]
 
     cited: list[Candidate] = []
+    spaced = [f for f in dict.fromkeys(p.file for p in ctx.passages) if " " in f]
     for c in span.citations:
+        c = _spelled_out(c, span.text, spaced)
         here = ctx.of_file(c.file)
         if not here:
+            c = _spelled_out(c, span.text, [f for f in facts.files if " " in f])
             known = [f for f in facts.files if same_file(f, c.file)]
             why = (f"`{c.file}` is in the index but no passage given to the writer comes from it" if known
                    else f"there is no file `{c.file}` in the index")
@@ -148,6 +159,8 @@ def verdict(span: Span, ctx: _Passages, facts: IndexFacts) -> Claim:
                                        f"(lines {shown})")
         cited += hit
     for f in span.files:  # a path a passage itself mentions (a config value, a docstring) is not invented
+        if any(x.endswith(" " + f) and x in span.text for x in spaced):
+            continue  # the tail of a passage's path with a space in it (`my dir/a b.py`), named whole
         quoted = any(f in text for text in ctx.flat.values())
         if not ctx.of_file(f) and not quoted and not any(same_file(x, f) for x in facts.files):
             return claim("fabricated", f"there is no file `{f}` in the index")
