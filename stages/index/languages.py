@@ -25,7 +25,7 @@ TREE_SITTER_EXTENSIONS: dict[str, str] = {
     ".cs": "csharp",
     ".rb": "ruby",
     ".php": "php",
-    ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown",
+    ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown", ".qmd": "markdown", ".rmd": "markdown",
     ".html": "html", ".htm": "html",
     ".css": "css",
     ".kt": "kotlin", ".kts": "kotlin",
@@ -54,6 +54,10 @@ WINDOW_EXTENSIONS: dict[str, str] = {
     ".pl": "perl", ".pm": "perl", ".vue": "vue", ".svelte": "svelte", ".fs": "fsharp", ".fsx": "fsharp", ".nim": "nim",
     ".elm": "elm", ".ps1": "powershell", ".scss": "scss", ".less": "less", ".cmake": "cmake", ".hcl": "hcl",
     ".ipynb": NOTEBOOK,  # parsed as Python through `notebook.python_view` where its layout allows
+    # templates (a migration's `script.py.mako`, a project's `Makefile.jinja`), specs and scripts people ask about
+    ".jinja": "jinja", ".jinja2": "jinja", ".j2": "jinja", ".mako": "mako", ".feature": "gherkin",
+    ".bat": "batch", ".cmd": "batch", ".el": "elisp", ".pyx": "cython", ".pxd": "cython", ".pxi": "cython",
+    ".cu": "cuda", ".cuh": "cuda",
 }
 WINDOW_FILENAMES: dict[str, str] = {
     "Dockerfile": "dockerfile", "Makefile": "make", "makefile": "make", ".env": "dotenv",
