@@ -356,7 +356,7 @@ def forget_workspace(path: str) -> CallToolResult:
                 VectorStore(root, s.chroma_url).drop(manifest.collection)
             folder = state_dir(root)
             for child in folder.iterdir():
-                if child.name != "write.lock":
+                if child.name not in ("write.lock", ".gitignore"):
                     shutil.rmtree(child) if child.is_dir() else child.unlink()
             forget_cached_client(root)
         registry.forget(root)

@@ -123,3 +123,16 @@ def test_watcher_reindexes_only_the_edited_file(repo: Path) -> None:
         thread.join(timeout=10)
     assert load_manifest(repo).files["util.py"].content_hash != before
     assert runs and runs[0] == (["util.py"], 1)
+
+
+def test_the_index_stays_out_of_git_without_the_user_ignoring_it(tmp_path: Path) -> None:
+    """`.assay/` carries its own `.gitignore` (as pytest's and ruff's caches do): a `git add -A` after `assay index`
+    and `assay ask` commits none of the index, nor the questions asked."""
+    root = tmp_path / "plain"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "app.py").write_text(APP)
+    run_index(str(root), SETTINGS)
+    run_query(str(root), "How is the config file read by parse_config?", SETTINGS)
+    assert (root / ".assay" / "judgments").is_dir()  # the questions asked are there, on disk
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == "?? app.py"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from assay.stages.core.errors import one_line
-from assay.stages.core.workspace import state_dir
+from assay.stages.core.workspace import make_state_dir, state_dir
 from assay.stages.core.writer import other_writer, pid_alive
 
 
@@ -94,8 +94,7 @@ class StatusSink:
         if other_writer(self.root) is not None:
             return
         self._written = now
-        folder = state_dir(self.root)
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = make_state_dir(self.root)
         tmp = folder / f"status.json.{os.getpid()}.tmp"
         with self._lock:
             self.state["updated"] = now  # an interrupted run's last sign of life

@@ -29,6 +29,23 @@ def state_dir(root: Path) -> Path:
     return root / STATE_DIR
 
 
+STATE_GITIGNORE = "# Assay's index of this workspace: local state, never to be committed (written by assay)\n*\n"
+
+
+def make_state_dir(root: Path) -> Path:
+    """The workspace's `.assay/`, made on the first write with a `.gitignore` that keeps all of it out of git, as
+    pytest and ruff do for their caches: a `git add -A` would commit the index, and the questions asked with it."""
+    folder = state_dir(root)
+    folder.mkdir(parents=True, exist_ok=True)
+    ignore = folder / ".gitignore"
+    if not ignore.exists():
+        try:
+            ignore.write_text(STATE_GITIGNORE)
+        except OSError:  # a folder it can write to but not this file in: the index matters more
+            pass
+    return folder
+
+
 def workspace_id(root: Path) -> str:
     """Stable id for a workspace (used for the Chroma collection name)."""
     return hashlib.sha256(str(root).encode()).hexdigest()[:16]

@@ -24,7 +24,7 @@ from filelock import FileLock, Timeout
 
 from assay.stages.core.artifacts import Edge, EmbeddedBatch, Entity, IndexManifest, ParseResult
 from assay.stages.core.errors import DISK_FULL_ADVICE, disk_full, one_line
-from assay.stages.core.workspace import collection_name, state_dir
+from assay.stages.core.workspace import collection_name, make_state_dir, state_dir
 from assay.stages.core.writer import clear_writer, other_writer, record_writer
 from assay.stages.index.lexical import LexicalIndex
 from assay.stages.index.term_counts import TermCounts
@@ -142,8 +142,7 @@ def unopenable(path: Path, exc: BaseException) -> StoreError:
 def write_lock(root: Path, timeout: float = 600.0, on_wait: Callable[[int | None], None] | None = None) -> Iterator[None]:
     """Serialise writers across processes (two IDEs on one workspace); readers never wait. The holder's pid is
     recorded beside the lock (`stages.core.writer`); `on_wait(pid)` hears that another writer has it first."""
-    folder = state_dir(root)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = make_state_dir(root)
     lock = FileLock(str(folder / "write.lock"), timeout=timeout)
     try:
         lock.acquire(blocking=False)
@@ -161,8 +160,7 @@ def write_lock(root: Path, timeout: float = 600.0, on_wait: Callable[[int | None
 
 def open_state_db(root: Path, name: str) -> sqlite3.Connection:
     """A SQLite database in the workspace's `.assay/` (WAL: readers never block the index writer)."""
-    folder = state_dir(root)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = make_state_dir(root)
     try:
         db = sqlite3.connect(str(folder / name), timeout=60, check_same_thread=False)
         db.execute("PRAGMA journal_mode=WAL")
