@@ -367,13 +367,14 @@ def forget_workspace(path: str) -> CallToolResult:
 
 @server.tool(description="Store a note (a decision, a convention) verbatim as a searchable entity of kind `note`.")
 async def remember(path: str, note: str, ctx: Context) -> CallToolResult:
-    from assay.stages.index.embed import embedder_for
+    from assay.stages.index.embed import index_embedder
     from assay.stages.index.notes import add_note
+    from assay.stages.index.store import read_manifest
 
     def work():
         root = workspace(path)
         s = _settings()
-        return add_note(root, note, embedder_for(s), s.chroma_url)
+        return add_note(root, note, index_embedder(read_manifest(root).embedder, s), s.chroma_url)  # the index's space
 
     try:
         ent = await _run(work, ctx, "remembering")

@@ -8,7 +8,7 @@ from assay.stages.audit.snapshots import write_snapshot
 from assay.stages.core.artifacts import (Answer, Candidate, GuardReport, Judgment, PremiseCheck, PremiseFinding, QueryReport,
                                          Retrieval, RouteDecision, Selection)
 from assay.stages.core.config import Settings
-from assay.stages.index.embed import embedder_for
+from assay.stages.index.embed import index_embedder
 from assay.stages.index.store import read_manifest
 from assay.stages.query import synthesize as synth
 from assay.stages.query.judge.backends import cloud_backend, ollama_backend, run_judge
@@ -25,9 +25,10 @@ from assay.tasks.lazy import task
 
 @task(name="retrieve")
 def retrieve(root: Path, question: str, settings: Settings) -> Retrieval:
+    manifest = read_manifest(root)
     return retrieve_stage(
-        root, question, read_manifest(root), embedder_for(settings), settings.pool_size, settings.distance_floor,
-        settings.chroma_url, ranking=ranking_for(settings),
+        root, question, manifest, index_embedder(manifest.embedder, settings), settings.pool_size,
+        settings.distance_floor, settings.chroma_url, ranking=ranking_for(settings),
     )
 
 

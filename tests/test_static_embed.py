@@ -90,6 +90,17 @@ def test_index_and_search_on_the_static_embedder(project: Path, model: MiniLMEmb
         hits = search(project, "how are retries backed off", settings, k=5, mode="dense").candidates
         assert hits and all(c.distance is not None for c in hits)
         assert all("retr" in f"{c.file} {c.entity}".lower() for c in hits[:3])  # the retry module and its guide
+        # queried from a process whose settings name the default embedder (an IDE's MCP server, say): the query is
+        # embedded as the index was, not with MiniLM's 384 dimensions against 16 (BM25 alone, before)
+        from assay.flows.query import run_query
+
+        default = Settings(embedder="minilm")
+        found = search(project, "how are retries backed off", default, k=5)
+        assert found.note == "" and [c.entity for c in found.candidates[:3]] == [
+            c.entity for c in search(project, "how are retries backed off", settings, k=5).candidates[:3]]
+        assert all(c.distance is not None for c in found.candidates[:3])
+        answer = run_query(str(project), "how are retries backed off?", default)
+        assert "dense index unavailable" not in answer.text and answer.selection.included
     finally:
         get_embedder.cache_clear()
 

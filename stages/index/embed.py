@@ -218,3 +218,29 @@ def embed_entities(entities: list[Entity], embedder: Embedder, batch_size: int =
 def embedder_for(settings) -> Embedder:
     """The embedder a Settings object names (cached per process)."""
     return get_embedder(settings.embedder, settings.ollama_host, settings.embed_tokens)
+
+
+def spec_of(name: str) -> tuple[str, int | None] | None:
+    """The spec (and MiniLM's window) that builds the embedder of this name, as a manifest records it."""
+    if name.startswith("ollama:"):
+        return name, None
+    if name.startswith("static-"):
+        return "static", None
+    if name.startswith("minilm-") and name.rsplit(":", 1)[-1].isdigit():
+        return "minilm", int(name.rsplit(":", 1)[-1])
+    return None
+
+
+def index_embedder(embedded_with: str | None, settings) -> Embedder:
+    """The embedder a query must use: the one the workspace's vectors were made with (`manifest.embedder`), whatever
+    this process's settings name. An index built with ASSAY_EMBEDDER=static, queried from an IDE whose server never
+    set it, fell back to BM25 alone ("expecting embedding with dimension of 256, got 384")."""
+    wanted = embedder_for(settings)
+    spec = spec_of(embedded_with) if embedded_with and embedded_with != wanted.name else None
+    if spec is None:
+        return wanted
+    try:
+        made = get_embedder(spec[0], settings.ollama_host, spec[1] or settings.embed_tokens)
+    except EmbedderError:
+        return wanted
+    return made if made.name == embedded_with else wanted

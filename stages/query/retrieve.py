@@ -139,9 +139,10 @@ def ranking_for(settings) -> RankConfig | None:
 def search(root: Path, query: str, settings, k: int = 10, mode: str = "hybrid", ranking: RankConfig | None = None) -> Retrieval:
     """Retrieval only, for the search doors (CLI, MCP): the k best entities, one row each. `ranking`: a rank
     configuration other than the settings' (a benchmark's ablation)."""
-    from assay.stages.index.embed import embedder_for
+    from assay.stages.index.embed import index_embedder
 
-    result = retrieve(root, query, read_manifest(root), embedder_for(settings), pool=max(k, settings.pool_size),
+    manifest = read_manifest(root)
+    result = retrieve(root, query, manifest, index_embedder(manifest.embedder, settings), pool=max(k, settings.pool_size),
                       chroma_url=settings.chroma_url, mode=mode, ranking=ranking or ranking_for(settings))
     return result.model_copy(update={"candidates": collapse_parts(root, result.candidates)[:k]})
 
