@@ -101,6 +101,14 @@ def test_index_and_search_on_the_static_embedder(project: Path, model: MiniLMEmb
         assert all(c.distance is not None for c in found.candidates[:3])
         answer = run_query(str(project), "how are retries backed off?", default)
         assert "dense index unavailable" not in answer.text and answer.selection.included
+        # an index run that names no embedder (an IDE's watcher) keeps the workspace's; naming one re-embeds
+        (project / "pkg" / "extra.py").write_text("def extra_helper():\n    return 1\n")
+        unnamed = Settings()
+        assert "embedder" not in unnamed.model_fields_set
+        kept = run_index(str(project), unnamed)
+        assert kept.embedder == report.embedder and not kept.rebuild_reason and kept.files_parsed == 1
+        named = run_index(str(project), default)
+        assert named.embedder.startswith("minilm") and "embedder changed" in named.rebuild_reason
     finally:
         get_embedder.cache_clear()
 

@@ -34,8 +34,8 @@ class Settings(BaseSettings):
     )
     dask: str = Field("", description="spread index runs over Dask through Prefect: local:N or tcp://host:port (Scale-out)")
     embedder: str = Field(
-        "minilm", description="minilm (ONNX, offline), static (distilled from MiniLM: ~100x faster indexing, weaker on "
-        "long questions) or ollama:<model>"
+        "minilm", description="minilm (ONNX, offline), static (from MiniLM: ~100x faster indexing, weaker on long "
+        "questions) or ollama:<model>; unset, an indexed workspace keeps its own"
     )
     embed_batch: int = Field(16, description="texts per embedding call (16 measured fastest on 2 CPU cores)")
     embed_tokens: int = Field(

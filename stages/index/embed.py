@@ -244,3 +244,18 @@ def index_embedder(embedded_with: str | None, settings) -> Embedder:
     except EmbedderError:
         return wanted
     return made if made.name == embedded_with else wanted
+
+
+def kept_embedder(settings, embedded_with: str | None):
+    """Settings for an index run: the workspace keeps the embedder its vectors were made with unless this run names
+    one (ASSAY_EMBEDDER or ASSAY_EMBED_TOKENS set). An IDE's watcher whose server never set it re-embedded a whole
+    workspace built with `static` in MiniLM (minutes to an hour of CPU), and its queries then changed model."""
+    if not embedded_with or {"embedder", "embed_tokens"} & settings.model_fields_set:
+        return settings
+    spec = spec_of(embedded_with)
+    if spec is None:
+        return settings
+    update = {"embedder": spec[0], **({"embed_tokens": spec[1]} if spec[1] else {})}
+    if all(getattr(settings, k) == v for k, v in update.items()):
+        return settings
+    return settings.model_copy(update=update)
