@@ -108,7 +108,7 @@ def _embed_in_slices(root, collection: str, pending: list, settings: Settings, c
         cached += embedded.cached
         lap("embed")
         call(t.store_vectors, root, collection, embedded, settings)
-        manifest = mark_embedded(root, embedded)
+        manifest = mark_embedded(root, embedded, manifest)
         lap("store")
     return manifest, truncated, cached
 
@@ -139,7 +139,7 @@ def _embed_spread(root, collection: str, pending: list, settings: Settings, spre
         known, missing = split_cached(pending, name, cache)
         if known is not None:
             t.store_vectors(root, collection, known, settings)
-            manifest = mark_embedded(root, known)
+            manifest = mark_embedded(root, known, manifest)
             sink.skip("embed", len(known.ids))
         slices = [missing[i : i + EMBED_STORE_BATCH] for i in range(0, len(missing), EMBED_STORE_BATCH)]
         futures = [t.embed_slice.submit(piece, settings, spread.threads) for piece in slices]
@@ -147,7 +147,7 @@ def _embed_spread(root, collection: str, pending: list, settings: Settings, spre
             batch = future.result()
             remember(cache, name, piece, batch.vectors)
             t.store_vectors(root, collection, batch, settings)
-            manifest = mark_embedded(root, batch)
+            manifest = mark_embedded(root, batch, manifest)
             truncated += batch.truncated
             sink.advance("embed", len(piece))
     finally:
