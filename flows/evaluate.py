@@ -80,7 +80,7 @@ def evaluate_pipeline(
     rows: list[dict] = []
     for name in corpora:
         root = call(t.prepare_corpus, available[name], home)
-        index_report = index_pipeline(str(root), settings, call=call)
+        index_report = index_pipeline(str(root), measured(settings), call=call)
         questions = call(t.load_questions, qdir / f"{name}.jsonl", limit)
         retrieval, per_q = call(t.evaluate_retrieval, root, questions, settings, judges)
         injection = call(t.evaluate_injection, root, bipia, settings)
@@ -91,6 +91,12 @@ def evaluate_pipeline(
                                     "retrieval": retrieval, "injection": injection, "cost": cost}
         rows.extend({"corpus": name, **r} for r in per_q)
     return save_results(home, "", results, rows, "per_question.parquet", call(t.render, results))
+
+
+def measured(settings: Settings) -> Settings:
+    """An evaluation measures the embedder its settings name (and its results say so): a corpus indexed with
+    another is re-embedded, not kept as an index run that names none keeps it."""
+    return settings.model_copy(update={"embedder": settings.embedder, "embed_tokens": settings.embed_tokens})
 
 
 def save_results(home: Path, prefix: str, results: dict, rows: list[dict], rows_file: str, markdown: str) -> dict:
@@ -134,7 +140,7 @@ def evaluate_semble_pipeline(
         except (RuntimeError, ValueError) as exc:  # one repository the registries lack does not end the run
             results["repos"][name] = {"error": str(exc)}
             continue
-        index_pipeline(str(root), settings, call=call)
+        index_pipeline(str(root), measured(settings), call=call)
         queries = sb.load_queries(folder, name)[:limit] if limit else sb.load_queries(folder, name)
         present, total, orphaned = sb.present_targets(root, queries)
         results["repos"][name] = {"source": f"{source.registry} {source.package} {source.version}", "queries": len(queries),

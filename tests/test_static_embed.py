@@ -153,3 +153,18 @@ def test_frequent_tokens_weigh_less_so_noise_moves_a_text_less(model: MiniLMEmbe
         return float(vectors[0] @ vectors[1])
 
     assert closeness(weighted) > closeness(plain)
+
+
+def test_an_index_run_keeps_the_workspaces_embedder_unless_one_is_named_and_an_evaluation_always_names_it() -> None:
+    from assay.flows.evaluate import measured
+    from assay.stages.core.config import Settings
+    from assay.stages.index.embed import kept_embedder
+
+    static, wide = "static-minilm-l6-v2@1.0.0:256:r2", "minilm-l6-v2-int8@1.0.0:256"
+    unnamed = Settings()
+    assert kept_embedder(unnamed, static).embedder == "static"
+    assert (kept_embedder(unnamed, wide).embedder, kept_embedder(unnamed, wide).embed_tokens) == ("minilm", 256)
+    assert kept_embedder(unnamed, "someone-else's-model@2").embedder == "minilm"  # unknown: the settings decide
+    assert kept_embedder(Settings(embedder="minilm"), static).embedder == "minilm"
+    assert kept_embedder(Settings(embed_tokens=256), static).embedder == "minilm"
+    assert kept_embedder(measured(unnamed), static).embedder == "minilm"  # results say what they measured
