@@ -11,9 +11,9 @@ from assay.stages.core.artifacts import IndexReport
 from assay.stages.core.config import Settings
 from assay.stages.core.progress import ProgressSink, StatusSink, progress_for, status_run
 from assay.stages.core.workspace import collection_name, resolve_workspace
-from assay.stages.index.embed import embedder_for, kept_embedder
+from assay.stages.index.embed import embedder_for
 from assay.stages.index.incremental import build_report, carried_pending, merge_shares, next_collection, next_manifest, shares
-from assay.stages.index.store import Catalog, StoreError, VectorStore, load_manifest, mark_embedded, write_lock
+from assay.stages.index.store import Catalog, VectorStore, mark_embedded, write_lock
 from assay.stages.index.vector_cache import EmbedCache, remember, split_cached
 from assay.tasks import index as t
 
@@ -46,8 +46,7 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
     with write_lock(root, on_wait=wait_turn):
         if waited:
             progress_for(root).advance("waiting")
-        settings = kept_embedder(settings, _embedded_with(root))
-        previous, plan = call(t.plan, root, discovery, settings, rebuild)
+        previous, plan, settings = call(t.plan, root, discovery, settings, rebuild)
         lap("plan")
         parsed = _parse_spread(root, plan.to_parse, settings, spread) if spread else call(t.parse, root, plan, settings)
         lap("parse")
@@ -87,16 +86,6 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
         catalog.counts("kind"), catalog.counts("language"),
     )
     return call(t.report, data.model_copy(update={"embed_cached": cached}))
-
-
-def _embedded_with(root) -> str | None:
-    """The embedder of the workspace's vectors, as its manifest says (a damaged manifest is for `plan` to report,
-    or for `--rebuild` to replace)."""
-    try:
-        manifest = load_manifest(root)
-    except StoreError:
-        return None
-    return manifest.embedder if manifest is not None else None
 
 
 def _embed_in_slices(root, collection: str, pending: list, settings: Settings, call: Caller, lap, manifest):

@@ -11,7 +11,7 @@ from assay.stages.core.artifacts import (
 )
 from assay.stages.core.config import Settings
 from assay.stages.core.progress import progress_for
-from assay.stages.index.embed import embed_entities, embedder_for, get_embedder
+from assay.stages.index.embed import embed_entities, embedder_for, get_embedder, kept_embedder
 from assay.stages.index.store import Catalog, VectorStore, prepare_dense, previous_manifest, rebuild_lexical, write_manifest
 from assay.stages.index.vector_cache import EmbedCache, embed_with_cache
 from assay.tasks.gpu import gpu_slot
@@ -24,9 +24,13 @@ def discover(root: Path, settings: Settings) -> DiscoveryResult:
 
 
 @task(name="plan")
-def plan(root: Path, discovery: DiscoveryResult, settings: Settings, rebuild: bool) -> tuple[IndexManifest | None, IndexPlan]:
+def plan(root: Path, discovery: DiscoveryResult, settings: Settings,
+         rebuild: bool) -> tuple[IndexManifest | None, IndexPlan, Settings]:
+    """The last run's manifest, what this run parses and embeds, and the run's settings: the workspace keeps its
+    embedder unless these name one (`kept_embedder`)."""
     previous = previous_manifest(root, settings.chroma_url, rebuild)
-    return previous, incremental.plan_index(discovery, previous, embedder_for(settings).name, rebuild)
+    settings = kept_embedder(settings, previous.embedder if previous is not None else None)
+    return previous, incremental.plan_index(discovery, previous, embedder_for(settings).name, rebuild), settings
 
 
 @task(name="parse")

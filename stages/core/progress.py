@@ -61,17 +61,18 @@ class StatusSink:
         self._write(force=True)
 
     def advance(self, stage: str, n: int = 1) -> None:
-        with self._lock:
-            st = self.state["stages"].setdefault(stage, {"done": 0, "total": 0, "started": time.time()})
-            st["done"] += n
-        self._write()
+        self._count(stage, n, skipped=False)
 
     def skip(self, stage: str, n: int) -> None:
         """Done without work (a resumed run's remembered vectors): counted as done, kept out of the rate and ETA."""
+        self._count(stage, n, skipped=True)
+
+    def _count(self, stage: str, n: int, skipped: bool) -> None:
         with self._lock:
             st = self.state["stages"].setdefault(stage, {"done": 0, "total": 0, "started": time.time()})
             st["done"] += n
-            st["skipped"] = st.get("skipped", 0) + n
+            if skipped:
+                st["skipped"] = st.get("skipped", 0) + n
         self._write()
 
     def error(self, message: str) -> None:
