@@ -10,7 +10,7 @@ from assay.flows.runtime import Caller, Stopwatch, flow_exports, lazy_flow, pref
 from assay.stages.core.artifacts import QueryReport
 from assay.stages.core.config import Settings
 from assay.stages.core.llm_clients import LLMError, require_loopback
-from assay.stages.core.workspace import resolve_workspace
+from assay.stages.core.workspace import resolve_workspace, state_dir, state_writable
 from assay.stages.query.budget import file_tokens
 from assay.stages.query.report import make_report
 from assay.stages.query.synthesize import state_corrections
@@ -59,13 +59,18 @@ def query_pipeline(workspace: str, question: str, settings: Settings, call: Call
     answer = state_corrections(answer, judgment.premises)  # the checker's own corrections need no guard
     lap("guard")
     notes = [retrieval.note] if retrieval.note else []
+    recorded = state_writable(root)
+    if not recorded:
+        notes.append(f"{state_dir(root)} is read-only: this answer's judgments and model usage are not recorded "
+                     "(`assay audit` and `assay usage` will not see it)")
     called_by = call(t.called_by, root, [rp.candidate.id for rp in selection.included])
     report = make_report(uuid.uuid4().hex[:12], question, str(root), answer, selection, judgment, decision, watch.timings, notes,
                          called_by, retrieval.freshness, settings.max_tokens,
                          file_tokens(root, [rp.candidate.file for rp in selection.included]), guard)
     report = call(t.publish, report)
-    call(t.snapshot, root, report)
-    call(t.ledger, root, report, settings)
+    if recorded:
+        call(t.snapshot, root, report)
+        call(t.ledger, root, report, settings)
     lap("report")
     report.timings = watch.timings
     return report

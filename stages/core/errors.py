@@ -51,7 +51,8 @@ def one_line(exc: BaseException) -> str:
     if disk_full(exc) and DISK_FULL_ADVICE not in line:
         return f"the disk is full ({line}): {DISK_FULL_ADVICE}"
     refused = unwritable_state(exc)
-    if refused is not None and "cannot use the index" not in line:
-        return (f"cannot use the index at {refused[0]} ({refused[1]}): Assay writes in a workspace's {STATE_DIR}/ "
-                "folder, even to read it; make that folder writable, or index a writable copy of the workspace")
+    if refused is not None and "cannot write the index" not in line:
+        return (f"cannot write the index at {refused[0]} ({refused[1]}): indexing, `assay audit` and brief "
+                "corrections write there (searching and asking do not); make that folder writable, or index a "
+                "writable copy of the workspace")
     return line

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from pathlib import Path
@@ -44,6 +45,25 @@ def make_state_dir(root: Path) -> Path:
         except OSError:  # a folder it can write to but not this file in: the index matters more
             pass
     return folder
+
+
+def writable(folder: Path) -> bool:
+    """Whether this process may write in `folder` (false on a read-only mount and in another user's checkout)."""
+    return os.access(folder, os.W_OK)
+
+
+def state_writable(root: Path) -> bool:
+    """Whether the workspace's `.assay/` can take what a query records (its judgments, model usage, the brief):
+    an index built elsewhere and mounted read-only still answers, without recording."""
+    folder = state_dir(root)
+    return writable(folder if folder.is_dir() else root)
+
+
+def not_writable(folder: Path) -> OSError:
+    """Why a folder cannot be written, as the OSError `stages.core.errors` words (`unwritable_state`)."""
+    read_only = hasattr(os, "statvfs") and bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    return OSError(errno.EROFS if read_only else errno.EACCES,
+                   "read-only file system" if read_only else "permission denied", str(folder))
 
 
 def workspace_id(root: Path) -> str:

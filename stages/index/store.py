@@ -9,7 +9,6 @@ replacement is written.
 from __future__ import annotations
 
 import copy
-import errno
 import os
 import sqlite3
 import threading
@@ -24,7 +23,7 @@ from filelock import FileLock, Timeout
 
 from assay.stages.core.artifacts import Edge, EmbeddedBatch, Entity, IndexManifest, ParseResult
 from assay.stages.core.errors import DISK_FULL_ADVICE, disk_full, one_line
-from assay.stages.core.workspace import collection_name, make_state_dir, state_dir
+from assay.stages.core.workspace import collection_name, make_state_dir, not_writable, state_dir, writable
 from assay.stages.core.writer import clear_writer, other_writer, record_writer
 from assay.stages.index.lexical import LexicalIndex
 from assay.stages.index.term_counts import TermCounts
@@ -159,18 +158,36 @@ def write_lock(root: Path, timeout: float = 600.0, on_wait: Callable[[int | None
 
 
 def open_state_db(root: Path, name: str) -> sqlite3.Connection:
-    """A SQLite database in the workspace's `.assay/` (WAL: readers never block the index writer)."""
+    """A SQLite database in the workspace's `.assay/` (WAL: readers never block the index writer). In a folder this
+    process cannot write (a read-only mount, another user's checkout) an existing database is opened for reading,
+    so an index built elsewhere still answers; a write through it fails there."""
+    folder = state_dir(root)
+    if folder.is_dir() and not writable(folder) and (folder / name).exists():
+        return _read_only_db(folder / name)
     folder = make_state_dir(root)
     try:
         db = sqlite3.connect(str(folder / name), timeout=60, check_same_thread=False)
         db.execute("PRAGMA journal_mode=WAL")
     except sqlite3.OperationalError as exc:  # "unable to open database file" names neither the file nor why
-        if not os.access(folder, os.W_OK):  # WAL writes its index beside the database, a reader too
-            read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
-            raise OSError(errno.EROFS if read_only else errno.EACCES,
-                          "read-only file system" if read_only else "permission denied", str(folder)) from exc
+        if not writable(folder):  # WAL writes its index beside the database, a reader too
+            raise not_writable(folder) from exc
         raise
     return db
+
+
+def _read_only_db(path: Path) -> sqlite3.Connection:
+    """A WAL database read without writing: `mode=ro` shares the writer's WAL index where its files are there (a
+    live index run); with none to share (a finished index on a read-only mount) SQLite can only read it as
+    immutable, which is what such a mount is."""
+    uri = path.resolve().as_uri()
+    for flags in ("mode=ro", "immutable=1"):
+        db = sqlite3.connect(f"{uri}?{flags}", uri=True, timeout=60, check_same_thread=False)
+        try:
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return db
+        except sqlite3.OperationalError:
+            db.close()
+    raise not_writable(path.parent)
 
 
 _CATALOG_SCHEMA = """
@@ -475,8 +492,11 @@ class EmbeddedReader:
         self._name = name or collection_name(root)
         self._bindings = None
         self._collection_id: str | None = None
+        self._copy: Path | None = None  # a read-only store is read from a private copy (`readable_copy`)
         if not (path / "chroma.sqlite3").exists():
             return  # nothing stored yet: no vectors to find
+        if not writable(path):
+            path = self._copy = readable_copy(path)
         try:
             config = rb.SqliteDBConfig(hash_type=rb.MigrationHash.MD5, migration_mode=rb.MigrationMode.Validate,
                                        url=str(path / "chroma.sqlite3"))
@@ -485,6 +505,15 @@ class EmbeddedReader:
                                          hnsw_cache_size=max(files // 5, 1))  # as Chroma's client sizes it
         except Exception as exc:  # noqa: BLE001 - chroma raises many types for a damaged folder
             raise unopenable(path, exc) from exc
+
+    def release(self) -> None:
+        """Remove the private copy of a read-only store, if this reader made one (a newer index replaced it)."""
+        if self._copy is not None:
+            import shutil
+
+            self._bindings = None
+            shutil.rmtree(self._copy.parent, ignore_errors=True)
+            self._copy = None
 
     def _collection(self) -> str | None:
         if self._bindings is None:
@@ -509,6 +538,23 @@ class EmbeddedReader:
             return {}
         res = self._bindings.get(collection, ids, None, None, 0, None, ["embeddings"], _TENANT, _DATABASE)
         return cosine_distances(res.ids, res.embeddings, vector)
+
+
+def readable_copy(path: Path) -> Path:
+    """A private copy of a store folder this process cannot write, removed when the process ends. Chroma's engine
+    writes to its database as it opens it (a read-only open is refused), so an index on a read-only mount or in
+    another user's checkout is read from a copy; the copy is as large as the store, once per index run read."""
+    import atexit
+    import shutil
+    import tempfile
+
+    copy_dir = Path(tempfile.mkdtemp(prefix="assay-store-"))
+    atexit.register(shutil.rmtree, copy_dir, True)  # (`EmbeddedReader.release` removes it sooner)
+    try:
+        shutil.copytree(path, copy_dir / "chroma", ignore=shutil.ignore_patterns("*.lock"))
+    except OSError as exc:
+        raise unopenable(path, exc) from exc
+    return copy_dir / "chroma"
 
 
 _READERS: dict[tuple, VectorStore | EmbeddedReader] = {}
@@ -547,7 +593,9 @@ def _through_reader(root: Path, url: str | None, collection: str | None,
     found = read(store)
     with _readers_lock:
         for old in [k for k in _READERS if k[:3] == key[:3]]:  # a replaced store's handle
-            del _READERS[old]
+            release = getattr(_READERS.pop(old), "release", None)  # an embedded reader's copy of a read-only store
+            if release is not None:
+                release()
         _READERS[key] = store
     return found
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from assay.stages.core.workspace import state_dir
+from assay.stages.core.workspace import state_dir, state_writable
 
 if TYPE_CHECKING:
     from assay.stages.core.llm_clients import ChatResult
@@ -173,9 +173,10 @@ def refresh(root: Path, catalog, files: list[str], writer: Writer | None = None,
         calls.append(reply)
         body = reply.text.strip() + "\n" if reply.text.strip() else source
     text = with_corrections(body, fixes)
-    folder.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    stamp.write_text(digest)
+    if state_writable(root):  # an index mounted read-only: the brief is built each time instead of kept
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        stamp.write_text(digest)
     return text, True, calls
 
 

@@ -112,31 +112,41 @@ def test_an_index_run_on_a_full_disk_fails_in_one_line_keeps_the_index_and_the_r
 
 
 @needs_mount
-def test_a_read_only_workspace_says_so_in_one_line_from_every_command(small_disk: Path) -> None:
+def test_a_read_only_index_answers_and_a_write_says_so_in_one_line(small_disk: Path) -> None:
     project = small_disk / "project"
     shutil.copytree(FIXTURES / "project", project)
     env = {**os.environ, "ASSAY_ORCHESTRATION": "direct", "ASSAY_EMBEDDER": "static", "ASSAY_HOME": str(small_disk.parent / "home")}
     run = lambda *args: subprocess.run([ASSAY, *args], capture_output=True, text=True, env=env, timeout=300)  # noqa: E731
     remount = lambda how: subprocess.run(["mount", "-o", f"remount,{how}", str(small_disk)], check=True)  # noqa: E731
-    said = f"error: cannot use the index at {project / '.assay'} (read-only file system): "
+    said = f"error: cannot write the index at {project / '.assay'} (read-only file system): "
     remount("ro")
     try:
         never_indexed = run("index", str(project))
     finally:
         remount("rw")
     assert never_indexed.returncode == 2 and never_indexed.stderr.startswith(said), never_indexed.stderr
+    assert len(never_indexed.stderr.strip().splitlines()) == 1
     assert run("index", str(project)).returncode == 0
-    remount("ro")  # an indexed checkout mounted read-only: SQLite's WAL writes beside the database, even to read
+    assert run("ask", "how does retry_call back off?", str(project)).returncode == 0
+    audits_before = sorted((project / ".assay").rglob("*.parquet"))
+    # an index built, then mounted read-only (a container's image, a shared checkout): SQLite has no WAL files to
+    # share and Chroma's engine writes as it opens, yet every reader answers from it
+    remount("ro")
     try:
         done = {command: run(*args, str(project)) for command, args in
-                {"index": ("index",), "status": ("status",), "search": ("search", "retry"), "ask": ("ask", "how does retry_call back off?")}.items()}
+                {"index": ("index",), "status": ("status",), "search": ("search", "retry_call back off"),
+                 "ask": ("ask", "how does retry_call back off?"), "brief": ("brief",),
+                 "callers": ("callers", "retry_call"), "audit": ("audit",)}.items()}
     finally:
         remount("rw")
-    print({command: result.returncode for command, result in done.items()})
-    assert done["index"].returncode == 2  # an index run writes
-    for command, result in done.items():  # a reader may manage (SQLite reads a WAL whose files are there) or not
-        if result.returncode != 0:
-            assert result.returncode == 2, (command, result.stdout, result.stderr)
-            assert result.stderr.startswith(said) and len(result.stderr.strip().splitlines()) == 1, (command, result.stderr)
-            assert "make that folder writable, or index a writable copy" in result.stderr
+    for command in ("index", "audit"):  # these write
+        result = done[command]
+        assert result.returncode == 2 and result.stderr.startswith(said), (command, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1 and "make that folder writable" in result.stderr
+    for command in ("status", "search", "ask", "brief", "callers"):
+        assert done[command].returncode == 0, (command, done[command].stderr)
+    assert "pkg/retry.py" in done["search"].stdout and "distance=" in done["search"].stdout  # the dense half too
+    assert "pkg/retry.py" in done["ask"].stdout
+    assert "is read-only: this answer's judgments and model usage are not recorded" in done["ask"].stdout
+    assert sorted((project / ".assay").rglob("*.parquet")) == audits_before  # nothing was written meanwhile
     assert "pkg/retry.py" in run("search", "retry_call", str(project)).stdout  # writable again: nothing was lost
