@@ -277,3 +277,27 @@ def test_a_long_questions_bm25_list_is_read_deeper(indexed_project: Path) -> Non
     matching = len(load_lexical(indexed_project).search(question, 10**4))
     assert matching > 1 and listed(question) == min(matching, LEXICAL_DEPTH_PER_TERM * terms)
     assert len(retrieve(indexed_project, question, manifest, emb, pool=1000, depth=matching, mode="bm25").candidates) == matching
+
+
+def test_a_question_in_words_gets_the_learned_order_of_the_rank_stages_first_passages(indexed_project: Path) -> None:
+    """`retrieve` ranks a question naming no code `learned_rank.DEPTH` deep, fills in distances, lets the learned
+    model re-order that, then cuts to the pool; a question naming code gets the rank stage's order as before."""
+    from assay.stages.query import learned_rank
+    from assay.stages.query.rank import RankConfig
+
+    manifest, emb = load_manifest(indexed_project), embedder_for(Settings())
+
+    def ids(query: str, ranking: RankConfig, pool: int) -> list[str]:
+        return [c.id for c in retrieve(indexed_project, query, manifest, emb, pool=pool, ranking=ranking).candidates]
+
+    words = "how are failed calls retried with a growing delay between the attempts until the caller gives up"
+    assert learned_rank.applies(words)
+    deep = retrieve(indexed_project, words, manifest, emb, pool=learned_rank.DEPTH, ranking=RankConfig(learned=False)).candidates
+    expected = [c.id for c in learned_rank.reorder(words, deep)[:5]]
+    assert ids(words, RankConfig(), 5) == expected != [c.id for c in deep[:5]]  # the model moved something here
+    named = "how does retry_call grow the delay between the attempts until the caller finally gives up on them"
+    assert not learned_rank.applies(named)
+    assert ids(named, RankConfig(), 5) == ids(named, RankConfig(learned=False), 5)
+    lexical = [[c.id for c in retrieve(indexed_project, words, manifest, emb, pool=5, mode="bm25", ranking=ranking).candidates]
+               for ranking in (RankConfig(), RankConfig(learned=False))]
+    assert lexical[0] == lexical[1]  # the model reads dense similarity: BM25 alone keeps the rank stage's order

@@ -19,7 +19,7 @@ from assay.stages.core.artifacts import Candidate, Judgment
 from assay.stages.evaluate import calibration as cal
 from assay.stages.evaluate.metrics import auroc, keep_drop_prf
 from assay.stages.query.judge.calibrated import SET_FEATURES, Logistic, set_features
-from assay.stages.query.judge.features import PASSAGE_FEATURES, QuestionTerms, names_of, passage_features
+from assay.stages.query.passage_features import PASSAGE_FEATURES, QuestionTerms, names_of, passage_features
 
 CORPORA = ("requests", "pytest", "xarray", "sphinx", "pylint")
 KEEP_RECALL = 0.90  # the keep threshold keeps this share of relevant passages on the fitted repos

@@ -312,7 +312,7 @@ def _share(value: float | None) -> str:
 
 # ----------------------------------------------------------------------------- semble benchmark
 
-SEMBLE_SIGNALS = ("query_shape", "definition", "path", "file_coherence", "penalties", "entity_facts", "doc_match", "phrase", "location", "centrality", "diversity")
+SEMBLE_SIGNALS = ("query_shape", "definition", "path", "file_coherence", "penalties", "entity_facts", "doc_match", "phrase", "location", "centrality", "diversity", "learned")
 
 
 def plain_bm25(entities: list) -> Callable[[str, int], list]:
@@ -381,11 +381,30 @@ def evaluate_semble(root: Path, repo: str, queries: list, settings: Settings, ab
         for name, config in configs.items():
             ordered = pool if config is None else rank(q.query, pool, config, paths=manifest.files.keys(), centrality=central,
                                                        callees=callees[q.query], located=located[q.query])
+            if config is not None and config.learned:
+                ordered = learned_order(root, manifest, settings, embedder, q.query, ordered)
             hits[name] = _entity_hits(ordered, spans)
         for name, found in hits.items():
             rows.append({"repo": repo, "query": q.query, "category": q.category, "config": name,
                          "ndcg": round(ndcg_at_10(found, q.targets), 4), "top": [h.file for h in found[:3]]})
     return rows
+
+
+def learned_order(root: Path, manifest, settings: Settings, embedder, query: str, ranked: list[Candidate]) -> list[Candidate]:
+    """What `retrieve` does after the rank stage for a question in words: the first `learned_rank.DEPTH` passages,
+    each with its dense distance, re-ordered by the learned model."""
+    from assay.stages.index.store import dense_distances
+    from assay.stages.query import learned_rank
+
+    if not learned_rank.applies(query):
+        return ranked
+    head = ranked[: learned_rank.DEPTH]
+    missing = [c.id for c in head if c.distance is None]
+    if missing:
+        vector = embedder.embed([query])[0][0].tolist()
+        found = dense_distances(root, settings.chroma_url, manifest.collection, vector, missing)
+        head = [c.model_copy(update={"distance": found[c.id]}) if c.id in found else c for c in head]
+    return learned_rank.reorder(query, head) + ranked[len(head):]
 
 
 def semble_summary(rows: list[dict]) -> dict[str, dict]:

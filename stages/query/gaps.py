@@ -10,7 +10,7 @@ from __future__ import annotations
 from assay.stages.core.artifacts import Judgment, Selection, short_name
 from assay.stages.core.path_roles import is_test_path
 from assay.stages.query.identifiers import question_identifiers
-from assay.stages.query.judge.features import DEFINITIONS, PROSE_KINDS
+from assay.stages.query.passage_features import DEFINITIONS, PROSE_KINDS
 
 LIKELY = 0.5  # a calibrated relevance at or above this: more likely than not a passage a correct answer cites
 

@@ -20,7 +20,7 @@ from assay.stages.index.incremental import dense_note
 from assay.stages.index.injection_scan import valid_scans
 from assay.stages.index.lexical import LexicalIndex
 from assay.stages.index.store import Catalog, StoreError, dense_distances, dense_search, lexical_dir, read_manifest
-from assay.stages.query import freshness
+from assay.stages.query import freshness, learned_rank
 from assay.stages.query.graph import DELEGATION_CUE, delegation_callees, workspace_centrality
 from assay.stages.query.locate import entity_at, locations, resolve
 from assay.stages.query.rank import DEFINITION_KINDS, QueryShape, RankConfig, query_shape, rank
@@ -236,13 +236,20 @@ def retrieve(
                 injection_scan=scans.get(eid),
             )
         )
+    # a question in words only is re-ordered by the learned model over the rank stage's first DEPTH passages (it
+    # reads dense similarity: not in BM25 mode, nor when the store failed)
+    learned = ranking is not None and ranking.learned and dense_ok and learned_rank.applies(query)
+    depth_ranked = max(pool, learned_rank.DEPTH) if learned else pool
     if ranking is not None:
         central = workspace_centrality(root) if ranking.centrality else None
-        candidates = rank(query, candidates, ranking, paths=manifest.files.keys(), limit=pool, centrality=central,
+        candidates = rank(query, candidates, ranking, paths=manifest.files.keys(), limit=depth_ranked, centrality=central,
                           callees=callees, located=located)
     fresh, stale = checked.result()
-    candidates = candidates[:pool]
+    candidates = candidates[:depth_ranked]
     if ranking is not None and dense_ok and query_vector:
         candidates = _with_distances(root, chroma_url, manifest.collection, query_vector, candidates)
+    if learned:
+        candidates = learned_rank.reorder(query, candidates)
+    candidates = candidates[:pool]
     candidates = [c.model_copy(update={"stale": True}) if c.file in stale else c for c in candidates]
     return Retrieval(query=query, candidates=candidates, dense_available=dense_ok, note=note, freshness=fresh)

@@ -45,7 +45,7 @@ def most_used_names(root: str, n: int = 48) -> list[str]:
 
 
 def measure(run, root: str, n: int, gap: float = 0.0, questions: list[str] = QUESTIONS) -> tuple[list[float], list[float], list[int]]:
-    from assay.stages.query.judge.features import _terms_of
+    from assay.stages.query.passage_features import _terms_of
     from assay.stages.query.judge.local import injection_of
 
     injection_of.cache_clear()  # every configuration meets its passages for the first time

@@ -1,6 +1,6 @@
 """The local judge's calibrated models: logistic regressions whose outputs are probabilities, not weighted sums.
 
-- relevance: P(a reader would cite this passage in a correct answer), over `features.PASSAGE_FEATURES`;
+- relevance: P(a reader would cite this passage in a correct answer), over `passage_features.PASSAGE_FEATURES`;
 - evidence: P(the passage's own text shows a fact a correct answer states), same features;
 - answerable: P(the passages the judge keeps include the one the answer is about), over `SET_FEATURES` of the
   passages the threshold stage will keep (the first `top_k` of the pool at or above the relevance minimum).

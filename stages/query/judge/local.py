@@ -1,9 +1,9 @@
 """Judge stage, local backend: scores every passage without an LLM, from what the index knows.
 
 - relevance and evidence: calibrated probabilities (`calibrated`, fitted on pairs labelled by reading code) over
-  what the query flow already knows (`features`): the rank stage's score and signals, the pool order, how much of
-  the question the passage's name and text cover, dense similarity, whether it defines or only mentions an
-  identifier the question names, and its kind, path and shape.
+  what the query flow already knows (`stages.query.passage_features`): the rank stage's score and signals, the pool
+  order, how much of the question the passage's name and text cover, dense similarity, whether it defines or only
+  mentions an identifier the question names, and its kind, path and shape.
 - contradicts: the question's premises (`stages.query.premise`: base classes, parameters, defaults, decorators,
   async, return types, raises, file, kind) checked against the definition of their subject; the
   passage that defines a subject whose premise fails gets the finding's score.
@@ -17,7 +17,7 @@ from __future__ import annotations
 from assay.stages.core.artifacts import Candidate, Judgment, PassageScores, PremiseFinding, Thresholds
 from assay.stages.index.injection_detector import injection_of
 from assay.stages.query.judge.calibrated import JudgeModels, load_models, set_features
-from assay.stages.query.judge.features import DEFINITIONS, QuestionTerms, names_of, passage_features
+from assay.stages.query.passage_features import DEFINITIONS, QuestionTerms, names_of, passage_features
 from assay.stages.query.premise import check_question, entity_of, resolver_from
 
 

@@ -1,4 +1,6 @@
-"""What the local judge knows about a (question, passage) pair, as numbers: the inputs of its calibrated models.
+"""What the query flow knows about a (question, passage) pair, as numbers: the inputs of the local judge's calibrated
+models (`judge.calibrated`) and of the learned order for questions in words (`learned_rank`). Beside the judge, not
+in it: `search` orders with these and stays clear of the judge's imports.
 
 Every feature reads only what the query flow already has (the rank stage's signals, the pool order, the passage's
 words and shape, identifiers the question names), so scoring costs microseconds and needs no model. Features that

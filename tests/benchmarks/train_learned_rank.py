@@ -1,0 +1,105 @@
+"""Train the learned order for questions in words (`stages.query.learned_rank`) on `rank_training/`.
+
+    python -m tests.benchmarks.train_learned_rank --collect   # fetch and index the twelve sdists, rebuild the pools
+    python -m tests.benchmarks.train_learned_rank --write     # fit on the pools, rebuild data/learned_rank.json
+    python -m tests.benchmarks.train_learned_rank             # fit and say whether the shipped file is the same
+
+`--collect` downloads each sdist once (pip, into `ASSAY_TRAIN_DIR`, default `~/.assay/train`), indexes it with the
+default embedder, and keeps for each question the rank stage's first `DEPTH` passages as feature rows with the
+answer's positions (`rank_training/pools.npz`). The fit reads only that file, so `--write` rebuilds the shipped
+weights byte for byte; the dev-set figures come from `assay eval` (the `search` and `ask` rows) with the model on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from assay.stages.evaluate.rank_training import Pool, fit, load_pools, model_json, save_pools
+from assay.stages.query.learned_rank import DEPTH, MODEL_PATH, applies, features, movable
+
+HERE = Path(__file__).resolve().parent / "rank_training"
+POOLS = HERE / "pools.npz"
+
+
+def train_home() -> Path:
+    return Path(os.environ.get("ASSAY_TRAIN_DIR", Path.home() / ".assay" / "train"))
+
+
+def answer_at(entities: dict[str, list], primary: dict):
+    """The innermost indexed definition at the answer's first line: the writers' qualified names are Python's,
+    spelt as the index spells them or not."""
+    found = None
+    for e in entities.get(primary["file"], []):
+        if e.part == 0 and e.kind in ("function", "method", "class") and e.start_line <= primary["start_line"] <= e.end_line:
+            if found is None or e.end_line - e.start_line < found.end_line - found.start_line:
+                found = e
+    return found
+
+
+def collect() -> list[Pool]:
+    from assay.flows.evaluate import measured
+    from assay.flows.index import index_pipeline
+    from assay.flows.runtime import direct_call
+    from assay.stages.core.config import Settings
+    from assay.stages.evaluate.runs import prepare_corpus
+    from assay.stages.index.embed import index_embedder
+    from assay.stages.index.store import Catalog, load_manifest
+    from assay.stages.query.rank import RankConfig
+    from assay.stages.query.retrieve import retrieve
+
+    settings = Settings()
+    pools: list[Pool] = []
+    for path in sorted(HERE.glob("*.jsonl")):
+        questions = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        name, version = path.stem.rsplit("-", 1)
+        root = prepare_corpus(f"{name}=={version}", train_home())
+        index_pipeline(str(root), measured(settings), call=direct_call)
+        manifest = load_manifest(root)
+        embedder = index_embedder(manifest.embedder, settings)
+        entities: dict[str, list] = {}
+        for e in Catalog(root).all():
+            entities.setdefault(e.file, []).append(e)
+        kept = 0
+        for q in questions:
+            answer = answer_at(entities, q["primary_entity"])
+            if answer is None or not applies(q["question"]):
+                continue
+            ranked = retrieve(root, q["question"], manifest, embedder, pool=DEPTH, chroma_url=settings.chroma_url,
+                              ranking=RankConfig(learned=False)).candidates
+            x = np.array(features(q["question"], ranked), dtype=np.float64).reshape(len(ranked), -1)
+            pools.append(Pool(q["id"], x, [i for i, c in enumerate(ranked) if (c.file, c.entity) == (answer.file, answer.qualname)],
+                              [movable(c) for c in ranked]))
+            kept += 1
+        print(f"{path.stem}: {kept} of {len(questions)} questions, answer in the pool for "
+              f"{sum(1 for p in pools[-kept:] if p.answer)}", flush=True)
+    return pools
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--collect", action="store_true", help="index the training sdists and rebuild the pools")
+    parser.add_argument("--write", action="store_true", help="rebuild data/learned_rank.json from the pools")
+    args = parser.parse_args()
+    if args.collect:
+        save_pools(collect(), POOLS)
+        print(f"wrote {POOLS}")
+    pools = load_pools(POOLS)
+    text = model_json(fit(pools))
+    top10 = sum(1 for p in pools if p.answer and min(p.answer) < 10)
+    print(f"{len(pools)} questions, the answer in the pool for {sum(1 for p in pools if p.answer)}, "
+          f"in the rank stage's top 10 for {top10}")
+    if args.write:
+        MODEL_PATH.write_text(text, encoding="utf-8")
+        print(f"wrote {MODEL_PATH}")
+    else:
+        same = MODEL_PATH.exists() and MODEL_PATH.read_text(encoding="utf-8") == text
+        print(f"{MODEL_PATH} {'is' if same else 'is NOT'} what these pools fit")
+
+
+if __name__ == "__main__":
+    main()
