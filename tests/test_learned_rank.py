@@ -95,7 +95,7 @@ def test_pools_survive_the_file(tmp_path: Path) -> None:
     back = rt.load_pools(tmp_path / "p.npz")
     assert [(p.question_id, p.answer, p.x.shape, p.movable) for p in back] == [
         ("a", [0, 2], (3, len(lr.FEATURES)), [True, False, True]), ("b", [], (2, len(lr.FEATURES)), [False, True])]
-    assert rt.movable(back[0]).answer == [0, 1] and len(rt.movable(back[0]).x) == 2
+    assert rt.movable_part(back[0]).answer == [0, 1] and len(rt.movable_part(back[0]).x) == 2
 
 
 @pytest.mark.skipif(not POOLS.exists(), reason="the training pools are not collected")

@@ -50,7 +50,7 @@ def load_pools(path: Path) -> list[Pool]:
             for i, qid in enumerate(data["ids"])]
 
 
-def movable(pool: Pool) -> Pool:
+def movable_part(pool: Pool) -> Pool:
     """The part of the pool `learned_rank.reorder` orders: the passages it may move."""
     keep = [i for i, m in enumerate(pool.movable) if m]
     return Pool(pool.question_id, pool.x[keep], [keep.index(i) for i in pool.answer if i in keep], [True] * len(keep))
@@ -58,7 +58,7 @@ def movable(pool: Pool) -> Pool:
 
 def fit(pools: list[Pool], l2: float = L2, steps: int = STEPS, learning_rate: float = LEARNING_RATE) -> RankModel:
     """Weights over standardised features maximising the answer's softmax share of the passages it may move."""
-    usable = [p for p in map(movable, pools) if p.answer]
+    usable = [p for p in map(movable_part, pools) if p.answer]
     stacked = np.vstack([p.x for p in usable])
     mean, scale = stacked.mean(axis=0), stacked.std(axis=0) + 1e-6
     xs = [(p.x - mean) / scale for p in usable]

@@ -147,7 +147,7 @@ def search(root: Path, query: str, settings, k: int = 10, mode: str = "hybrid", 
     return result.model_copy(update={"candidates": collapse_parts(root, result.candidates)[:k]})
 
 
-def _with_distances(root: Path, chroma_url: str | None, collection: str | None, query_vector: list[float],
+def with_distances(root: Path, chroma_url: str | None, collection: str | None, query_vector: list[float],
                     candidates: list[Candidate]) -> list[Candidate]:
     """The ranked pool, each passage with its dense distance: one that only BM25 ranked has none, and the judge
     read that as no likeness at all (rxjs's `innerFrom`, 4th in `search`, was 16th of the judged pool).
@@ -247,7 +247,7 @@ def retrieve(
     fresh, stale = checked.result()
     candidates = candidates[:depth_ranked]
     if ranking is not None and dense_ok and query_vector:
-        candidates = _with_distances(root, chroma_url, manifest.collection, query_vector, candidates)
+        candidates = with_distances(root, chroma_url, manifest.collection, query_vector, candidates)
     if learned:
         candidates = learned_rank.reorder(query, candidates)
     candidates = candidates[:pool]
