@@ -633,3 +633,13 @@ def test_definitions_sharing_one_long_line_are_read_as_text_not_multiplied(langu
     assert sum(len(e.body) for e in parsed.entities) <= len(source) + len(parsed.entities)
     spaced = parse_source(source.replace("}", "}\n").encode(), f"src/x.{language[:3]}", language, "h", 40, 1200)
     assert not spaced.error and len(spaced.entities) >= 3000  # the same code written out: a definition each
+
+
+def test_a_file_with_classic_mac_line_endings_gets_the_lines_an_editor_shows() -> None:
+    """CR alone ends a line for Python and editors; tree-sitter counts rows on LF only."""
+    lines = ["import os", "", "def first():", "    return 1", "", "def second():", "    return os.sep"]
+    for ending in ("\r", "\n", "\r\n"):
+        source = ending.join(lines).encode() + ending.encode()
+        entities = {e.qualname: e for e in parse_source(source, "m.py", "python", file_hash(source)).entities}
+        assert (entities["first"].start_line, entities["second"].start_line, entities["second"].end_line) == (3, 6, 7), ending
+        assert "\r" not in entities["second"].body.replace("\r\n", "")

@@ -39,6 +39,8 @@ def test_the_wheel_installs_one_namespace_with_its_data(installed: Path, tmp_pat
              "print(c.DATA_DIR); print([m for m in ('flows', 'tasks', 'stages', 'data') if u.find_spec(m)])")
     out = _run([str(installed / "python"), "-c", probe], tmp_path, {"PATH": os.environ["PATH"]}).stdout.splitlines()
     assert "site-packages" in out[0] and (Path(out[0]) / "thresholds.json").is_file(), out
+    shipped = {f.name for f in (REPO / "data").iterdir() if f.is_file() and f.suffix != ".py"}
+    assert shipped - {f.name for f in Path(out[0]).iterdir()} == set()  # every model and word list, whatever its type
     assert out[1] == "[]", f"top-level packages that could collide: {out[1]}"
 
 

@@ -838,6 +838,11 @@ def _copied_chars(drafts: list[_Draft], lines: list[str]) -> int:
     return total
 
 
+# A line ending of classic Mac OS (CR alone): Python and editors break lines there, tree-sitter counts rows on LF
+# only, so every definition of a CR-only file sat at line 1.
+LONE_CR = re.compile(rb"\r(?!\n)")
+
+
 def parse_source(
     source: bytes, path: str, language: str, content_hash: str, max_lines: int = 60, max_chars: int = 2400
 ) -> ParsedFile:
@@ -847,6 +852,7 @@ def parse_source(
     if view is not None:  # line for line, so every entity's lines are the notebook file's
         source, language = view, "python"
     language = refine_language(language, source)
+    source = LONE_CR.sub(b"\n", source)  # same length: byte offsets hold, and rows are the lines editors show
     text_ok = True
     try:
         source.decode("utf-8")

@@ -89,6 +89,7 @@ class RankConfig(BaseModel):
     location_boost: float = 2.0  # a pasted file and line is the user pointing at the code
     built_copies: bool = True  # sink what a build wrote from an indexed source (a penalty: off with `penalties` too)
     learned: bool = True  # a question in words only: the first passages re-ordered by `stages.query.learned_rank`
+    adapter: bool = True  # a question in words only: its vector turned before the dense search (`query_adapter`)
 
 
 DEFINITION_KINDS = NAMING_KINDS | {"module"}

@@ -20,7 +20,7 @@ from assay.stages.index.incremental import dense_note
 from assay.stages.index.injection_scan import valid_scans
 from assay.stages.index.lexical import LexicalIndex
 from assay.stages.index.store import Catalog, StoreError, dense_distances, dense_search, lexical_dir, read_manifest
-from assay.stages.query import freshness, learned_rank
+from assay.stages.query import freshness, learned_rank, query_adapter
 from assay.stages.query.graph import DELEGATION_CUE, delegation_callees, workspace_centrality
 from assay.stages.query.locate import entity_at, locations, resolve
 from assay.stages.query.rank import DEFINITION_KINDS, QueryShape, RankConfig, query_shape, rank
@@ -182,7 +182,13 @@ def retrieve(
         try:
             vectors, _ = embedder.embed([query])
             query_vector = vectors[0].tolist()
-            dense = dense_search(root, chroma_url, manifest.collection, query_vector, depth)
+            search_vector = query_vector
+            if ranking is not None and ranking.adapter and learned_rank.applies(query):
+                search_vector = query_adapter.turn(query_vector, manifest.embedder)
+            dense = dense_search(root, chroma_url, manifest.collection, search_vector, depth)
+            if search_vector is not query_vector and dense:  # later stages read the question's own distances
+                own = dense_distances(root, chroma_url, manifest.collection, query_vector, [eid for eid, _ in dense])
+                dense = [(eid, own.get(eid, d)) for eid, d in dense]
         except Exception as exc:  # noqa: BLE001 - fall back to BM25 and say so
             dense_ok = False
             # a store error and a full disk carry their own advice; a rebuild would not mend the latter

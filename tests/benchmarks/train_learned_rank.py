@@ -70,7 +70,7 @@ def collect() -> list[Pool]:
             if answer is None or not applies(q["question"]):
                 continue
             ranked = retrieve(root, q["question"], manifest, embedder, pool=DEPTH, chroma_url=settings.chroma_url,
-                              ranking=RankConfig(learned=False)).candidates
+                              ranking=RankConfig(learned=False, adapter=False)).candidates
             x = np.array(features(q["question"], ranked), dtype=np.float64).reshape(len(ranked), -1)
             pools.append(Pool(q["id"], x, [i for i, c in enumerate(ranked) if (c.file, c.entity) == (answer.file, answer.qualname)],
                               [movable(c) for c in ranked]))

@@ -1,0 +1,99 @@
+"""Train the query adapter (`stages.query.query_adapter`) on `rank_training/`'s questions.
+
+    python -m tests.benchmarks.train_query_adapter --collect   # read the twelve indexed sdists, rebuild adapter_set.npz
+    python -m tests.benchmarks.train_query_adapter --cv        # leave one package out: the dense list's answer ranks
+    python -m tests.benchmarks.train_query_adapter --write     # fit on adapter_set.npz, rebuild data/query_adapter.npy
+    python -m tests.benchmarks.train_query_adapter             # fit and say whether the shipped file is the same
+
+`--collect` needs the sdists indexed with the default embedder (`train_learned_rank --collect` does that): it keeps
+every passage's stored vector (int8) and each question's vector with the rows of its answer. The fit reads only that
+file, so `--write` rebuilds the shipped matrix byte for byte.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+
+from assay.stages.evaluate.adapter_training import (AdapterPackage, adapter_bytes, answer_ranks, fit_adapter,
+                                                    load_packages, quantised, save_packages)
+from assay.stages.query.learned_rank import applies
+from assay.stages.query.query_adapter import ADAPTER_PATH
+from tests.benchmarks.train_learned_rank import HERE, answer_at, train_home
+
+SET = HERE / "adapter_set.npz"
+
+
+def collect() -> list[AdapterPackage]:
+    from assay.stages.core.config import Settings
+    from assay.stages.evaluate.runs import prepare_corpus
+    from assay.stages.index.embed import index_embedder
+    from assay.stages.index.store import Catalog, VectorStore, load_manifest
+
+    settings = Settings()
+    packages = []
+    for path in sorted(HERE.glob("*.jsonl")):
+        questions = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        name, version = path.stem.rsplit("-", 1)
+        root = prepare_corpus(f"{name}=={version}", train_home())
+        manifest = load_manifest(root)
+        entities = list(Catalog(root).all())
+        collection = VectorStore(root, settings.chroma_url, manifest.collection).collection
+        vectors: dict[str, list[float]] = {}
+        for start in range(0, len(entities), 2000):
+            got = collection.get(ids=[e.id for e in entities[start:start + 2000]], include=["embeddings"])
+            vectors.update(zip(got["ids"], got["embeddings"]))
+        entities = sorted((e for e in entities if e.id in vectors), key=lambda e: e.id)
+        by_file: dict[str, list] = {}
+        for e in entities:
+            by_file.setdefault(e.file, []).append(e)
+        kept, answers = [], []
+        for q in questions:
+            answer = answer_at(by_file, q["primary_entity"])
+            if answer is None or not applies(q["question"]):
+                continue
+            kept.append(q["question"])
+            answers.append([i for i, e in enumerate(entities) if (e.file, e.qualname) == (answer.file, answer.qualname)])
+        asked, _ = index_embedder(manifest.embedder, settings).embed(kept)
+        packages.append(AdapterPackage(path.stem, quantised(np.array([vectors[e.id] for e in entities], dtype=np.float64)),
+                                       np.asarray(asked, dtype=np.float32), answers))
+        print(f"{path.stem}: {len(entities)} passages, {len(kept)} questions", flush=True)
+    return packages
+
+
+def summary(ranks: list[int]) -> str:
+    r = np.array(ranks)
+    return f"top 10 {np.mean(r <= 10):.2f}, top 60 {np.mean(r <= 60):.2f}, MRR {np.mean(1 / r):.3f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--collect", action="store_true", help="rebuild adapter_set.npz from the indexed sdists")
+    parser.add_argument("--cv", action="store_true", help="leave one package out and print the answer ranks")
+    parser.add_argument("--write", action="store_true", help="rebuild data/query_adapter.npy from adapter_set.npz")
+    args = parser.parse_args()
+    if args.collect:
+        save_packages(collect(), SET)
+        print(f"wrote {SET}")
+    packages = load_packages(SET)
+    if args.cv:
+        before, after = [], []
+        for held in packages:
+            a = fit_adapter([p for p in packages if p is not held])
+            before += answer_ranks(None, held)
+            after += answer_ranks(a, held)
+            print(f"{held.name}: {summary(answer_ranks(None, held))} -> {summary(answer_ranks(a, held))}", flush=True)
+        print(f"out of fold, the dense list: {summary(before)} -> {summary(after)}")
+    data = adapter_bytes(fit_adapter(packages))
+    if args.write:
+        ADAPTER_PATH.write_bytes(data)
+        print(f"wrote {ADAPTER_PATH}")
+    else:
+        same = ADAPTER_PATH.exists() and ADAPTER_PATH.read_bytes() == data
+        print(f"{ADAPTER_PATH} {'is' if same else 'is NOT'} what adapter_set.npz fits")
+
+
+if __name__ == "__main__":
+    main()
