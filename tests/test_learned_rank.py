@@ -101,3 +101,10 @@ def test_pools_survive_the_file(tmp_path: Path) -> None:
 @pytest.mark.skipif(not POOLS.exists(), reason="the training pools are not collected")
 def test_the_shipped_weights_are_what_the_committed_training_pools_fit() -> None:
     assert rt.model_json(rt.fit(rt.load_pools(POOLS))) == lr.MODEL_PATH.read_text(encoding="utf-8")
+
+
+def test_the_turned_similarity_is_the_turned_vectors_where_the_adapter_applied_else_the_questions_own() -> None:
+    pool = ranked_pool([0.3, 0.6, None])
+    pool[0] = pool[0].model_copy(update={"turned_distance": 0.1})
+    column = [row[lr.FEATURES.index("turned_similarity")] for row in lr.features(LONG, pool)]
+    assert column == pytest.approx([0.9, 0.4, 0.0])

@@ -51,6 +51,8 @@ def test_a_question_in_words_searches_with_the_turned_vector_and_the_later_stage
     found = {c.id: c for c in turned.candidates}[target.id]
     assert found.dense_rank == 1  # the search went where the turned vector points
     assert abs(found.distance - target.distance) < 1e-4  # but the distance is the question's own, as before
+    assert found.turned_distance is not None and found.turned_distance < 0.05  # the learned order reads both
+    assert all(c.turned_distance is None for c in plain.candidates)
 
 
 def synthetic_packages(seed: int) -> list[at.AdapterPackage]:

@@ -267,6 +267,8 @@ class Candidate(BaseModel):
     part: int = 0
     parts: int = Field(1, description="a long body is split into parts; each part is a passage")
     distance: float | None = Field(None, description="cosine distance from the dense index; lower is closer")
+    turned_distance: float | None = Field(
+        None, exclude=True, description="cosine distance from the question's turned vector (stages.query.query_adapter)")
     bm25: float | None = None
     dense_rank: int | None = None
     lexical_rank: int | None = None

@@ -7,8 +7,10 @@ questions (the rank stage's score, signals and order, dense similarity, word cov
 softmax over each training question's pool with its answer as the target, on helper-written questions about twelve
 PyPI packages that no evaluation set uses (`tests/benchmarks/rank_training/`). Pure Python at query time.
 
-`python -m tests.benchmarks.train_learned_rank --write` rebuilds `data/learned_rank.json` byte for byte from the
-pools collected there. Where it does not apply (`applies`, `movable`) the rank stage's order stands untouched.
+It also reads how near each passage is to the question's turned vector (`query_adapter`): the pools were collected
+with, for each training package, an adapter fitted on the other eleven, so the weight it learned is the one that
+holds on code the adapter never saw. `python -m tests.benchmarks.train_learned_rank --write` rebuilds
+`data/learned_rank.json` byte for byte from the pools collected there. Where it does not apply (`applies`, `movable`) the rank stage's order stands untouched.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ _KEPT = tuple(i for i, name in enumerate(PASSAGE_FEATURES) if name not in _LEFT_
 # spreads a list over files, and given its log the model learned to undo that (+2.1 a unit for a passage the
 # spreading sank); without it, 2 more of the 544 dev questions in words reach the top 10 and no set loses one.
 FEATURES = (*(PASSAGE_FEATURES[i] for i in _KEPT), "signal_central", "lexical_rank", "dense_rank", "no_distance",
-            "position", "log_position")
+            "position", "log_position", "turned_similarity")
 
 
 @dataclass(frozen=True)
@@ -88,9 +90,16 @@ def features(question: str, ranked: list[Candidate]) -> list[list[float]]:
         rows.append([
             *(own[i] for i in _KEPT), float(c.rank_signals.get("central", 0.0)),
             1.0 / (1 + c.lexical_rank) if c.lexical_rank else 0.0, 1.0 / (1 + c.dense_rank) if c.dense_rank else 0.0,
-            float(c.distance is None), 1.0 / (1 + position), math.log1p(position),
+            float(c.distance is None), 1.0 / (1 + position), math.log1p(position), turned_similarity(c),
         ])
     return rows
+
+
+def turned_similarity(c: Candidate) -> float:
+    """1 - the passage's distance from the question's turned vector (`query_adapter`), or from its own vector where
+    the adapter did not apply; 0 without either."""
+    distance = c.turned_distance if c.turned_distance is not None else c.distance
+    return 1.0 - distance if distance is not None else 0.0
 
 
 def movable(c: Candidate) -> bool:

@@ -177,6 +177,7 @@ def retrieve(
     note = ""
     dense: list[tuple[str, float]] = []
     query_vector: list[float] = []
+    search_vector: list[float] = query_vector
     dense_ok = mode in ("hybrid", "dense")
     if dense_ok:
         try:
@@ -254,6 +255,9 @@ def retrieve(
     candidates = candidates[:depth_ranked]
     if ranking is not None and dense_ok and query_vector:
         candidates = with_distances(root, chroma_url, manifest.collection, query_vector, candidates)
+        if search_vector is not query_vector:  # the learned order reads how near the turned vector each passage is
+            turned = dense_distances(root, chroma_url, manifest.collection, search_vector, [c.id for c in candidates])
+            candidates = [c.model_copy(update={"turned_distance": turned.get(c.id)}) for c in candidates]
     if learned:
         candidates = learned_rank.reorder(query, candidates)
     candidates = candidates[:pool]

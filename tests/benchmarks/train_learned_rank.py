@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from assay.stages.evaluate.rank_training import Pool, fit, load_pools, model_json, save_pools
+from assay.stages.query import query_adapter
 from assay.stages.query.learned_rank import DEPTH, MODEL_PATH, applies, features, movable
 
 HERE = Path(__file__).resolve().parent / "rank_training"
@@ -41,6 +42,15 @@ def answer_at(entities: dict[str, list], primary: dict):
     return found
 
 
+def held_out_adapters() -> dict[str, np.ndarray]:
+    """For each training package, the query adapter fitted on the other eleven: a pool shows the learned order the
+    dense list and the turned similarity as they are on code the adapter never saw."""
+    from assay.stages.evaluate.adapter_training import fit_adapter, load_packages
+
+    packages = load_packages(HERE / "adapter_set.npz")
+    return {held.name: fit_adapter([p for p in packages if p is not held]) for held in packages}
+
+
 def collect() -> list[Pool]:
     from assay.flows.evaluate import measured
     from assay.flows.index import index_pipeline
@@ -54,6 +64,7 @@ def collect() -> list[Pool]:
 
     settings = Settings()
     pools: list[Pool] = []
+    adapters = held_out_adapters()
     for path in sorted(HERE.glob("*.jsonl")):
         questions = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         name, version = path.stem.rsplit("-", 1)
@@ -69,8 +80,9 @@ def collect() -> list[Pool]:
             answer = answer_at(entities, q["primary_entity"])
             if answer is None or not applies(q["question"]):
                 continue
-            ranked = retrieve(root, q["question"], manifest, embedder, pool=DEPTH, chroma_url=settings.chroma_url,
-                              ranking=RankConfig(learned=False, adapter=False)).candidates
+            with query_adapter.fitted(adapters[path.stem]):
+                ranked = retrieve(root, q["question"], manifest, embedder, pool=DEPTH, chroma_url=settings.chroma_url,
+                                  ranking=RankConfig(learned=False)).candidates
             x = np.array(features(q["question"], ranked), dtype=np.float64).reshape(len(ranked), -1)
             pools.append(Pool(q["id"], x, [i for i, c in enumerate(ranked) if (c.file, c.entity) == (answer.file, answer.qualname)],
                               [movable(c) for c in ranked]))
