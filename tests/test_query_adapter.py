@@ -91,3 +91,17 @@ def test_the_training_set_survives_the_file(tmp_path: Path) -> None:
 
 def test_the_shipped_matrix_is_what_the_committed_training_set_fits() -> None:
     assert at.adapter_bytes(at.fit_adapter(at.load_packages(SET))) == qa.ADAPTER_PATH.read_bytes()
+
+
+def test_a_late_store_failure_leaves_the_turned_distances_unknown_and_the_answer_stands(monkeypatch, indexed_project: Path) -> None:
+    import assay.stages.query.retrieve as retrieve_module
+
+    manifest, emb = load_manifest(indexed_project), embedder_for(Settings())
+    pool = retrieve(indexed_project, WORDS, manifest, emb, pool=10, ranking=RankConfig(learned=False, adapter=False)).candidates
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the store went away")
+
+    monkeypatch.setattr(retrieve_module, "dense_distances", broken)
+    kept = retrieve_module.with_turned_distances(indexed_project, None, manifest.collection, [0.0] * 384, pool)
+    assert kept == pool and all(c.turned_distance is None for c in kept)

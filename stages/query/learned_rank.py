@@ -10,7 +10,8 @@ PyPI packages that no evaluation set uses (`tests/benchmarks/rank_training/`). P
 It also reads how near each passage is to the question's turned vector (`query_adapter`): the pools were collected
 with, for each training package, an adapter fitted on the other eleven, so the weight it learned is the one that
 holds on code the adapter never saw. `python -m tests.benchmarks.train_learned_rank --write` rebuilds
-`data/learned_rank.json` byte for byte from the pools collected there. Where it does not apply (`applies`, `movable`) the rank stage's order stands untouched.
+`data/learned_rank.json` byte for byte from the pools collected there. Where it does not apply (`applies`,
+`movable`) the rank stage's order stands untouched.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ method that does it as different kinds of text, and the answer is often beyond t
 of the question's vector, v -> (I + A) v, moves it towards the code that answers such questions. A is fitted so that
 each training question's answer outranks every other passage of its package (a softmax over the whole package, L2
 pulling A to zero), on the helper-written questions about twelve PyPI packages no evaluation set uses
-(`tests/benchmarks/rank_training/`). Only the question is turned: the index is untouched, and the distances the
-later stages read (the learned order, the judge) stay the question's own, as they were fitted.
+(`tests/benchmarks/rank_training/`). Only the question is turned: the index is untouched. The distance the judge
+reads stays the question's own, as it was fitted; the learned order reads both (`learned_rank.turned_similarity`).
 
 It applies where the learned order applies (`learned_rank.applies`) and only to the vectors it was fitted on (the
 default embedder's). `python -m tests.benchmarks.train_query_adapter --write` rebuilds `data/query_adapter.npy` byte

@@ -161,6 +161,17 @@ def with_distances(root: Path, chroma_url: str | None, collection: str | None, q
     return [c.model_copy(update={"distance": found[c.id]}) if c.id in found else c for c in candidates]
 
 
+def with_turned_distances(root: Path, chroma_url: str | None, collection: str | None, turned_vector: list[float],
+                          candidates: list[Candidate]) -> list[Candidate]:
+    """Each passage's distance from the question's turned vector (`query_adapter`); left unknown when a late store
+    read fails, and the learned order then reads the question's own."""
+    try:
+        turned = dense_distances(root, chroma_url, collection, turned_vector, [c.id for c in candidates])
+    except Exception:  # noqa: BLE001 - the search above read the store; a late failure costs only this feature
+        return candidates
+    return [c.model_copy(update={"turned_distance": turned.get(c.id)}) for c in candidates]
+
+
 def retrieve(
     root: Path, query: str, manifest: IndexManifest, embedder: Embedder, pool: int = 30,
     distance_floor: float | None = None, chroma_url: str | None = None, mode: str = "hybrid",
@@ -256,8 +267,7 @@ def retrieve(
     if ranking is not None and dense_ok and query_vector:
         candidates = with_distances(root, chroma_url, manifest.collection, query_vector, candidates)
         if search_vector is not query_vector:  # the learned order reads how near the turned vector each passage is
-            turned = dense_distances(root, chroma_url, manifest.collection, search_vector, [c.id for c in candidates])
-            candidates = [c.model_copy(update={"turned_distance": turned.get(c.id)}) for c in candidates]
+            candidates = with_turned_distances(root, chroma_url, manifest.collection, search_vector, candidates)
     if learned:
         candidates = learned_rank.reorder(query, candidates)
     candidates = candidates[:pool]
