@@ -20,7 +20,8 @@ from assay.stages.index.embed import embedder_for
 from assay.stages.index.store import Catalog, load_manifest
 from assay.stages.query.graph import workspace_centrality
 from assay.stages.query.judge.local import passage_injection
-from assay.stages.query.retrieve import DEFAULT_DEPTH, located_entities, ranking_for, retrieve, to_candidate, with_distances
+from assay.stages.query.retrieve import (DEFAULT_DEPTH, located_entities, ranking_for, retrieve, to_candidate, with_distances,
+                                         with_turned_distances)
 from assay.stages.query.report import status_of
 from assay.stages.query.threshold import BEYOND_IN_ORDER, BEYOND_TOP_K, default_thresholds, select
 
@@ -392,15 +393,19 @@ def evaluate_semble(root: Path, repo: str, queries: list, settings: Settings, ab
 
 def learned_order(root: Path, manifest, settings: Settings, embedder, query: str, ranked: list[Candidate]) -> list[Candidate]:
     """What `retrieve` does after the rank stage for a question in words: the first `learned_rank.DEPTH` passages,
-    each with its dense distance, re-ordered by the learned model."""
-    from assay.stages.query import learned_rank
+    each with its distances from the question's own vector and from its turned one (`query_adapter`), re-ordered by
+    the learned model. (The pool itself was searched with the question's own vector.)"""
+    from assay.stages.query import learned_rank, query_adapter
 
     if not learned_rank.applies(query):
         return ranked
     head = ranked[: learned_rank.DEPTH]
+    vector = embedder.embed([query])[0][0].tolist()
     if any(c.distance is None for c in head):
-        vector = embedder.embed([query])[0][0].tolist()
         head = with_distances(root, settings.chroma_url, manifest.collection, vector, head)
+    turned = query_adapter.turn(vector, manifest.embedder)
+    if turned is not vector:
+        head = with_turned_distances(root, settings.chroma_url, manifest.collection, turned, head)
     return learned_rank.reorder(query, head) + ranked[len(head):]
 
 

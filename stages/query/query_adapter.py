@@ -54,8 +54,12 @@ def fitted(matrix: np.ndarray) -> Iterator[None]:
         _override.pop()
 
 
+def _matrix() -> np.ndarray | None:
+    return _override[-1] if _override else shipped()
+
+
 def applies_to(embedder: str | None, dimension: int) -> bool:
-    matrix = _override[-1] if _override else shipped()
+    matrix = _matrix()
     return matrix is not None and bool(embedder) and embedder.startswith(FITTED_FOR) and matrix.shape == (dimension,) * 2
 
 
@@ -65,7 +69,7 @@ def turn(vector: list[float], embedder: str | None) -> list[float]:
         return vector
     import numpy as np
 
-    matrix = _override[-1] if _override else shipped()
+    matrix = _matrix()
     v = np.asarray(vector, dtype=np.float32)
     u = v + matrix @ v
     norm = float(np.linalg.norm(u))

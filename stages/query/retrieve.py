@@ -162,13 +162,16 @@ def with_distances(root: Path, chroma_url: str | None, collection: str | None, q
 
 
 def with_turned_distances(root: Path, chroma_url: str | None, collection: str | None, turned_vector: list[float],
-                          candidates: list[Candidate]) -> list[Candidate]:
-    """Each passage's distance from the question's turned vector (`query_adapter`); left unknown when a late store
-    read fails, and the learned order then reads the question's own."""
+                          candidates: list[Candidate], known: dict[str, float] | None = None) -> list[Candidate]:
+    """Each passage's distance from the question's turned vector (`query_adapter`): `known` (what the turned search
+    returned) and the rest looked up; left unknown when a late store read fails, and the learned order then reads
+    the question's own."""
+    turned = dict(known or {})
+    missing = [c.id for c in candidates if c.id not in turned]
     try:
-        turned = dense_distances(root, chroma_url, collection, turned_vector, [c.id for c in candidates])
+        turned.update(dense_distances(root, chroma_url, collection, turned_vector, missing) if missing else {})
     except Exception:  # noqa: BLE001 - the search above read the store; a late failure costs only this feature
-        return candidates
+        pass
     return [c.model_copy(update={"turned_distance": turned.get(c.id)}) for c in candidates]
 
 
@@ -189,6 +192,7 @@ def retrieve(
     dense: list[tuple[str, float]] = []
     query_vector: list[float] = []
     search_vector: list[float] = query_vector
+    turned_found: dict[str, float] = {}  # what the turned search returned: distances from the turned vector
     dense_ok = mode in ("hybrid", "dense")
     if dense_ok:
         try:
@@ -199,6 +203,7 @@ def retrieve(
                 search_vector = query_adapter.turn(query_vector, manifest.embedder)
             dense = dense_search(root, chroma_url, manifest.collection, search_vector, depth)
             if search_vector is not query_vector and dense:  # later stages read the question's own distances
+                turned_found = dict(dense)
                 own = dense_distances(root, chroma_url, manifest.collection, query_vector, [eid for eid, _ in dense])
                 dense = [(eid, own.get(eid, d)) for eid, d in dense]
         except Exception as exc:  # noqa: BLE001 - fall back to BM25 and say so
@@ -267,7 +272,8 @@ def retrieve(
     if ranking is not None and dense_ok and query_vector:
         candidates = with_distances(root, chroma_url, manifest.collection, query_vector, candidates)
         if search_vector is not query_vector:  # the learned order reads how near the turned vector each passage is
-            candidates = with_turned_distances(root, chroma_url, manifest.collection, search_vector, candidates)
+            candidates = with_turned_distances(root, chroma_url, manifest.collection, search_vector, candidates,
+                                               turned_found)
     if learned:
         candidates = learned_rank.reorder(query, candidates)
     candidates = candidates[:pool]

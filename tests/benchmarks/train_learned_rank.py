@@ -105,12 +105,17 @@ def main() -> None:
     top10 = sum(1 for p in pools if p.answer and min(p.answer) < 10)
     print(f"{len(pools)} questions, the answer in the pool for {sum(1 for p in pools if p.answer)}, "
           f"in the rank stage's top 10 for {top10}")
-    if args.write:
-        MODEL_PATH.write_text(text, encoding="utf-8")
-        print(f"wrote {MODEL_PATH}")
+    write_or_compare(MODEL_PATH, text.encode("utf-8"), args.write, "these pools")
+
+
+def write_or_compare(path: Path, data: bytes, write: bool, source: str) -> None:
+    """Write the shipped file, or say whether it is byte for byte what `source` fits."""
+    if write:
+        path.write_bytes(data)
+        print(f"wrote {path}")
     else:
-        same = MODEL_PATH.exists() and MODEL_PATH.read_text(encoding="utf-8") == text
-        print(f"{MODEL_PATH} {'is' if same else 'is NOT'} what these pools fit")
+        same = path.exists() and path.read_bytes() == data
+        print(f"{path} {'is' if same else 'is NOT'} what a fit on {source} gives")
 
 
 if __name__ == "__main__":

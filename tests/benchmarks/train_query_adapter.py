@@ -21,7 +21,7 @@ from assay.stages.evaluate.adapter_training import (AdapterPackage, adapter_byte
                                                     load_packages, quantised, save_packages)
 from assay.stages.query.learned_rank import applies
 from assay.stages.query.query_adapter import ADAPTER_PATH
-from tests.benchmarks.train_learned_rank import HERE, answer_at, train_home
+from tests.benchmarks.train_learned_rank import HERE, answer_at, train_home, write_or_compare
 
 SET = HERE / "adapter_set.npz"
 
@@ -81,18 +81,12 @@ def main() -> None:
     if args.cv:
         before, after = [], []
         for held in packages:
-            a = fit_adapter([p for p in packages if p is not held])
-            before += answer_ranks(None, held)
-            after += answer_ranks(a, held)
-            print(f"{held.name}: {summary(answer_ranks(None, held))} -> {summary(answer_ranks(a, held))}", flush=True)
+            unturned, turned = answer_ranks(None, held), answer_ranks(fit_adapter([p for p in packages if p is not held]), held)
+            before += unturned
+            after += turned
+            print(f"{held.name}: {summary(unturned)} -> {summary(turned)}", flush=True)
         print(f"out of fold, the dense list: {summary(before)} -> {summary(after)}")
-    data = adapter_bytes(fit_adapter(packages))
-    if args.write:
-        ADAPTER_PATH.write_bytes(data)
-        print(f"wrote {ADAPTER_PATH}")
-    else:
-        same = ADAPTER_PATH.exists() and ADAPTER_PATH.read_bytes() == data
-        print(f"{ADAPTER_PATH} {'is' if same else 'is NOT'} what adapter_set.npz fits")
+    write_or_compare(ADAPTER_PATH, adapter_bytes(fit_adapter(packages)), args.write, "adapter_set.npz")
 
 
 if __name__ == "__main__":
