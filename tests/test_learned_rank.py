@@ -10,9 +10,11 @@ import pytest
 
 from assay.stages.evaluate import rank_training as rt
 from assay.stages.query import learned_rank as lr
+from tests.benchmarks.train_learned_rank import top_ten
 from tests.test_judge import cand
 
 POOLS = Path(__file__).resolve().parent / "benchmarks" / "rank_training" / "pools.npz"
+HELD_OUT_POOLS = Path(__file__).resolve().parent / "benchmarks" / "rank_held_out" / "pools.npz"
 CLOSENESS = lr.FEATURES.index("dense_similarity")
 LONG = "where are the retries of a failed upload counted before the client finally gives up on it?"
 
@@ -101,6 +103,22 @@ def test_pools_survive_the_file(tmp_path: Path) -> None:
 @pytest.mark.skipif(not POOLS.exists(), reason="the training pools are not collected")
 def test_the_shipped_weights_are_what_the_committed_training_pools_fit() -> None:
     assert rt.model_json(rt.fit(rt.load_pools(POOLS))) == lr.MODEL_PATH.read_text(encoding="utf-8")
+
+
+def test_the_held_out_count_moves_only_what_the_model_may_move() -> None:
+    x = np.zeros((12, len(lr.FEATURES)))
+    x[11, CLOSENESS] = 1.0  # the answer, last of twelve: the model lifts it to the top
+    movable = [True] * 12
+    assert top_ten([rt.Pool("q", x, [11], movable)], None) == 0
+    assert top_ten([rt.Pool("q", x, [11], movable)], dense_only(1.0)) == 1
+    assert top_ten([rt.Pool("q", x, [11], movable[:11] + [False])], dense_only(1.0)) == 0  # it keeps its place
+    assert top_ten([rt.Pool("q", x, [], movable)], dense_only(1.0)) == 0
+
+
+def test_on_questions_about_code_it_never_saw_the_shipped_order_puts_more_answers_in_the_top_ten() -> None:
+    held_out = rt.load_pools(HELD_OUT_POOLS)  # fails when the features change and these pools are not collected again
+    assert len(held_out) == 412 and not {p.question_id for p in held_out} & {p.question_id for p in rt.load_pools(POOLS)}
+    assert top_ten(held_out, lr.load_model()) > top_ten(held_out, None)
 
 
 def test_the_turned_similarity_is_the_turned_vectors_where_the_adapter_applied_else_the_questions_own() -> None:

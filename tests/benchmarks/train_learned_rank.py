@@ -3,6 +3,7 @@
     python -m tests.benchmarks.train_learned_rank --collect   # fetch and index the twelve sdists, rebuild the pools
     python -m tests.benchmarks.train_learned_rank --write     # fit on the pools, rebuild data/learned_rank.json
     python -m tests.benchmarks.train_learned_rank             # fit and say whether the shipped file is the same
+    python -m tests.benchmarks.train_learned_rank --held-out  # the shipped order on questions about code it never saw
 
 `--collect` downloads each sdist once (pip, into `ASSAY_TRAIN_DIR`, default `~/.assay/train`), indexes it with the
 default embedder, and keeps for each question the rank stage's first `DEPTH` passages as feature rows with the
@@ -21,10 +22,13 @@ import numpy as np
 
 from assay.stages.evaluate.rank_training import Pool, fit, load_pools, model_json, save_pools
 from assay.stages.query import query_adapter
-from assay.stages.query.learned_rank import DEPTH, MODEL_PATH, applies, features, movable
+from assay.stages.query.learned_rank import DEPTH, MODEL_PATH, RankModel, applies, features, load_model, movable
 
 HERE = Path(__file__).resolve().parent / "rank_training"
 POOLS = HERE / "pools.npz"
+# Questions about fourteen more sdists that neither the learned order nor the query adapter was fitted on: their
+# pools (collected with the shipped adapter) measure both on code they never saw.
+HELD_OUT = Path(__file__).resolve().parent / "rank_held_out"
 
 
 def train_home() -> Path:
@@ -42,16 +46,20 @@ def answer_at(entities: dict[str, list], primary: dict):
     return found
 
 
-def held_out_adapters() -> dict[str, np.ndarray]:
-    """For each training package, the query adapter fitted on the other eleven: a pool shows the learned order the
-    dense list and the turned similarity as they are on code the adapter never saw."""
+def held_out_adapters(stems: list[str]) -> dict[str, np.ndarray]:
+    """The query adapter each package's pools are collected with: for one of the adapter's training packages, the
+    adapter fitted on the other eleven; for any other package (`HELD_OUT`'s), the shipped one, which never saw it.
+    A pool so shows the learned order the dense list and the turned similarity as they are on code the adapter
+    never saw."""
     from assay.stages.evaluate.adapter_training import fit_adapter, load_packages
 
-    packages = load_packages(HERE / "adapter_set.npz")
-    return {held.name: fit_adapter([p for p in packages if p is not held]) for held in packages}
+    packages = {p.name: p for p in load_packages(HERE / "adapter_set.npz")}
+    return {stem: fit_adapter([p for name, p in packages.items() if name != stem]) if stem in packages
+            else query_adapter.shipped() for stem in stems}
 
 
-def collect() -> list[Pool]:
+def collect(folder: Path = HERE) -> list[Pool]:
+    """Index each of `folder`'s sdists and keep its questions' pools."""
     from assay.flows.evaluate import measured
     from assay.flows.index import index_pipeline
     from assay.flows.runtime import direct_call
@@ -64,8 +72,9 @@ def collect() -> list[Pool]:
 
     settings = Settings()
     pools: list[Pool] = []
-    adapters = held_out_adapters()
-    for path in sorted(HERE.glob("*.jsonl")):
+    paths = sorted(folder.glob("*.jsonl"))
+    adapters = held_out_adapters([path.stem for path in paths])
+    for path in paths:
         questions = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         name, version = path.stem.rsplit("-", 1)
         root = prepare_corpus(f"{name}=={version}", train_home())
@@ -96,7 +105,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--collect", action="store_true", help="index the training sdists and rebuild the pools")
     parser.add_argument("--write", action="store_true", help="rebuild data/learned_rank.json from the pools")
+    parser.add_argument("--held-out", action="store_true", help="the shipped order on the held-out questions' pools "
+                        "(with --collect: index their sdists and rebuild those pools first)")
     args = parser.parse_args()
+    if args.held_out:
+        if args.collect:
+            save_pools(collect(HELD_OUT), HELD_OUT / "pools.npz")
+        report_held_out(load_pools(HELD_OUT / "pools.npz"))
+        return
     if args.collect:
         save_pools(collect(), POOLS)
         print(f"wrote {POOLS}")
@@ -106,6 +122,31 @@ def main() -> None:
     print(f"{len(pools)} questions, the answer in the pool for {sum(1 for p in pools if p.answer)}, "
           f"in the rank stage's top 10 for {top10}")
     write_or_compare(MODEL_PATH, text.encode("utf-8"), args.write, "these pools")
+
+
+def top_ten(pools: list[Pool], model: RankModel | None) -> int:
+    """How many pools hold the answer in the first ten, in the rank stage's order or re-ordered by `model` (as
+    `learned_rank.reorder` does: only the passages it may move change places)."""
+    count = 0
+    for pool in pools:
+        order = list(range(len(pool.x)))
+        if model is not None:
+            free = [i for i, m in enumerate(pool.movable) if m]
+            for slot, i in zip(free, sorted(free, key=lambda i: (-model.score(list(pool.x[i])), i))):
+                order[slot] = i
+        count += bool(pool.answer) and min(order.index(a) for a in pool.answer) < 10
+    return count
+
+
+def report_held_out(pools: list[Pool]) -> None:
+    model = load_model()
+    print(f"{'package':20s} {'questions':>9s} {'in pool':>7s} {'rank stage top 10':>17s} {'learned order top 10':>20s}")
+    by_package: dict[str, list[Pool]] = {}
+    for pool in pools:
+        by_package.setdefault(pool.question_id.rsplit("-", 1)[0], []).append(pool)
+    for name, group in [*sorted(by_package.items()), ("all", pools)]:
+        print(f"{name:20s} {len(group):9d} {sum(1 for p in group if p.answer):7d} {top_ten(group, None):17d} "
+              f"{top_ten(group, model):20d}")
 
 
 def write_or_compare(path: Path, data: bytes, write: bool, source: str) -> None:

@@ -4,6 +4,7 @@
     python -m tests.benchmarks.train_query_adapter --cv        # leave one package out: the dense list's answer ranks
     python -m tests.benchmarks.train_query_adapter --write     # fit on adapter_set.npz, rebuild data/query_adapter.npy
     python -m tests.benchmarks.train_query_adapter             # fit and say whether the shipped file is the same
+    python -m tests.benchmarks.train_query_adapter --held-out  # the shipped adapter on code it never saw
 
 `--collect` needs the sdists indexed with the default embedder (`train_learned_rank --collect` does that): it keeps
 every passage's stored vector (int8) and each question's vector with the rows of its answer. The fit reads only that
@@ -14,19 +15,21 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 import numpy as np
 
 from assay.stages.evaluate.adapter_training import (AdapterPackage, adapter_bytes, answer_ranks, fit_adapter,
                                                     load_packages, quantised, save_packages)
+from assay.stages.query import query_adapter
 from assay.stages.query.learned_rank import applies
 from assay.stages.query.query_adapter import ADAPTER_PATH
-from tests.benchmarks.train_learned_rank import HERE, answer_at, train_home, write_or_compare
+from tests.benchmarks.train_learned_rank import HELD_OUT, HERE, answer_at, train_home, write_or_compare
 
 SET = HERE / "adapter_set.npz"
 
 
-def collect() -> list[AdapterPackage]:
+def collect(folder: Path = HERE) -> list[AdapterPackage]:
     from assay.stages.core.config import Settings
     from assay.stages.evaluate.runs import prepare_corpus
     from assay.stages.index.embed import index_embedder
@@ -34,7 +37,7 @@ def collect() -> list[AdapterPackage]:
 
     settings = Settings()
     packages = []
-    for path in sorted(HERE.glob("*.jsonl")):
+    for path in sorted(folder.glob("*.jsonl")):
         questions = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         name, version = path.stem.rsplit("-", 1)
         root = prepare_corpus(f"{name}=={version}", train_home())
@@ -73,7 +76,18 @@ def main() -> None:
     parser.add_argument("--collect", action="store_true", help="rebuild adapter_set.npz from the indexed sdists")
     parser.add_argument("--cv", action="store_true", help="leave one package out and print the answer ranks")
     parser.add_argument("--write", action="store_true", help="rebuild data/query_adapter.npy from adapter_set.npz")
+    parser.add_argument("--held-out", action="store_true", help="the dense list's answer ranks without and with the "
+                        "shipped adapter on the held-out questions (`train_learned_rank --collect --held-out` indexes them)")
     args = parser.parse_args()
+    if args.held_out:
+        shipped, before, after = query_adapter.shipped().astype(np.float64), [], []
+        for package in collect(HELD_OUT):
+            unturned, turned = answer_ranks(None, package), answer_ranks(shipped, package)
+            before += unturned
+            after += turned
+            print(f"{package.name}: {summary(unturned)} -> {summary(turned)}", flush=True)
+        print(f"held out, the dense list: {summary(before)} -> {summary(after)}")
+        return
     if args.collect:
         save_packages(collect(), SET)
         print(f"wrote {SET}")
