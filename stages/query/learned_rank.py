@@ -119,10 +119,15 @@ def reorder(question: str, ranked: list[Candidate], model: RankModel | None = No
     if len(head) < 2 or not applies(question):
         return ranked
     model = model or load_model()
-    rows = features(question, head)
-    free = [i for i, c in enumerate(head) if movable(c)]
-    moved = sorted(free, key=lambda i: (-model.score(rows[i]), i))
-    out = list(head)
-    for slot, i in zip(free, moved):
-        out[slot] = head[i]
-    return out + tail
+    order = model_order(model, features(question, head), [movable(c) for c in head])
+    return [head[i] for i in order] + tail
+
+
+def model_order(model: RankModel, rows: list, may_move: list[bool]) -> list[int]:
+    """The pool's positions in the model's order: the passages it may move take their slots by score (ties keep
+    their order), the others stay where they are."""
+    free = [i for i, m in enumerate(may_move) if m]
+    order = list(range(len(rows)))
+    for slot, i in zip(free, sorted(free, key=lambda i: (-model.score(list(rows[i])), i))):
+        order[slot] = i
+    return order

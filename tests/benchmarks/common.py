@@ -16,14 +16,10 @@ CACHE = Path(os.environ.get("ASSAY_BENCH_DIR", Path.home() / ".assay" / "bench")
 
 def sdist(requirement: str) -> Path:
     """Download (once) and unpack a PyPI sdist; returns a fresh copy's folder each call."""
+    from assay.stages.evaluate.runs import fetch_sdist
+
     name, version = requirement.split("==")
-    downloads = CACHE / "downloads"
-    downloads.mkdir(parents=True, exist_ok=True)
-    archive = next(downloads.glob(f"{name}-{version}.tar.gz"), None)
-    if archive is None:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", name, requirement,
-                        "-d", str(downloads), "-q"], check=True)
-        archive = next(downloads.glob(f"{name}-{version}.tar.gz"))
+    archive = fetch_sdist(requirement, CACHE / "downloads")
     work = CACHE / "work"
     target = work / f"{name}-{version}"
     if target.exists():

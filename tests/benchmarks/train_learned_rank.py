@@ -22,7 +22,8 @@ import numpy as np
 
 from assay.stages.evaluate.rank_training import Pool, fit, load_pools, model_json, save_pools
 from assay.stages.query import query_adapter
-from assay.stages.query.learned_rank import DEPTH, MODEL_PATH, RankModel, applies, features, load_model, movable
+from assay.stages.query.learned_rank import (DEPTH, MODEL_PATH, RankModel, applies, features, load_model, model_order,
+                                             movable)
 
 HERE = Path(__file__).resolve().parent / "rank_training"
 POOLS = HERE / "pools.npz"
@@ -129,11 +130,7 @@ def top_ten(pools: list[Pool], model: RankModel | None) -> int:
     `learned_rank.reorder` does: only the passages it may move change places)."""
     count = 0
     for pool in pools:
-        order = list(range(len(pool.x)))
-        if model is not None:
-            free = [i for i, m in enumerate(pool.movable) if m]
-            for slot, i in zip(free, sorted(free, key=lambda i: (-model.score(list(pool.x[i])), i))):
-                order[slot] = i
+        order = model_order(model, pool.x, pool.movable) if model is not None else list(range(len(pool.x)))
         count += bool(pool.answer) and min(order.index(a) for a in pool.answer) < 10
     return count
 

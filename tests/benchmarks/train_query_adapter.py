@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -71,6 +72,17 @@ def summary(ranks: list[int]) -> str:
     return f"top 10 {np.mean(r <= 10):.2f}, top 60 {np.mean(r <= 60):.2f}, MRR {np.mean(1 / r):.3f}"
 
 
+def compare(turned_by: Iterable[tuple[AdapterPackage, np.ndarray]], label: str) -> None:
+    """Each package's answer ranks in the dense list, unturned and turned by its matrix, and all of them together."""
+    before, after = [], []
+    for package, matrix in turned_by:
+        unturned, turned = answer_ranks(None, package), answer_ranks(matrix, package)
+        before += unturned
+        after += turned
+        print(f"{package.name}: {summary(unturned)} -> {summary(turned)}", flush=True)
+    print(f"{label}, the dense list: {summary(before)} -> {summary(after)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--collect", action="store_true", help="rebuild adapter_set.npz from the indexed sdists")
@@ -80,26 +92,15 @@ def main() -> None:
                         "shipped adapter on the held-out questions (`train_learned_rank --collect --held-out` indexes them)")
     args = parser.parse_args()
     if args.held_out:
-        shipped, before, after = query_adapter.shipped().astype(np.float64), [], []
-        for package in collect(HELD_OUT):
-            unturned, turned = answer_ranks(None, package), answer_ranks(shipped, package)
-            before += unturned
-            after += turned
-            print(f"{package.name}: {summary(unturned)} -> {summary(turned)}", flush=True)
-        print(f"held out, the dense list: {summary(before)} -> {summary(after)}")
+        shipped = query_adapter.shipped().astype(np.float64)
+        compare([(package, shipped) for package in collect(HELD_OUT)], "held out")
         return
     if args.collect:
         save_packages(collect(), SET)
         print(f"wrote {SET}")
     packages = load_packages(SET)
     if args.cv:
-        before, after = [], []
-        for held in packages:
-            unturned, turned = answer_ranks(None, held), answer_ranks(fit_adapter([p for p in packages if p is not held]), held)
-            before += unturned
-            after += turned
-            print(f"{held.name}: {summary(unturned)} -> {summary(turned)}", flush=True)
-        print(f"out of fold, the dense list: {summary(before)} -> {summary(after)}")
+        compare(((held, fit_adapter([p for p in packages if p is not held])) for held in packages), "out of fold")
     write_or_compare(ADAPTER_PATH, adapter_bytes(fit_adapter(packages)), args.write, "adapter_set.npz")
 
 
