@@ -301,3 +301,35 @@ def test_a_question_in_words_gets_the_learned_order_of_the_rank_stages_first_pas
     lexical = [[c.id for c in retrieve(indexed_project, words, manifest, emb, pool=5, mode="bm25", ranking=ranking).candidates]
                for ranking in (RankConfig(), RankConfig(learned=False))]
     assert lexical[0] == lexical[1]  # the model reads dense similarity: BM25 alone keeps the rank stage's order
+
+
+def test_a_reader_racing_a_save_gets_one_whole_generation(tmp_path: Path, monkeypatch) -> None:
+    """Two processes share a workspace: one loads the BM25 folder while the other's re-index swaps it. The reader
+    must come back with ids and scores of one save, not crash on the vanished `.old` folder nor mix the two."""
+    import bm25s
+
+    from assay.stages.index.lexical import LexicalIndex
+
+    folder = tmp_path / "lexical"
+    first = LexicalIndex.from_tokens(["a", "b"], [["alpha"], ["beta"]])
+    second = LexicalIndex.from_tokens(["c", "d", "e"], [["gamma"], ["delta"], ["alpha", "gamma"]])
+    first.save(folder)
+    real_load = bm25s.BM25.load
+    swaps = iter([second])
+
+    def load_while_a_writer_swaps(path: str, *args, **kwargs):
+        writer = next(swaps, None)
+        if writer is not None:  # the other process's save lands between reading ids.json and the matrix
+            writer.save(folder)
+        return real_load(path, *args, **kwargs)
+
+    monkeypatch.setattr(bm25s.BM25, "load", staticmethod(load_while_a_writer_swaps))
+    loaded = LexicalIndex.load(folder)
+    assert loaded.ids == ["c", "d", "e"]
+    assert loaded.search("gamma", 5)[0][0] in {"c", "e"}
+
+    # a reader that fell back to `.old` (the folder was between renames) while the writer deletes it
+    folder.rename(folder.with_name("lexical.old"))
+    swaps = iter([first])
+    loaded = LexicalIndex.load(folder)
+    assert loaded.ids == ["a", "b"] and loaded.search("beta", 5)[0][0] == "b"

@@ -11,6 +11,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 from functools import cached_property
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from assay.stages.index.term_counts import TermCounts, offsets
 from assay.stages.index.tokens import tokenize
 
 logging.getLogger("bm25s").setLevel(logging.WARNING)
+SWAP_RETRIES = 5  # reads retried when a concurrent save swaps the folder under them
 
 
 class _ArrayBM25(bm25s.BM25):
@@ -117,17 +119,41 @@ class LexicalIndex:
 
     @classmethod
     def load(cls, folder: Path) -> "LexicalIndex":
-        ids_file = folder / "ids.json"
-        if not ids_file.exists():
+        """Read the index a writer's `save` left, retrying when a concurrent `save` swaps the folder mid-read: the
+        ids and the score matrix must come from one generation, and the `.old` fallback may vanish under us."""
+        for attempt in range(SWAP_RETRIES):
+            try:
+                loaded, before = cls._load_generation(folder)
+                if before == _generation(folder):
+                    return loaded
+            except (FileNotFoundError, NotADirectoryError, ValueError):  # half a swap: a file gone or cut short
+                if attempt == SWAP_RETRIES - 1:
+                    raise
+            time.sleep(0.02 * (attempt + 1))
+        return cls._load_generation(folder)[0]
+
+    @classmethod
+    def _load_generation(cls, folder: Path) -> tuple["LexicalIndex", tuple[int, int] | None]:
+        """One read, with the generation (ids.json's inode and mtime) it started from."""
+        if not (folder / "ids.json").exists():
             old = folder.with_name(folder.name + ".old")
-            if (old / "ids.json").exists():  # a crash between the two renames
+            if (old / "ids.json").exists():  # a crash (or a writer) between the two renames
                 folder = old
-                ids_file = old / "ids.json"
             else:
-                return cls(None, [])
-        ids = json.loads(ids_file.read_text())
+                return cls(None, []), None
+        before = _generation(folder)
+        ids = json.loads((folder / "ids.json").read_text())
         if not ids:
-            return cls(None, [])
-        return cls(bm25s.BM25.load(str(folder)), ids)
+            return cls(None, []), before
+        return cls(bm25s.BM25.load(str(folder)), ids), before
 
 
+def _generation(folder: Path) -> tuple[int, int] | None:
+    """Which save wrote this folder: each save writes a new ids.json, so its inode and mtime change."""
+    for candidate in (folder, folder.with_name(folder.name + ".old")):
+        try:
+            stat = (candidate / "ids.json").stat()
+            return stat.st_ino, stat.st_mtime_ns
+        except OSError:
+            continue
+    return None
