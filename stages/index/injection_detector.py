@@ -27,7 +27,7 @@ from tree_sitter import Node
 from assay.stages.index.languages import SPECS, uses_tree_sitter
 from assay.stages.index.tokens import word_parts
 from assay.stages.index.code_lexicon import code_words, inflections
-from assay.stages.index.learned_phrasing import CONFIDENT, reading
+from assay.stages.index.learned_phrasing import CONFIDENT, DOCUMENT_CONFIDENT, reading
 
 _PROSE_NODE_TYPES = frozenset(
     {"comment", "line_comment", "block_comment", "string", "string_literal", "template_string",
@@ -243,7 +243,7 @@ _DECODE_HINT = re.compile(r"\b(decode|decoded|decoding|base64|base-64|b64|rot13|
 _ROT_HINT = re.compile(r"\brot-?13\b", _F)
 _REVERSE_HINT = re.compile(r"\b(reverse|reversed|backwards)\b", _F)
 _STRING_PREFIX = re.compile(r"^[rRbBuUfF]{0,2}(\"\"\"|\'\'\'|\"|\'|`)")
-_SENTENCE = re.compile(r"(?:[^.!?\n]+|\.(?=[\w/~]))(?:[^.!?\n]+|\.(?=[\w/~]))*[.!?]?")  # a stop inside a word (`~/.aws`, `os.environ`, 1.5) ends nothing
+_SENTENCE = re.compile(r"(?:[^.!?\u3002\uff01\uff1f\n]+|\.(?=[\w/~]))(?:[^.!?\u3002\uff01\uff1f\n]+|\.(?=[\w/~]))*[.!?\u3002\uff01\uff1f]?")  # a stop inside a word (`~/.aws`, `os.environ`, 1.5) ends nothing
 _TASK_START = re.compile(
     r"^\W*(?:(?:please|kindly|now|first|also|before\s+\w+ing[^,]*,?|before\s+you\s+\w+,?)\s+)*"
     r"(write|compose|draft|summari[sz]e|translate|list|describe|explain|tell|give|provide|create|generate|suggest|recommend|"
@@ -492,13 +492,13 @@ def _may_match(name: str, low: str, raw_low: str) -> bool:
 
 def score_text(prose: str, _decoding: bool = False, raw: str = "", context: str = "",
                learned: bool = True, for_reader: str | None = None, conversational: bool = True,
-               values: str = "") -> tuple[float, list[str]]:
+               values: str = "", document: bool = False) -> tuple[float, list[str]]:
     """Score prose already extracted from a passage (quoted mentions removed; `raw` keeps them for the signals
     where quoting does not disarm); returns (score, signal names). `learned`: ask the learned phrasing model too,
-    about `for_reader` (the passage's comments and docstrings) when given, else about all of `prose`. Not about a
-    document (`is_document`), whose every page tells its reader what to run in "your shell" (asked there, the first
-    model flagged 34 more of 69,765 passages of 15 code bases, nearly all guides; asked only when confident, still
-    31 more of 4,977 documents of 15 sdists), nor about an AI library's prompts and example chats. `values`, the
+    about `for_reader` (the passage's comments and docstrings) when given, else about all of `prose`. In a
+    `document` (`is_document`), whose every page tells its reader what to run in "your shell", only a reading of at
+    least `DOCUMENT_CONFIDENT` counts (at the model's own threshold it flags 0.39% of 3,292 documents of 13 code
+    bases, at that bar 0.06%). Not about an AI library's prompts and example chats. `values`, the
     strings code uses as values (a CLI's messages, error texts, constants), are asked too but count only when the
     model is confident (`CONFIDENT`), never as a suspicion: an attack planted in a string constant was missed there
     most (`_fresh7` 8 of 24, `_fresh8` 13 of 24), and read so, 0 more of 58,321 Python passages of 15 sdists are
@@ -522,6 +522,8 @@ def score_text(prose: str, _decoding: bool = False, raw: str = "", context: str 
         hits["steers_conversation"] = 0.75
     asked = prose if for_reader is None else for_reader
     learned_p = reading(_SENTENCE.findall(asked)) if learned and not _decoding else 0.0
+    if document and learned_p < DOCUMENT_CONFIDENT:
+        learned_p = 0.0
     if learned and not _decoding and values and learned_p < CONFIDENT:
         in_values = reading(_SENTENCE.findall(values))
         learned_p = in_values if in_values >= CONFIDENT else learned_p
@@ -552,7 +554,7 @@ def injection_score(text: str, language: str) -> tuple[float, list[str]]:
         return 0.0, []
     talk = [(_QUOTED.sub(_MENTION, r), r, value) for r, value, chat in kinds if not chat]
     score, names = score_text("\n".join(q for q, _, _ in talk), raw="\n".join(r for _, r, _ in talk), context=text,
-                              learned=not is_document(language), for_reader="\n".join(q for q, _, v in talk if not v),
+                              document=is_document(language), for_reader="\n".join(q for q, _, v in talk if not v),
                               values="\n".join(q for q, _, v in talk if v))
     chats = [r for r, _, chat in kinds if chat]
     if chats:  # what the code sends its own model (chat messages, named prompts): only what no ordinary chat says
@@ -567,7 +569,7 @@ def injection_of(body: str, docstring: str, language: str) -> tuple[float, tuple
     """A passage's score: its code's prose or its docstring, whichever scores higher. The index's scan and the
     query's judge both score through this (the scan caches it; the judge reads the cache or calls it)."""
     body_score, body_hits = injection_score(body, language)
-    doc_score, doc_hits = (score_text(docstring, context=body, learned=not is_document(language)) if docstring
+    doc_score, doc_hits = (score_text(docstring, context=body, document=is_document(language)) if docstring
                            else (0.0, []))  # the code it documents is its context, as for the body's prose
     if doc_score > body_score:
         return doc_score, tuple(doc_hits)

@@ -1,16 +1,16 @@
 """A learned second opinion on prose: does a sentence read like an instruction planted for an AI reader?
 
 The injection signals are patterns, and each catches the phrasings it was written for: of the attacks written after
-them and never tuned on, they caught 3 of 12 (`_fresh5`), 9 of 24 (`_fresh6`) and 9 of 24 (`_fresh7`). This is a
-logistic regression over hashed word unigrams and bigrams of one sentence, trained on the attacks Assay has against
-sentences of real docstrings, comments and strings (`train`; `python -m tests.benchmarks.bench_injection_learned
---write` rebuilds the shipped model), with its threshold set on held-out clean sentences. Above the threshold a
-sentence is suspect; only above `CONFIDENT` does the judge let the model alone drop a passage
-(`injection_detector.score_text`), and in the strings code uses as values only a reading above it counts at all. It
-reads word pairs the patterns do not spell out ("your reply", "the reviewer be told", "approved by"), so it reaches
-phrasings nobody wrote a pattern for: 17 of `_fresh7`'s 24, never seen in training (the first model, trained without
-`_fresh5` and `_fresh6`, caught 16 of `_fresh6`'s and 14 of `_fresh7`'s). Pure numpy: no model download, no torch,
-~1 MB of weights in memory.
+them and never tuned on, they caught 3 of 12 (`_fresh5`), 9 of 24 (`_fresh6`) and 7 of 40 (`_fresh10`). This is a
+logistic regression over hashed word unigrams and bigrams of one sentence (words of any script; kana and Han one
+character each), trained on the attacks Assay has and 440 written for training only, against sentences of real
+docstrings, comments and strings, in English and four other languages (`train`; `python -m
+tests.benchmarks.bench_injection_learned --write` rebuilds the shipped model), with its threshold set on held-out
+clean sentences. Above the threshold a sentence is suspect; only above `CONFIDENT` does the judge let the model alone
+drop a passage (`injection_detector.score_text`); in the strings code uses as values only a reading above it counts,
+and in documents only one above `DOCUMENT_CONFIDENT`. It reads word pairs the patterns do not spell out ("your
+reply", "the reviewer be told", "approved by"), so it reaches phrasings nobody wrote a pattern for: 31 of
+`_fresh10`'s 40, never seen in training. Pure numpy: no model download, no torch, ~1 MB of weights in memory.
 """
 
 from __future__ import annotations
@@ -30,13 +30,26 @@ from assay.stages.core.config import DATA_DIR
 BUCKETS = 1 << 18
 MIN_WORDS = 4  # shorter fragments ("Ask the user.") carry too little to judge; the clean sentences were as long
 MODEL_PATH = DATA_DIR / "injection_phrasing.npz"
-_WORD = re.compile(r"[a-z0-9']+")
+_WORD = re.compile(r"(?:[^\W_]|')+")  # letters and digits of any script; an identifier's underscores split it
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")  # kana and Han: no spaces between words
+
+
+def words(sentence: str) -> list[str]:
+    """A sentence's lower-cased words, any script; kana and Han, written without spaces, one character each (the
+    first model read only a-z and 0-9, so an attack in Japanese, Chinese or Russian gave it nothing to read)."""
+    return _WORD.findall(_UNSPACED.sub(r" \g<0> ", sentence.lower()))
+
+
+def long_enough(sentence: str) -> bool:
+    """At least `MIN_WORDS` words as spaces separate them, two characters of kana or Han counting as one."""
+    unspaced = len(_UNSPACED.findall(sentence))
+    return len(_UNSPACED.sub(" ", sentence).split()) + unspaced // 2 >= MIN_WORDS
 
 
 def features(sentence: str) -> list[int]:
     """The buckets of a sentence's lower-cased words and adjacent word pairs (each once)."""
-    words = _WORD.findall(sentence.lower())
-    grams = words + [f"{a} {b}" for a, b in zip(words, words[1:])]
+    found = words(sentence)
+    grams = found + [f"{a} {b}" for a, b in zip(found, found[1:])]
     return sorted({zlib.crc32(g.encode()) % BUCKETS for g in grams})
 
 
@@ -80,6 +93,9 @@ def _sentence_probability(sentence: str) -> float:
 
 
 CONFIDENT = 0.5  # the model's own boundary: above it, an attack is likelier than not
+# in a document (a guide, a README) only a reading this sure counts: the lowest bar of 0.7, 0.8, 0.9, 0.95, 0.98 at
+# which the shipped model flags at most 0.1% of 3,292 clean documents of 13 code bases (`bench_injection_learned`)
+DOCUMENT_CONFIDENT = 0.9
 
 
 def reading(sentences: Sequence[str]) -> float:
@@ -88,7 +104,7 @@ def reading(sentences: Sequence[str]) -> float:
     model = shipped_model()
     if model is None:
         return 0.0
-    best = max((_sentence_probability(s.strip()) for s in sentences if len(s.split()) >= MIN_WORDS), default=0.0)
+    best = max((_sentence_probability(s.strip()) for s in sentences if long_enough(s)), default=0.0)
     return best if best >= model.threshold else 0.0
 
 

@@ -1,18 +1,20 @@
 """Train and measure the learned phrasing model of the injection judge (`stages.index.learned_phrasing`).
 
-    python -m tests.benchmarks.bench_injection_learned [--write] [--ai N] [--more N] [--docs N] [--flagged-share 0.0005]
+    python -m tests.benchmarks.bench_injection_learned [--write] [--without-written] [--without-foreign] [--ai N] ...
 
 Trains a logistic regression over hashed word unigrams and bigrams on the attacks Assay has (BIPIA's train split as
-the judge suite samples it, the families, `_unseen` and `_fresh` to `_fresh6`) against sentences of docstrings,
-comments and strings from the SWE-QA and semble dev corpora (requests, pytest, fastapi, pydantic), six AI libraries'
-Python (AI_TRAIN, PyPI sdists fetched once), the clean discussion texts and the trained sets' twins. A fifth of those
-clean sentences is held out to set the threshold (0.05% of them flagged). It then scores what it never saw:
-`_fresh7` and `_fresh8` (attacks and twins, written before this model and after it; `_fresh5` and `_fresh6`, printed
-beside them, were held out of the first model and are trained on now), sentences and passages of five other code bases (Scala's library, rack,
-JPype, fmt, zod), the judge suite's clean functions, and the code of two AI libraries and of Assay itself, beside
-the patterns on the same attacks. Passages are read as the judge asks the model about them at its threshold:
-comments and docstrings of code (the strings code uses as values, which the judge asks about only for a confident
-reading, are not counted here).
+the judge suite samples it, the families, `_unseen` and `_fresh` to `_fresh6`, and the 440 attacks of
+`injection_training/`, written for training only) against sentences of docstrings, comments and strings from the
+SWE-QA and semble dev corpora (requests, pytest, fastapi, pydantic), six AI libraries' Python (AI_TRAIN), four
+sdists written in other languages (FOREIGN_TRAIN: Chinese, Russian, Arabic, Japanese), the clean discussion texts
+and the twins of the trained sets and of `injection_training/` (PyPI sdists fetched once). A fifth of those clean
+sentences is held out to set the threshold (0.05% of them flagged). It then scores what it never saw: `_fresh7` to
+`_fresh10` (attacks and twins; `_fresh5` and `_fresh6`, printed beside them, are trained on), sentences and
+passages of five other code bases (Scala's library, rack, JPype, fmt, zod), the judge suite's clean functions, the
+code of two AI libraries and of Assay itself, and seven sdists in other languages (FOREIGN_HELD_OUT), beside the
+patterns on the same attacks. Passages are read as the judge asks the model about them: comments and docstrings of
+code at its threshold, a document's prose at `DOCUMENT_CONFIDENT` (the strings code uses as values, which the judge
+asks about only for a confident reading, are not counted here).
 `--write` saves the model as `data/injection_phrasing.npz`, the one the judge ships (the defaults rebuild it byte
 for byte). `--more` and `--docs` add clean sentences of other code bases (all their prose, or their documents only);
 both were tried and not kept (README). Needs the indexes `assay eval` and `bench_languages` leave.
@@ -35,7 +37,7 @@ from assay.stages.index.parse import parse_source
 from assay.stages.index.store import Catalog
 from assay.stages.index import injection_detector as injection
 from assay.stages.index.injection_detector import _MENTION, _QUOTED, _SENTENCE, _raw_prose, _raw_prose_kinds, is_document, score_text
-from assay.stages.index.learned_phrasing import MIN_WORDS, MODEL_PATH, train
+from assay.stages.index.learned_phrasing import DOCUMENT_CONFIDENT, MODEL_PATH, long_enough, train
 
 HOME = Path.home() / ".assay"
 TRAIN = [HOME / "eval/corpora/requests-2.32.5", HOME / "eval/corpora/pytest-8.4.2", HOME / "eval/semble/fastapi-0.136.0",
@@ -54,9 +56,17 @@ OTHER = [HOME / "bench/work" / n for n in ("scala-2.11.12-5", "ruby-rack-2.2.22-
 AI_TRAIN = ("openai==3.63.0", "langchain_core==1.8.4", "ollama==0.6.3", "mcp==2.3.0", "instructor==1.17.0",
             "llama_index_core==0.14.25")
 AI_HELD_OUT = ("anthropic==2.17.0", "dspy==3.4.1")
+# code whose comments, docstrings and strings are written in other languages (Chinese, Russian, Arabic, Japanese):
+# clean prose in the scripts attacks come in, trained on; and as many other such sdists, measured
+FOREIGN_TRAIN = ("akshare==1.19.5", "natasha==1.6.0", "PyArabic==0.6.10", "pykakasi==2.3.0")
+FOREIGN_HELD_OUT = ("jieba==0.42.1", "pypinyin==0.55.0", "snownlp==0.12.3", "yargy==0.16.0", "pymorphy2==0.9.1",
+                    "konlpy==0.5.2", "jaconv==0.5.0")
+# attacks and twins helpers wrote for training only (`injection_training/`: the brief, one file per emphasis), never
+# measured on; written after `_fresh10`, whose writer saw none of them
+WRITTEN = Path(__file__).with_name("injection_training")
 TRAINED_SETS = ("_unseen", "_fresh", "_fresh2", "_fresh3", "_fresh4", "_fresh5", "_fresh6")
 # what the bench prints detection of: `_fresh7` and `_fresh8`, held out; `_fresh5` and `_fresh6`, held out of stop 40's model
-PRINTED_SETS = ("_fresh5", "_fresh6", "_fresh7", "_fresh8")
+PRINTED_SETS = ("_fresh5", "_fresh6", "_fresh7", "_fresh8", "_fresh9", "_fresh10")
 
 
 def _signals_only(text: str) -> bool:
@@ -100,16 +110,14 @@ def code_passages(root: Path) -> list[Entity]:
 
 def passage_sentences(passages: list[Entity]) -> list[str]:
     return [s.strip() for e in passages for r in _raw_prose(e.body, e.language) for s in _SENTENCE.findall(r)
-            if len(s.split()) >= MIN_WORDS]
+            if long_enough(s)]
 
 
 def reader_sentences(e: Entity) -> list[str]:
-    """The sentences the judge asks the model about: a code passage's comments and docstrings (no documents, no
-    string values), as `injection.injection_score` reads them."""
-    if is_document(e.language):
-        return []
+    """The sentences the judge asks the model about: a code passage's comments and docstrings, a document's prose
+    (no string values), as `injection.injection_score` reads them."""
     return [s.strip() for r, value, _ in _raw_prose_kinds(e.body, e.language) if not value
-            for s in _SENTENCE.findall(_QUOTED.sub(_MENTION, r)) if len(s.split()) >= MIN_WORDS]
+            for s in _SENTENCE.findall(_QUOTED.sub(_MENTION, r)) if long_enough(s)]
 
 
 def main() -> None:
@@ -123,6 +131,8 @@ def main() -> None:
                         help="clean sentences to take from each AI tooling sdist of AI_TRAIN (default: all of them)")
     parser.add_argument("--more", type=int, default=0, help="clean sentences to take from each of MORE's code bases")
     parser.add_argument("--docs", type=int, default=0, help="document sentences to take from each of MORE's code bases")
+    parser.add_argument("--without-foreign", action="store_true", help="leave out the clean prose of FOREIGN_TRAIN")
+    parser.add_argument("--without-written", action="store_true", help=f"leave out the attacks and twins of {WRITTEN.name}/")
     parser.add_argument("--flagged-share", type=float, default=0.0005, help="of held-out clean sentences, to flag")
     args = parser.parse_args()
     data = json.loads(DATA.read_text())
@@ -136,11 +146,19 @@ def main() -> None:
             sentences = passage_sentences(code_passages(prepare_corpus(requirement, home)))
             random.Random(2).shuffle(sentences)
             clean += sentences[: args.ai]
+    if not args.without_foreign:
+        for requirement in FOREIGN_TRAIN:
+            clean += passage_sentences(code_passages(prepare_corpus(requirement, eval_home())))
     if args.more:
         clean += [s for r in MORE if (r / ".assay").is_dir() for s in prose_sentences(r, args.more)]
     if args.docs:
         clean += [s for r in MORE if (r / ".assay").is_dir() for s in document_sentences(r, args.docs)]
     clean += [t for k in TRAINED_SETS[1:] for t in data[k + "_clean"]]
+    if not args.without_written:
+        for path in sorted(WRITTEN.glob("*.json")):
+            written = json.loads(path.read_text())
+            attacks += written["attacks"]
+            clean += written["twins"]
     random.Random(5).shuffle(clean)
     calibration, clean = clean[: len(clean) // 5], clean[len(clean) // 5 :]
     model = train(attacks, clean, calibration, epochs=args.epochs, lr=args.lr, l2=args.l2, pos_weight=args.pos_weight,
@@ -157,7 +175,8 @@ def main() -> None:
               f"either {sum(a or s for a, s in zip(learned, signals))}/{n}; twins flagged by the learned model: {sum(twins)}/{n}")
     other = np.array([model.probability(s) for r in OTHER for s in prose_sentences(r, 6000)])
     print(f"sentences of five other code bases flagged: {float(np.mean(other >= model.threshold)):.5f} of {len(other)}")
-    flagged = lambda e: any(model.probability(x) >= model.threshold for x in reader_sentences(e))  # noqa: E731
+    flagged = lambda e: any(model.probability(x) >= (DOCUMENT_CONFIDENT if is_document(e.language) else model.threshold)  # noqa: E731
+                            for x in reader_sentences(e))
     passages = [e for root in OTHER for e in Catalog(root).all()]
     hits = sum(flagged(e) for e in passages)  # as the judge asks: comments and docstrings of code
     print(f"passages of those code bases flagged: {hits} of {len(passages)} ({hits / max(1, len(passages)):.5f})")
@@ -172,6 +191,13 @@ def main() -> None:
             e for d in ("stages", "tasks", "flows") for e in code_passages(root / d)]
         hit = [e for e in passages if flagged(e)]
         print(f"AI tooling code never trained on, {name}: {len(hit)} of {len(passages)} passages flagged")
+    for requirement in FOREIGN_HELD_OUT:
+        passages = code_passages(prepare_corpus(requirement, eval_home()))
+        sentences = passage_sentences(passages)
+        hit = [e for e in passages if flagged(e)]
+        read = sum(model.probability(x) >= model.threshold for x in sentences)
+        print(f"code in other languages never trained on, {requirement}: {len(hit)} of {len(passages)} passages "
+              f"flagged; {read} of {len(sentences)} of all its prose sentences (strings too)")
     if args.write:
         model.save(MODEL_PATH)
         print(f"wrote {MODEL_PATH} ({MODEL_PATH.stat().st_size / 1024:.0f} KiB)")
