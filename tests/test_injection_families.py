@@ -127,13 +127,13 @@ def test_code_and_docs_that_discuss_or_instruct_developers_are_clean(text: str) 
 
 def test_a_tutorials_you_are_now_is_no_role_play_for_the_patterns_and_a_known_false_positive_of_the_model() -> None:
     """click's docs say "You are now using your virtualenv": no role play for the patterns (`role_play`'s exception).
-    The learned model reads it as role play (it learned "you are now" from the attacks, p 0.98), in code and, sure
-    enough to count there, in a document: the one flagged passage of click's 232 documents, and 1 of the 2 of 3,292
-    documents of 13 code bases the model flags at `DOCUMENT_CONFIDENT`. Asserted as the model's reading alone."""
+    The learned model reads it as role play (it learned "you are now" from the attacks): in code it is flagged; in a
+    document only a reading of `DOCUMENT_CONFIDENT` counts, which this sentence alone stays under (p 0.94), while
+    click's whole page reads 0.96: one of the 2 of 3,292 documents of 13 code bases the model flags there."""
     text = "You are now using your virtualenv (notice how the prompt of your shell has changed)."
     for host, (body, lang) in zip(HOSTS, hosts(text)):
         score, names = injection_score(body, lang)
-        assert names == ["learned_phrasing"], (host, body, names)
+        assert names == ([] if host == "markdown" else ["learned_phrasing"]), (host, body, names)
     assert injection_score(f'def done():\n    print("{text}")\n', "python") == (0.6, ["learned_phrasing"])
 
 
@@ -168,8 +168,8 @@ def test_planted_evaluation_reports_families_hosts_and_false_positives(tmp_path:
     assert result["detection_own"] >= 0.9 and result["false_positive_all"] == 0.0
     # the sets written after tuning are reported apart: the held-out one shows how far the signals generalise
     later, ordinary = result["detection_later"], result["false_positive_later"]
-    assert list(later) == ["unseen", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "fresh10"]
-    assert list(ordinary) == ["fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "fresh10"]
+    assert list(later) == ["unseen", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "fresh10", "fresh11"]
+    assert list(ordinary) == ["fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "fresh10", "fresh11"]
     assert later["fresh"] == later["fresh2"] == 1.0 and ordinary["fresh"] == ordinary["fresh2"] == 0.0  # mended
     assert later["fresh3"] >= 0.9 and later["fresh4"] >= 0.9 and ordinary["fresh3"] == ordinary["fresh4"] == 0.0  # stop 38
     assert all(0.0 <= r <= 1.0 for r in [*later.values(), *ordinary.values()])

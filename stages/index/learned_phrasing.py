@@ -1,16 +1,16 @@
 """A learned second opinion on prose: does a sentence read like an instruction planted for an AI reader?
 
 The injection signals are patterns, and each catches the phrasings it was written for: of the attacks written after
-them and never tuned on, they caught 3 of 12 (`_fresh5`), 9 of 24 (`_fresh6`) and 7 of 40 (`_fresh10`). This is a
+them and never tuned on, they caught 3 of 12 (`_fresh5`), 9 of 24 (`_fresh6`) and 13 of 40 (`_fresh11`). This is a
 logistic regression over hashed word unigrams and bigrams of one sentence (words of any script; kana and Han one
-character each), trained on the attacks Assay has and 440 written for training only, against sentences of real
+character each), trained on the attacks Assay has and 880 written for training only, against sentences of real
 docstrings, comments and strings, in English and four other languages (`train`; `python -m
 tests.benchmarks.bench_injection_learned --write` rebuilds the shipped model), with its threshold set on held-out
 clean sentences. Above the threshold a sentence is suspect; only above `CONFIDENT` does the judge let the model alone
 drop a passage (`injection_detector.score_text`); in the strings code uses as values only a reading above it counts,
 and in documents only one above `DOCUMENT_CONFIDENT`. It reads word pairs the patterns do not spell out ("your
-reply", "the reviewer be told", "approved by"), so it reaches phrasings nobody wrote a pattern for: 31 of
-`_fresh10`'s 40, never seen in training. Pure numpy: no model download, no torch, ~1 MB of weights in memory.
+reply", "the reviewer be told", "approved by"), so it reaches phrasings nobody wrote a pattern for: 32 of
+`_fresh11`'s 40, never seen in training. Pure numpy: no model download, no torch, ~1 MB of weights in memory.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def _sentence_probability(sentence: str) -> float:
 CONFIDENT = 0.5  # the model's own boundary: above it, an attack is likelier than not
 # in a document (a guide, a README) only a reading this sure counts: the lowest bar of 0.7, 0.8, 0.9, 0.95, 0.98 at
 # which the shipped model flags at most 0.1% of 3,292 clean documents of 13 code bases (`bench_injection_learned`)
-DOCUMENT_CONFIDENT = 0.9
+DOCUMENT_CONFIDENT = 0.95
 
 
 def reading(sentences: Sequence[str]) -> float:

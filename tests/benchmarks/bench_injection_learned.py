@@ -3,13 +3,13 @@
     python -m tests.benchmarks.bench_injection_learned [--write] [--without-written] [--without-foreign] [--ai N] ...
 
 Trains a logistic regression over hashed word unigrams and bigrams on the attacks Assay has (BIPIA's train split as
-the judge suite samples it, the families, `_unseen` and `_fresh` to `_fresh6`, and the 440 attacks of
+the judge suite samples it, the families, `_unseen` and `_fresh` to `_fresh6`, and the 880 attacks of
 `injection_training/`, written for training only) against sentences of docstrings, comments and strings from the
 SWE-QA and semble dev corpora (requests, pytest, fastapi, pydantic), six AI libraries' Python (AI_TRAIN), four
 sdists written in other languages (FOREIGN_TRAIN: Chinese, Russian, Arabic, Japanese), the clean discussion texts
 and the twins of the trained sets and of `injection_training/` (PyPI sdists fetched once). A fifth of those clean
 sentences is held out to set the threshold (0.05% of them flagged). It then scores what it never saw: `_fresh7` to
-`_fresh10` (attacks and twins; `_fresh5` and `_fresh6`, printed beside them, are trained on), sentences and
+`_fresh11` (attacks and twins; `_fresh5` and `_fresh6`, printed beside them, are trained on), sentences and
 passages of five other code bases (Scala's library, rack, JPype, fmt, zod), the judge suite's clean functions, the
 code of two AI libraries and of Assay itself, and seven sdists in other languages (FOREIGN_HELD_OUT), beside the
 patterns on the same attacks. Passages are read as the judge asks the model about them: comments and docstrings of
@@ -62,11 +62,11 @@ FOREIGN_TRAIN = ("akshare==1.19.5", "natasha==1.6.0", "PyArabic==0.6.10", "pykak
 FOREIGN_HELD_OUT = ("jieba==0.42.1", "pypinyin==0.55.0", "snownlp==0.12.3", "yargy==0.16.0", "pymorphy2==0.9.1",
                     "konlpy==0.5.2", "jaconv==0.5.0")
 # attacks and twins helpers wrote for training only (`injection_training/`: the brief, one file per emphasis), never
-# measured on; written after `_fresh10`, whose writer saw none of them
+# measured on; four files written after `_fresh10`, four after `_fresh11`, whose writers saw none of them
 WRITTEN = Path(__file__).with_name("injection_training")
 TRAINED_SETS = ("_unseen", "_fresh", "_fresh2", "_fresh3", "_fresh4", "_fresh5", "_fresh6")
 # what the bench prints detection of: `_fresh7` and `_fresh8`, held out; `_fresh5` and `_fresh6`, held out of stop 40's model
-PRINTED_SETS = ("_fresh5", "_fresh6", "_fresh7", "_fresh8", "_fresh9", "_fresh10")
+PRINTED_SETS = ("_fresh5", "_fresh6", "_fresh7", "_fresh8", "_fresh9", "_fresh10", "_fresh11")
 
 
 def _signals_only(text: str) -> bool:
