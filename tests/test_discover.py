@@ -165,6 +165,18 @@ def test_spaces_and_unicode_in_paths(tmp_path: Path) -> None:
     assert paths(discover(tmp_path)) == {"dir with space/módulo ünï.py"}
 
 
+def test_a_name_with_a_newline_or_other_control_character_is_skipped_and_said(tmp_path: Path) -> None:
+    """Every line that cites a file (`search`, receipts, the MCP tools) would break at a newline in its name, and a
+    name could then print lines that look like results: such files and folders are skipped, named escaped."""
+    write(tmp_path, "bad\nname.py", "def retry():\n    return 1\n")
+    write(tmp_path, "tab\tdir/inside.py")
+    write(tmp_path, "ok.py")
+    result = discover(tmp_path)
+    assert paths(result) == {"ok.py"}
+    assert reasons(result) == {"bad\\nname.py": discover_mod.CONTROL_IN_NAME, "tab\\tdir": discover_mod.CONTROL_IN_NAME}
+    assert all("rename" in s.detail for s in result.skipped)
+
+
 def test_the_watchers_root_ignore_check_agrees_with_discovery(tmp_path: Path) -> None:
     from assay.stages.index.discover import root_ignore_check
 

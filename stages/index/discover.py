@@ -130,6 +130,10 @@ def _script_language(path: str) -> str | None:
         return None
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+CONTROL_IN_NAME = "control_character_in_name"
+
+
 def discover(root: Path, max_file_bytes: int = 1_000_000, index_generated: bool = False) -> DiscoveryResult:
     """List indexable files under `root`. Never raises for a bad file: it is skipped with a reason."""
     files: list[SourceFile] = []
@@ -147,6 +151,10 @@ def discover(root: Path, max_file_bytes: int = 1_000_000, index_generated: bool 
             return
         for entry in entries:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            if _CONTROL.search(entry.name):  # a newline in a name would split every line that cites it
+                skipped.append(SkippedFile(path=rel.encode("unicode_escape").decode("ascii"), reason=CONTROL_IN_NAME,
+                                           detail="the name holds a newline, tab or other control character: rename it"))
+                continue
             try:
                 is_link = entry.is_symlink()
                 is_dir = entry.is_dir(follow_symlinks=False)
