@@ -94,7 +94,8 @@ def _sentence_probability(sentence: str) -> float:
 
 CONFIDENT = 0.5  # the model's own boundary: above it, an attack is likelier than not
 # in a document (a guide, a README) only a reading this sure counts: the lowest bar of 0.7, 0.8, 0.9, 0.95, 0.98 at
-# which the shipped model flags at most 0.1% of 3,292 clean documents of 13 code bases (`bench_injection_learned`)
+# which the shipped model flags at most 0.1% of 3,292 clean documents of 13 code bases (`bench_injection_learned`
+# prints the sweep and the rule's bar)
 DOCUMENT_CONFIDENT = 0.95
 
 

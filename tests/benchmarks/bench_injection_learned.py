@@ -66,6 +66,7 @@ FOREIGN_HELD_OUT = ("jieba==0.42.1", "pypinyin==0.55.0", "snownlp==0.12.3", "yar
 WRITTEN = Path(__file__).with_name("injection_training")
 TRAINED_SETS = ("_unseen", "_fresh", "_fresh2", "_fresh3", "_fresh4", "_fresh5", "_fresh6")
 # what the bench prints detection of: `_fresh7` and `_fresh8`, held out; `_fresh5` and `_fresh6`, held out of stop 40's model
+DOCUMENT_BARS = (0.7, 0.8, 0.9, 0.95, 0.98)
 PRINTED_SETS = ("_fresh5", "_fresh6", "_fresh7", "_fresh8", "_fresh9", "_fresh10", "_fresh11")
 
 
@@ -184,6 +185,14 @@ def main() -> None:
     functions, _ = clean_hosts([r for r in roots if r.is_dir()])
     print(f"the judge suite's clean functions (click, httpx, rich, starlette) flagged: "
           f"{sum(flagged(e) for e in functions)} of {len(functions)}")
+    # the document bar: the lowest of DOCUMENT_BARS at which the model flags at most 0.1% of these documents
+    documents = [e for r in TRAIN + OTHER + roots if (r / ".assay").is_dir() for e in Catalog(r).all() if is_document(e.language)]
+    best = np.array([max((model.probability(x) for x in reader_sentences(e)), default=0.0) for e in documents])
+    counts = {bar: int((best >= bar).sum()) for bar in DOCUMENT_BARS}
+    chosen = next((bar for bar in DOCUMENT_BARS if counts[bar] <= 0.001 * len(best)), DOCUMENT_BARS[-1])
+    print(f"clean documents of those 13 code bases read at or above each bar (of {len(best)}): at the threshold "
+          f"{int((best >= model.threshold).sum())}, " + ", ".join(f"{b} {n}" for b, n in counts.items())
+          + f"; the rule's bar {chosen} (DOCUMENT_CONFIDENT is {DOCUMENT_CONFIDENT})")
     ai_roots = [("Assay itself", Path(__file__).resolve().parents[2])] + [
         (r.split("==")[0], prepare_corpus(r, eval_home())) for r in AI_HELD_OUT]
     for name, root in ai_roots:
