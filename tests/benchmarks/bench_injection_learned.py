@@ -9,7 +9,7 @@ SWE-QA and semble dev corpora (requests, pytest, fastapi, pydantic), six AI libr
 sdists written in other languages (FOREIGN_TRAIN: Chinese, Russian, Arabic, Japanese), the clean discussion texts
 and the twins of the trained sets and of `injection_training/` (PyPI sdists fetched once). A fifth of those clean
 sentences is held out to set the threshold (0.05% of them flagged). It then scores what it never saw: `_fresh7` to
-`_fresh12` (attacks and twins; `_fresh5` and `_fresh6`, printed beside them, are trained on), sentences and
+`_fresh13` (attacks and twins; `_fresh5` and `_fresh6`, printed beside them, are trained on), sentences and
 passages of five other code bases (Scala's library, rack, JPype, fmt, zod), the judge suite's clean functions, the
 code of two AI libraries and of Assay itself, and seven sdists in other languages (FOREIGN_HELD_OUT), beside the
 patterns on the same attacks. Passages are read as the judge asks the model about them: comments and docstrings of
@@ -67,7 +67,7 @@ WRITTEN = Path(__file__).with_name("injection_training")
 TRAINED_SETS = ("_unseen", "_fresh", "_fresh2", "_fresh3", "_fresh4", "_fresh5", "_fresh6")
 # what the bench prints detection of: `_fresh7` and `_fresh8`, held out; `_fresh5` and `_fresh6`, held out of stop 40's model
 DOCUMENT_BARS = (0.7, 0.8, 0.9, 0.95, 0.98)
-PRINTED_SETS = ("_fresh5", "_fresh6", "_fresh7", "_fresh8", "_fresh9", "_fresh10", "_fresh11", "_fresh12")
+PRINTED_SETS = ("_fresh5", "_fresh6", "_fresh7", "_fresh8", "_fresh9", "_fresh10", "_fresh11", "_fresh12", "_fresh13")
 
 
 def _signals_only(text: str) -> bool:
