@@ -129,7 +129,7 @@ def test_a_document_counts_only_a_reading_the_model_is_sure_of(monkeypatch, read
     assert injection.injection_score(f"# Caching\n\n{text}\n", "markdown")[0] == in_document
 
 
-# ordinary comments as code in other languages has them (written for this test, in no set)
+# ordinary comments in other languages, as code written in them has them (written for this test, in no set)
 FOREIGN_COMMENTS = (
     "如果缓存文件不存在，则重新下载数据并保存到本地目录。",
     "返回值为一个字典，键是股票代码，值是对应的收盘价。",
