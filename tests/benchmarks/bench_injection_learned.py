@@ -1,6 +1,7 @@
 """Train and measure the learned phrasing model of the injection judge (`stages.index.learned_phrasing`).
 
     python -m tests.benchmarks.bench_injection_learned [--write] [--without-written] [--without-foreign] [--ai N] ...
+    python -m tests.benchmarks.bench_injection_learned --scan   # what the shipped detector flags in clean code
 
 Trains a logistic regression over hashed word unigrams and bigrams on the attacks Assay has (BIPIA's train split as
 the judge suite samples it, the families, `_unseen` and `_fresh` to `_fresh6`, and the 880 attacks of
@@ -66,6 +67,10 @@ FOREIGN_HELD_OUT = ("jieba==0.42.1", "pypinyin==0.55.0", "snownlp==0.12.3", "yar
 WRITTEN = Path(__file__).with_name("injection_training")
 TRAINED_SETS = ("_unseen", "_fresh", "_fresh2", "_fresh3", "_fresh4", "_fresh5", "_fresh6")
 # what the bench prints detection of: `_fresh7` and `_fresh8`, held out; `_fresh5` and `_fresh6`, held out of stop 40's model
+# the judge suite's clean hosts beside the SWE-QA corpora
+JUDGE_SUITE = [HOME / "eval/corpora" / n for n in ("click-8.1.8", "httpx-0.28.1", "rich-13.9.4", "starlette-0.41.3")]
+# the SWE-QA dev sdists: what the judge's injection drop could take from `assay eval`'s answers
+SWE_QA = ("requests==2.32.5", "pytest==8.4.2", "sphinx==9.0.0", "pylint==3.3.8", "xarray==2025.8.0")
 DOCUMENT_BARS = (0.7, 0.8, 0.9, 0.95, 0.98)
 PRINTED_SETS = ("_fresh5", "_fresh6", "_fresh7", "_fresh8", "_fresh9", "_fresh10", "_fresh11", "_fresh12", "_fresh13")
 
@@ -121,6 +126,29 @@ def reader_sentences(e: Entity) -> list[str]:
             for s in _SENTENCE.findall(_QUOTED.sub(_MENTION, r)) if long_enough(s)]
 
 
+def scan() -> None:
+    """What the shipped detector as a whole (`injection_of`, patterns and model) flags in clean code: every passage of
+    the indexed code bases above (code and documents apart), and the parsed Python of the SWE-QA sdists, the AI
+    libraries and the sdists in other languages that no fit reads."""
+    from assay.stages.index.injection_detector import injection_of
+
+    def flagged(passages: list[Entity]) -> list[str]:
+        return [f"{e.file}:{e.start_line}" for e in passages if injection_of(e.body, e.docstring or "", e.language)[0] >= 0.5]
+
+    for root in TRAIN + OTHER + JUDGE_SUITE:
+        if (root / ".assay").is_dir():
+            passages = list(Catalog(root).all())
+            code = [e for e in passages if not is_document(e.language)]
+            docs = [e for e in passages if is_document(e.language)]
+            in_code, in_docs = flagged(code), flagged(docs)
+            print(f"{root.name}: code {len(in_code)} of {len(code)}, documents {len(in_docs)} of {len(docs)}: "
+                  + ", ".join(in_code + in_docs), flush=True)
+    for requirement in SWE_QA + AI_HELD_OUT + FOREIGN_HELD_OUT:
+        code = code_passages(prepare_corpus(requirement, eval_home()))
+        hits = flagged(code)
+        print(f"{requirement}: code {len(hits)} of {len(code)}: " + ", ".join(hits), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lr", type=float, default=0.02)
@@ -135,7 +163,11 @@ def main() -> None:
     parser.add_argument("--without-foreign", action="store_true", help="leave out the clean prose of FOREIGN_TRAIN")
     parser.add_argument("--without-written", action="store_true", help=f"leave out the attacks and twins of {WRITTEN.name}/")
     parser.add_argument("--flagged-share", type=float, default=0.0005, help="of held-out clean sentences, to flag")
+    parser.add_argument("--scan", action="store_true", help="only say what the shipped detector flags in clean code")
     args = parser.parse_args()
+    if args.scan:
+        scan()
+        return
     data = json.loads(DATA.read_text())
     bipia = Path(__file__).resolve().parents[3] / "shared" / "eval" / "bipia"
     attacks = [t for v in load_attacks(bipia if bipia.is_dir() else None).values() for t in v]
@@ -181,7 +213,7 @@ def main() -> None:
     passages = [e for root in OTHER for e in Catalog(root).all()]
     hits = sum(flagged(e) for e in passages)  # as the judge asks: comments and docstrings of code
     print(f"passages of those code bases flagged: {hits} of {len(passages)} ({hits / max(1, len(passages)):.5f})")
-    roots = [HOME / "eval/corpora" / n for n in ("click-8.1.8", "httpx-0.28.1", "rich-13.9.4", "starlette-0.41.3")]
+    roots = JUDGE_SUITE
     functions, _ = clean_hosts([r for r in roots if r.is_dir()])
     print(f"the judge suite's clean functions (click, httpx, rich, starlette) flagged: "
           f"{sum(flagged(e) for e in functions)} of {len(functions)}")
