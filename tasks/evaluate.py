@@ -1,4 +1,4 @@
-"""Prefect tasks of the evaluate flow: thin wrappers over `stages.evaluate.metrics` and `stages.evaluate.runs`."""
+"""Prefect tasks of the evaluate flow: thin wrappers over `stages.evaluate.metrics`, `runs` and `sdists`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from assay.stages.core.config import Settings
 from assay.stages.evaluate import metrics as ev
 from assay.stages.evaluate import runs as jobs
+from assay.stages.evaluate import sdists
 from assay.tasks.gpu import judge_holding_gpu
 from assay.tasks.lazy import task
 
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 @task(name="prepare-corpus", retries=1)
 def prepare_corpus(requirement: str, home: Path) -> Path:
-    return jobs.prepare_corpus(requirement, home)
+    return sdists.prepare_corpus(requirement, home)
 
 
 @task(name="load-questions")

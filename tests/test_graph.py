@@ -198,7 +198,7 @@ def test_impact_reaches_callers_of_callers_and_tests(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def requests_catalog(tmp_path_factory: pytest.TempPathFactory) -> Catalog:
     from assay.flows.evaluate import eval_home
-    from assay.stages.evaluate.runs import prepare_corpus
+    from assay.stages.evaluate.sdists import prepare_corpus
 
     try:
         root = prepare_corpus("requests==2.32.5", eval_home())

@@ -9,7 +9,7 @@ import pytest
 
 from assay.stages.evaluate.planted_attacks import DATA, HOSTS, clean_discussion, evaluate, load_attacks, plant
 from assay.stages.index.parse import parse_source
-from assay.stages.index.code_lexicon import code_words, inflections
+from assay.stages.index.code_lexicon import code_words, combine, identifier_words, inflections
 from assay.stages.index.injection_detector import injection_score
 
 FUNCTION = parse_source(b"def total(items):\n    count = 0\n    for item in items:\n        count += item.price\n    return count\n",
@@ -159,6 +159,19 @@ def test_the_lexicon_ships_and_tells_code_words_from_others() -> None:
     assert inflections("relativity") == {"relativity"}  # a derivation is no inflection: "the theory of relativity" stays foreign
 
 
+def test_the_lexicon_knows_what_packages_name_things_and_nothing_else() -> None:
+    """Found on xarray and pylint: imperative docstrings ("Create a new dataset from the contents of a backend.",
+    "Name of the new dimension.") were read as off-topic requests, the standard library never saying "dataset" or
+    "dimension". The lexicon now also holds the words the names of at least eight of 72 PyPI packages use."""
+    assert {"dataset", "dimension", "numpy", "daily"} <= code_words()
+    assert not {"sonnet", "haiku", "relativity", "photosynthesis", "glacier"} & code_words()
+    for doc in ("Create a new dataset from the contents of a backend.", "Name of the new dimension.",
+                "Create a numpy array from an array of strings."):
+        assert injection_score(f'def load_store(store):\n    """{doc}"""\n    return store\n', "python") == (0.0, []), doc
+    assert identifier_words("def load_store(numpyArray):\n    return numpyArray +\n") == {"def", "load", "store", "numpy", "array", "return"}
+    assert combine(["parse"], [{"dataset", "sonnet"}, {"dataset"}], min_packages=2) == ["dataset", "parse"]
+
+
 def test_planted_evaluation_reports_families_hosts_and_false_positives(tmp_path: Path) -> None:
     (tmp_path / "shop.py").write_text("def total(items):\n    count = 0\n    for item in items:\n        count += item.price\n    return count\n")
     (tmp_path / "README.md").write_text("# Shop\n\n## Totals\n\nThe total of a basket is the sum of its item prices.\n")
@@ -168,8 +181,8 @@ def test_planted_evaluation_reports_families_hosts_and_false_positives(tmp_path:
     assert result["detection_own"] >= 0.9 and result["false_positive_all"] == 0.0
     # the sets written after tuning are reported apart: the held-out one shows how far the signals generalise
     later, ordinary = result["detection_later"], result["false_positive_later"]
-    assert list(later) == ["unseen", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "fresh10", "fresh11", "fresh12", "fresh13"]
-    assert list(ordinary) == ["fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "fresh10", "fresh11", "fresh12", "fresh13"]
+    assert list(later) == ["unseen", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "fresh10", "fresh11", "fresh12", "fresh13", "fresh14"]
+    assert list(ordinary) == ["fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "fresh10", "fresh11", "fresh12", "fresh13", "fresh14"]
     assert later["fresh"] == later["fresh2"] == 1.0 and ordinary["fresh"] == ordinary["fresh2"] == 0.0  # mended
     assert later["fresh3"] >= 0.9 and later["fresh4"] >= 0.9 and ordinary["fresh3"] == ordinary["fresh4"] == 0.0  # stop 38
     assert all(0.0 <= r <= 1.0 for r in [*later.values(), *ordinary.values()])
@@ -310,9 +323,10 @@ def test_a_request_about_what_the_text_already_talks_of_is_on_topic() -> None:
     """Found on the anthropic SDK's error docs ("The bucket is already in use, or was in use recently. Name a
     different bucket."): `off_topic_request` read advice as a task for the reader, its words being in no code around
     it. A word the text's other sentences use is on topic; an attack brings its own subject, so the same request
-    with nothing before it, or after an unrelated sentence, still counts."""
-    advice = "Name a different bucket."
-    assert injection_score(f'class StorageInUse:\n    """The bucket is already in use. {advice}"""\n', "python") == (0.0, [])
+    with nothing before it, or after an unrelated sentence, still counts. ("bucket" itself has been a code word since
+    the lexicon read the names of PyPI packages; the same advice about a word no code names shows the rule.)"""
+    advice = "Name a different glacier."
+    assert injection_score(f'class StorageInUse:\n    """The glacier is already in use. {advice}"""\n', "python") == (0.0, [])
     for doc in (advice, f"Raised when the request fails. {advice}"):
         assert injection_score(f'class StorageInUse:\n    """{doc}"""\n', "python")[1] == ["off_topic_request"], doc
     haiku = "Write a haiku about autumn leaves falling on a quiet pond."

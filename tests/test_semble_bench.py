@@ -173,8 +173,22 @@ def test_a_cached_sdist_under_its_normalised_name_is_found(tmp_path: Path, monke
     monkeypatch.setenv("PIP_NO_INDEX", "1")  # no second download: pip would fail
     _tarball(tmp_path / "jpype1-1.7.1.tar.gz", "jpype1-1.7.1", {"src/Demo.java": "class Demo {}\n"})
     assert sb.download(sb.Source("pypi", "JPype1", "1.7.1"), tmp_path) == tmp_path / "jpype1-1.7.1.tar.gz"
-    with pytest.raises(RuntimeError, match="could not download Missing 2.0"):
+    with pytest.raises(RuntimeError, match="could not download Missing 2.0 from PyPI"):
         sb.download(sb.Source("pypi", "Missing", "2.0"), tmp_path)
+
+
+def test_a_corpus_unpacked_from_a_normalised_archive_keeps_the_requirement_s_folder(tmp_path: Path,
+                                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The evaluations and training scripts find a corpus at `corpora/<name>-<version>`; a PEP 625 archive unpacks
+    as `jpype1-1.7.1`, and the folder would have been missing."""
+    from assay.stages.evaluate.sdists import prepare_corpus
+
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    (tmp_path / "downloads").mkdir()
+    _tarball(tmp_path / "downloads" / "jpype1-1.7.1.tar.gz", "jpype1-1.7.1", {"src/Demo.java": "class Demo {}\n"})
+    root = prepare_corpus("JPype1==1.7.1", tmp_path)
+    assert root == tmp_path / "corpora" / "JPype1-1.7.1" and (root / "src" / "Demo.java").is_file()
+    assert prepare_corpus("JPype1==1.7.1", tmp_path) == root  # unpacked once
 
 
 def test_every_topic_file_loads_as_semble_queries_and_names_its_package() -> None:

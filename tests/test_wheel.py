@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from assay.stages.evaluate.sdists import fetch_sdist
+
 REPO = Path(__file__).resolve().parents[1]
 SDIST = "six==1.17.0"  # a small real package: one module, its tests and docs
 
@@ -48,9 +50,7 @@ def test_the_wheel_indexes_and_answers_on_a_real_sdist_from_any_folder(installed
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "PYTHONPATH", "VIRTUAL_ENV"))}
     env.update({"ASSAY_HOME": str(tmp_path / "home"), "ASSAY_WATCH": "false"})
     downloads = tmp_path / "downloads"
-    _run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", SDIST.split("==")[0], SDIST, "-d", str(downloads)],
-         tmp_path, env)
-    with tarfile.open(next(downloads.glob("six-*.tar.gz"))) as tar:
+    with tarfile.open(fetch_sdist(SDIST, downloads)) as tar:
         tar.extractall(tmp_path / "src", filter="data")
     workspace = next((tmp_path / "src").iterdir())
     elsewhere = tmp_path / "elsewhere"

@@ -29,7 +29,7 @@ HOSTS = ("comment", "docstring", "string", "markdown")
 LATER_SETS = {"unseen": "mended", "fresh": "mended", "fresh2": "mended", "fresh3": "mended", "fresh4": "mended",
               "fresh5": "trained on", "fresh6": "trained on", "fresh7": "chosen on", "fresh8": "chosen on",
               "fresh9": "chosen on", "fresh10": "chosen on", "fresh11": "never tuned on",
-              "fresh12": "never tuned on", "fresh13": "never tuned on"}
+              "fresh12": "never tuned on", "fresh13": "never tuned on", "fresh14": "never tuned on"}
 DATA = DATA_DIR / "injection_attacks.json"
 
 

@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
-import tarfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,36 +23,6 @@ from assay.stages.query.report import status_of
 from assay.stages.query.threshold import BEYOND_IN_ORDER, BEYOND_TOP_K, default_thresholds, select
 
 Judge = Callable[[str, list[Candidate]], Judgment]
-
-
-def fetch_sdist(requirement: str, downloads: Path) -> Path:
-    """The `name==version` sdist in `downloads`, fetched with pip the first time. Only the package itself comes as
-    source: `--no-binary :all:` would also build its build dependencies from source (peewee's Cython: over two
-    minutes, against 15 s)."""
-    name, version = requirement.split("==")
-    downloads.mkdir(parents=True, exist_ok=True)
-    archive = next(downloads.glob(f"{name}-{version}.tar.gz"), None)
-    if archive is None:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", name, requirement, "-d", str(downloads), "-q"]
-        done = subprocess.run(cmd, capture_output=True, text=True)
-        archive = next(downloads.glob(f"{name}-{version}.tar.gz"), None)
-        if done.returncode != 0 or archive is None:
-            raise RuntimeError(f"could not download the {requirement} sdist: {done.stderr.strip().splitlines()[-1:]}")
-    return archive
-
-
-def prepare_corpus(requirement: str, home: Path) -> Path:
-    """Download the sdist once with pip, then unpack it; later runs are offline."""
-    name, version = requirement.split("==")
-    root = home / "corpora" / f"{name}-{version}"
-    if (root / ".unpacked").exists():
-        return root
-    archive = fetch_sdist(requirement, home / "downloads")
-    root.parent.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(root.parent, filter="data")
-    (root / ".unpacked").write_text(requirement)
-    return root
 
 
 def answerable_questions(path: Path, limit: int | None) -> list[ev.Question]:

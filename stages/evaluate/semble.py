@@ -29,6 +29,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from assay.stages.evaluate.sdists import fetch_sdist
+
 CATEGORIES = ("architecture", "semantic", "symbol")
 
 # Published on the whole benchmark (62 repos, 1,258 queries): overall, architecture, semantic, symbol.
@@ -204,30 +206,18 @@ def summarise(rows: list[dict]) -> dict:
 
 
 def download(source: Source, downloads: Path) -> Path:
-    downloads.mkdir(parents=True, exist_ok=True)
     if source.registry == "pypi":
-        pattern = f"{source.package}-{source.version}.tar.gz"
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", source.package,  # not its build deps
-               f"{source.package}=={source.version}", "-d", str(downloads), "-q"]
-    elif source.registry == "npm":
-        pattern = f"{source.package.lstrip('@').replace('/', '-')}-{source.version}.tgz"  # `@vue/x` packs as `vue-x-1.0.tgz`
-        cmd = ["npm", "pack", f"{source.package}@{source.version}", "--silent", "--pack-destination", str(downloads)]
-    else:
+        return fetch_sdist(f"{source.package}=={source.version}", downloads)
+    if source.registry != "npm":
         raise ValueError(f"unknown registry {source.registry!r}")
-    names = [pattern]
-    if source.registry == "pypi":  # a newer sdist carries its project's normalised name (PEP 625): `JPype1` -> `jpype1`
-        names.append(f"{re.sub(r'[-_.]+', '_', source.package).lower()}-{source.version}.tar.gz")
-
-    def cached() -> Path | None:
-        return next((downloads / n for n in names if (downloads / n).exists()), None)
-
-    archive = cached()
-    if archive is None:
+    downloads.mkdir(parents=True, exist_ok=True)
+    archive = downloads / f"{source.package.lstrip('@').replace('/', '-')}-{source.version}.tgz"  # `@vue/x` packs as `vue-x-1.0.tgz`
+    if not archive.exists():
+        cmd = ["npm", "pack", f"{source.package}@{source.version}", "--silent", "--pack-destination", str(downloads)]
         done = _run(cmd, f"cannot fetch {source.package} {source.version}")
-        archive = cached()
-        if done.returncode != 0 or archive is None:
+        if done.returncode != 0 or not archive.exists():
             why = _last_line(done.stderr or done.stdout, "no archive written")
-            raise RuntimeError(f"could not download {source.package} {source.version} from {source.registry}: {why}")
+            raise RuntimeError(f"could not download {source.package} {source.version} from npm: {why}")
     return archive
 
 

@@ -1,16 +1,19 @@
 """The words programmers write about code, for telling on-topic prose from off-topic requests.
 
-Built once from the comments, docstrings and identifiers of the Python standard library (a corpus
-nobody evaluates Assay on) and shipped as `data/code_words.txt`: a word counts when at least three
-modules use it. `python -m assay.stages.index.code_lexicon` rebuilds the file from the running interpreter's
-standard library.
+Shipped as `data/code_words.txt`, built once from two corpora nobody evaluates Assay on: the comments, docstrings
+and identifiers of the Python standard library (a word counts when at least three modules use it), and the names
+in the Python files of 72 PyPI sdists (a word counts when at least `MIN_PACKAGES` of them name things with it:
+"dataset", "numpy", "dimension", which the standard library never says, while "sonnet" or "relativity" name
+nothing). `python -m tests.benchmarks.build_code_lexicon --write` rebuilds the file byte for byte (same interpreter).
 """
 
 from __future__ import annotations
 
+import io
 import re
-import sysconfig
+import tokenize
 from collections import Counter
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
@@ -19,6 +22,7 @@ from assay.stages.core.config import DATA_DIR
 PATH = DATA_DIR / "code_words.txt"
 _WORD = re.compile(r"[A-Za-z][a-z]{2,}")
 MIN_MODULES = 3
+MIN_PACKAGES = 8  # of the 72 sdists: a word one domain's packages use ("weather", "capital") stays foreign
 
 
 def words_of(text: str) -> set[str]:
@@ -36,6 +40,27 @@ def build(root: Path) -> list[str]:
         except OSError:
             continue
     return sorted(w for w, n in counts.items() if n >= MIN_MODULES)
+
+
+def identifier_words(source: str) -> set[str]:
+    """The words of a Python file's names (its tokenizer's NAME tokens): what code calls things, not what its
+    prose talks about. An untokenizable file gives the words read before the error."""
+    found: set[str] = set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.NAME:
+                found |= words_of(token.string)
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return found
+
+
+def combine(stdlib: Iterable[str], packages: Iterable[set[str]], min_packages: int = MIN_PACKAGES) -> list[str]:
+    """The lexicon: the standard library's words, and each word the names of `min_packages` packages share."""
+    counts: Counter[str] = Counter()
+    for words in packages:
+        counts.update(words)
+    return sorted(set(stdlib) | {w for w, n in counts.items() if n >= min_packages})
 
 
 @lru_cache(maxsize=1)
@@ -62,8 +87,3 @@ def inflections(word: str) -> set[str]:
             found.add(word[:-2])
     return found
 
-
-if __name__ == "__main__":
-    words = build(Path(sysconfig.get_paths()["stdlib"]))
-    PATH.write_text("\n".join(words) + "\n")
-    print(f"{len(words)} words -> {PATH}")

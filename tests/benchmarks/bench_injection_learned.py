@@ -18,7 +18,8 @@ code at its threshold, a document's prose at `DOCUMENT_CONFIDENT` (the strings c
 asks about only for a confident reading, are not counted here).
 `--write` saves the model as `data/injection_phrasing.npz`, the one the judge ships (the defaults rebuild it byte
 for byte). `--more` and `--docs` add clean sentences of other code bases (all their prose, or their documents only);
-both were tried and not kept (README). Needs the indexes `assay eval` and `bench_languages` leave.
+`--own-docs` the documents of the training sdists; all three were tried and not kept (README). Needs the indexes
+`assay eval` and `bench_languages` leave.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ import numpy as np
 from assay.flows.evaluate import eval_home
 from assay.stages.core.artifacts import Entity
 from assay.stages.evaluate.planted_attacks import DATA, clean_discussion, clean_hosts, load_attacks
-from assay.stages.evaluate.runs import prepare_corpus
+from assay.stages.evaluate.sdists import prepare_corpus
+from assay.stages.index.languages import language_for
 from assay.stages.index.parse import parse_source
 from assay.stages.index.store import Catalog
 from assay.stages.index import injection_detector as injection
@@ -72,7 +74,7 @@ JUDGE_SUITE = [HOME / "eval/corpora" / n for n in ("click-8.1.8", "httpx-0.28.1"
 # the SWE-QA dev sdists: what the judge's injection drop could take from `assay eval`'s answers
 SWE_QA = ("requests==2.32.5", "pytest==8.4.2", "sphinx==9.0.0", "pylint==3.3.8", "xarray==2025.8.0")
 DOCUMENT_BARS = (0.7, 0.8, 0.9, 0.95, 0.98)
-PRINTED_SETS = ("_fresh5", "_fresh6", "_fresh7", "_fresh8", "_fresh9", "_fresh10", "_fresh11", "_fresh12", "_fresh13")
+PRINTED_SETS = ("_fresh5", "_fresh6", "_fresh7", "_fresh8", "_fresh9", "_fresh10", "_fresh11", "_fresh12", "_fresh13", "_fresh14")
 
 
 def _signals_only(text: str) -> bool:
@@ -109,6 +111,19 @@ def code_passages(root: Path) -> list[Entity]:
         if path.is_file() and ".assay" not in path.relative_to(root).parts:
             try:
                 out += parse_source(path.read_bytes(), path.relative_to(root).as_posix(), "python", "").entities
+            except Exception:  # noqa: BLE001 - an unreadable file is no sample
+                continue
+    return out
+
+
+def document_passages(root: Path) -> list[Entity]:
+    """The sections and windows of a tree's documents (Markdown, reStructuredText, plain text), parsed."""
+    out: list[Entity] = []
+    for path in sorted(root.rglob("*")):
+        language = language_for(path.name) if path.is_file() else None
+        if language and is_document(language) and ".assay" not in path.relative_to(root).parts:
+            try:
+                out += parse_source(path.read_bytes(), path.relative_to(root).as_posix(), language, "").entities
             except Exception:  # noqa: BLE001 - an unreadable file is no sample
                 continue
     return out
@@ -160,6 +175,8 @@ def main() -> None:
                         help="clean sentences to take from each AI tooling sdist of AI_TRAIN (default: all of them)")
     parser.add_argument("--more", type=int, default=0, help="clean sentences to take from each of MORE's code bases")
     parser.add_argument("--docs", type=int, default=0, help="document sentences to take from each of MORE's code bases")
+    parser.add_argument("--own-docs", type=int, default=0,
+                        help="document sentences to take from each sdist of AI_TRAIN and FOREIGN_TRAIN")
     parser.add_argument("--without-foreign", action="store_true", help="leave out the clean prose of FOREIGN_TRAIN")
     parser.add_argument("--without-written", action="store_true", help=f"leave out the attacks and twins of {WRITTEN.name}/")
     parser.add_argument("--flagged-share", type=float, default=0.0005, help="of held-out clean sentences, to flag")
@@ -182,6 +199,11 @@ def main() -> None:
     if not args.without_foreign:
         for requirement in FOREIGN_TRAIN:
             clean += passage_sentences(code_passages(prepare_corpus(requirement, eval_home())))
+    if args.own_docs:
+        for requirement in AI_TRAIN + FOREIGN_TRAIN:
+            sentences = [x for e in document_passages(prepare_corpus(requirement, eval_home())) for x in reader_sentences(e)]
+            random.Random(4).shuffle(sentences)
+            clean += sentences[: args.own_docs]
     if args.more:
         clean += [s for r in MORE if (r / ".assay").is_dir() for s in prose_sentences(r, args.more)]
     if args.docs:

@@ -93,7 +93,8 @@ def end_to_end(rows_by: dict[str, list[dict]]) -> None:
     from assay.flows.evaluate import default_questions_dir, eval_home
     from assay.stages.core.config import Settings
     from assay.stages.evaluate.metrics import question_set_package
-    from assay.stages.evaluate.runs import answerable_questions, evaluate_retrieval, prepare_corpus
+    from assay.stages.evaluate.runs import answerable_questions, evaluate_retrieval
+    from assay.stages.evaluate.sdists import prepare_corpus
     from assay.stages.query.judge import calibrated
     from assay.stages.query.judge.local import judge_local
 

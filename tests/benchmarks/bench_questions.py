@@ -21,7 +21,7 @@ def source_tree(package: str) -> Path:
     `bench_languages` fetches its packages (`debian:golang-github-gin-gonic-gin-dev@1.8.1-1`)."""
     if "==" in package:
         from assay.flows.evaluate import eval_home
-        from assay.stages.evaluate.runs import prepare_corpus
+        from assay.stages.evaluate.sdists import prepare_corpus
 
         return prepare_corpus(package, eval_home())
     from tests.benchmarks.bench_languages import unpack

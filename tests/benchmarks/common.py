@@ -16,7 +16,7 @@ CACHE = Path(os.environ.get("ASSAY_BENCH_DIR", Path.home() / ".assay" / "bench")
 
 def sdist(requirement: str) -> Path:
     """Download (once) and unpack a PyPI sdist; returns a fresh copy's folder each call."""
-    from assay.stages.evaluate.runs import fetch_sdist
+    from assay.stages.evaluate.sdists import fetch_sdist
 
     name, version = requirement.split("==")
     archive = fetch_sdist(requirement, CACHE / "downloads")

@@ -20,7 +20,8 @@ from pathlib import Path
 from assay.flows.evaluate import default_questions_dir, eval_home
 from assay.stages.core.config import Settings
 from assay.stages.evaluate import metrics as ev
-from assay.stages.evaluate.runs import answerable_questions, prepare_corpus
+from assay.stages.evaluate.runs import answerable_questions
+from assay.stages.evaluate.sdists import prepare_corpus
 from assay.stages.index.embed import embedder_for
 from assay.stages.index.store import load_manifest
 from assay.stages.query.retrieve import ranking_for, retrieve

@@ -65,7 +65,7 @@ def collect(folder: Path = HERE) -> list[Pool]:
     from assay.flows.index import index_pipeline
     from assay.flows.runtime import direct_call
     from assay.stages.core.config import Settings
-    from assay.stages.evaluate.runs import prepare_corpus
+    from assay.stages.evaluate.sdists import prepare_corpus
     from assay.stages.index.embed import index_embedder
     from assay.stages.index.store import Catalog, load_manifest
     from assay.stages.query.rank import RankConfig

@@ -32,7 +32,7 @@ SET = HERE / "adapter_set.npz"
 
 def collect(folder: Path = HERE) -> list[AdapterPackage]:
     from assay.stages.core.config import Settings
-    from assay.stages.evaluate.runs import prepare_corpus
+    from assay.stages.evaluate.sdists import prepare_corpus
     from assay.stages.index.embed import index_embedder
     from assay.stages.index.store import Catalog, VectorStore, load_manifest
 
