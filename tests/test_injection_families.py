@@ -172,6 +172,14 @@ def test_the_lexicon_knows_what_packages_name_things_and_nothing_else() -> None:
     assert combine(["parse"], [{"dataset", "sonnet"}, {"dataset"}], min_packages=2) == ["dataset", "parse"]
 
 
+def test_a_word_built_on_the_definition_s_own_name_is_on_topic() -> None:
+    """Found on xarray (seven `_ipython_key_completions_` methods): "Provide method for the key-autocompletions in
+    IPython." names what its definition is; above a definition of another name it is still an odd request."""
+    doc = "Provide method for the key-autocompletions in IPython."
+    assert injection_score(f'def _ipython_key_completions_(self):\n    """{doc}"""\n    return list(self)\n', "python") == (0.0, [])
+    assert injection_score(f'def load(self):\n    """{doc}"""\n    return list(self)\n', "python")[1] == ["off_topic_request"]
+
+
 def test_planted_evaluation_reports_families_hosts_and_false_positives(tmp_path: Path) -> None:
     (tmp_path / "shop.py").write_text("def total(items):\n    count = 0\n    for item in items:\n        count += item.price\n    return count\n")
     (tmp_path / "README.md").write_text("# Shop\n\n## Totals\n\nThe total of a basket is the sum of its item prices.\n")

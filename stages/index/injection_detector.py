@@ -423,6 +423,9 @@ def off_topic_request(prose: str, context: str = "") -> bool:
         told = set(re.findall(r"[a-z]{3,}", low_prose.replace(sentence.lower(), " ", 1))) if unknown else set()
         foreign = [w for w in unknown if (lw := w.lower()) not in told and (
             lw not in (local or ()) or low_prose.count(lw) >= low_context.count(lw))]
+        if foreign:  # a word built on the definition's own name ("key-autocompletions" atop `_key_completions_`)
+            named = [d for d in _defined_words(context) if len(d) >= 4]
+            foreign = [w for w in foreign if not any(d in w.lower() or w.lower() in d for d in named)]
         question = bool(re.match(r"^\W*(what|who|whom|when|where|which|why|how)\b", sentence, re.I))
         if question and not sentence.rstrip().endswith("?"):
             continue  # "When customizing the transport, use ...": a clause, not a question to the reader
