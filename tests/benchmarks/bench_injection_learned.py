@@ -63,7 +63,7 @@ AI_HELD_OUT = ("anthropic==2.17.0", "dspy==3.4.1")
 # clean prose in the scripts attacks come in, trained on; and as many other such sdists, measured
 FOREIGN_TRAIN = ("akshare==1.19.5", "natasha==1.6.0", "PyArabic==0.6.10", "pykakasi==2.3.0")
 FOREIGN_HELD_OUT = ("jieba==0.42.1", "pypinyin==0.55.0", "snownlp==0.12.3", "yargy==0.16.0", "pymorphy2==0.9.1",
-                    "konlpy==0.5.2", "jaconv==0.5.0")
+                    "konlpy==0.5.2", "jaconv==0.5.0", "pynfe==0.6.5", "cl-sii==0.79.0")  # the last two: Portuguese, Spanish
 # attacks and twins helpers wrote for training only (`injection_training/`: the brief, one file per emphasis), never
 # measured on; four files written after `_fresh10`, four after `_fresh11`, whose writers saw none of them
 WRITTEN = Path(__file__).with_name("injection_training")
