@@ -10,7 +10,7 @@ import pytest
 from assay.stages.evaluate.planted_attacks import DATA, HOSTS, clean_discussion, evaluate, load_attacks, plant
 from assay.stages.index.parse import parse_source
 from assay.stages.index.code_lexicon import code_words, combine, identifier_words, inflections
-from assay.stages.index.injection_detector import injection_score
+from assay.stages.index.injection_detector import injection_score, score_text
 
 FUNCTION = parse_source(b"def total(items):\n    count = 0\n    for item in items:\n        count += item.price\n    return count\n",
                         "shop.py", "python", "h").entities
@@ -127,13 +127,14 @@ def test_code_and_docs_that_discuss_or_instruct_developers_are_clean(text: str) 
 
 def test_a_tutorials_you_are_now_is_no_role_play_for_the_patterns_and_a_known_false_positive_of_the_model() -> None:
     """click's docs say "You are now using your virtualenv": no role play for the patterns (`role_play`'s exception).
-    The learned model reads it as role play (it learned "you are now" from the attacks): in code it is flagged; in a
-    document only a reading of `DOCUMENT_CONFIDENT` counts, which this sentence alone stays under (p 0.94), while
-    click's whole page reads 0.96: one of the 2 of 3,292 documents of 13 code bases the model flags there."""
+    The learned model reads it as role play (it learned "you are now" from the attacks, p 0.93): flagged in code, and
+    in a document too since the document bar is 0.9 (stop 58): one of the 3 of 3,292 documents of 13 code bases the
+    model flags there. The patterns alone flag it nowhere."""
     text = "You are now using your virtualenv (notice how the prompt of your shell has changed)."
     for host, (body, lang) in zip(HOSTS, hosts(text)):
         score, names = injection_score(body, lang)
-        assert names == ([] if host == "markdown" else ["learned_phrasing"]), (host, body, names)
+        assert names == ["learned_phrasing"], (host, body, names)
+    assert score_text(text, learned=False) == (0.0, [])
     assert injection_score(f'def done():\n    print("{text}")\n', "python") == (0.6, ["learned_phrasing"])
 
 

@@ -500,8 +500,8 @@ def score_text(prose: str, _decoding: bool = False, raw: str = "", context: str 
     where quoting does not disarm); returns (score, signal names). `learned`: ask the learned phrasing model too,
     about `for_reader` (the passage's comments and docstrings) when given, else about all of `prose`. In a
     `document` (`is_document`), whose every page tells its reader what to run in "your shell", only a reading of at
-    least `DOCUMENT_CONFIDENT` counts (at the model's own threshold it flags 0.33% of 3,292 documents of 13 code
-    bases, at that bar 0.06%). Not about an AI library's prompts and example chats. `values`, the
+    least `DOCUMENT_CONFIDENT` counts (at the model's own threshold it flags 0.30% of 3,292 documents of 13 code
+    bases, at that bar 0.09%). Not about an AI library's prompts and example chats. `values`, the
     strings code uses as values (a CLI's messages, error texts, constants), are asked too but count only when the
     model is confident (`CONFIDENT`), never as a suspicion: an attack planted in a string constant was missed there
     most (`_fresh7` 8 of 24, `_fresh8` 13 of 24), and read so, 0 more of 58,321 Python passages of 15 sdists are

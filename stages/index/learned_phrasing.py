@@ -4,7 +4,7 @@ The injection signals are patterns, and each catches the phrasings it was writte
 them and never tuned on, they caught 3 of 12 (`_fresh5`), 9 of 24 (`_fresh6`) and 13 of 40 (`_fresh11`). This is a
 logistic regression over hashed word unigrams and bigrams of one sentence (words of any script; kana and Han one
 character each), trained on the attacks Assay has and 880 written for training only, against sentences of real
-docstrings, comments and strings, in English and four other languages (`train`; `python -m
+docstrings, comments and strings, in English and six other languages, and guides in four (`train`; `python -m
 tests.benchmarks.bench_injection_learned --write` rebuilds the shipped model), with its threshold set on held-out
 clean sentences. Above the threshold a sentence is suspect; only above `CONFIDENT` does the judge let the model alone
 drop a passage (`injection_detector.score_text`); in the strings code uses as values only a reading above it counts,
@@ -96,7 +96,7 @@ CONFIDENT = 0.5  # the model's own boundary: above it, an attack is likelier tha
 # in a document (a guide, a README) only a reading this sure counts: the lowest bar of 0.7, 0.8, 0.9, 0.95, 0.98 at
 # which the shipped model flags at most 0.1% of 3,292 clean documents of 13 code bases (`bench_injection_learned`
 # prints the sweep and the rule's bar)
-DOCUMENT_CONFIDENT = 0.95
+DOCUMENT_CONFIDENT = 0.9
 
 
 def reading(sentences: Sequence[str]) -> float:

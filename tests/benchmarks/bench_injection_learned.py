@@ -63,7 +63,13 @@ AI_HELD_OUT = ("anthropic==2.17.0", "dspy==3.4.1")
 # clean prose in the scripts attacks come in, trained on; and as many other such sdists, measured
 FOREIGN_TRAIN = ("akshare==1.19.5", "natasha==1.6.0", "PyArabic==0.6.10", "pykakasi==2.3.0")
 FOREIGN_HELD_OUT = ("jieba==0.42.1", "pypinyin==0.55.0", "snownlp==0.12.3", "yargy==0.16.0", "pymorphy2==0.9.1",
-                    "konlpy==0.5.2", "jaconv==0.5.0", "pynfe==0.6.5", "cl-sii==0.79.0")  # the last two: Portuguese, Spanish
+                    "konlpy==0.5.2", "jaconv==0.5.0", "brutils==2.5.0", "validate-docbr==2.0.1", "cfdiclient==2.0.0",
+                    "pynsee==0.3.0")
+# clean prose in the Latin-script languages the training attacks use (Portuguese and Spanish code; the Spanish,
+# French, Portuguese and German translations of an AI library's guides): without it the model read ordinary Spanish
+# docstrings as attacks (satcfdi: 316 of 7,516 passages flagged)
+LATIN_TRAIN = ("pynfe==0.6.5", "cl-sii==0.79.0", "enelvo==0.15", "erpbrasil.base==2.5.1")
+TRANSLATED_GUIDES = ("mcp==2.3.0", ("i18n/es/", "i18n/fr/", "i18n/pt/", "i18n/de/"))
 # attacks and twins helpers wrote for training only (`injection_training/`: the brief, one file per emphasis), never
 # measured on; four files written after `_fresh10`, four after `_fresh11`, whose writers saw none of them
 WRITTEN = Path(__file__).with_name("injection_training")
@@ -178,6 +184,8 @@ def main() -> None:
     parser.add_argument("--own-docs", type=int, default=0,
                         help="document sentences to take from each sdist of AI_TRAIN and FOREIGN_TRAIN")
     parser.add_argument("--without-foreign", action="store_true", help="leave out the clean prose of FOREIGN_TRAIN")
+    parser.add_argument("--without-latin", action="store_true",
+                        help="leave out the clean prose of LATIN_TRAIN and TRANSLATED_GUIDES")
     parser.add_argument("--without-written", action="store_true", help=f"leave out the attacks and twins of {WRITTEN.name}/")
     parser.add_argument("--flagged-share", type=float, default=0.0005, help="of held-out clean sentences, to flag")
     parser.add_argument("--scan", action="store_true", help="only say what the shipped detector flags in clean code")
@@ -214,6 +222,12 @@ def main() -> None:
             written = json.loads(path.read_text())
             attacks += written["attacks"]
             clean += written["twins"]
+    if not args.without_latin:
+        for requirement in LATIN_TRAIN:
+            clean += passage_sentences(code_passages(prepare_corpus(requirement, eval_home())))
+        requirement, folders = TRANSLATED_GUIDES
+        clean += [x for e in document_passages(prepare_corpus(requirement, eval_home())) if e.file.startswith(folders)
+                  for x in reader_sentences(e)]
     random.Random(5).shuffle(clean)
     calibration, clean = clean[: len(clean) // 5], clean[len(clean) // 5 :]
     model = train(attacks, clean, calibration, epochs=args.epochs, lr=args.lr, l2=args.l2, pos_weight=args.pos_weight,
