@@ -7,12 +7,13 @@ Trains a logistic regression over hashed word unigrams and bigrams on the attack
 the judge suite samples it, the families, `_unseen` and `_fresh` to `_fresh6`, and the 880 attacks of
 `injection_training/`, written for training only) against sentences of docstrings, comments and strings from the
 SWE-QA and semble dev corpora (requests, pytest, fastapi, pydantic), six AI libraries' Python (AI_TRAIN), four
-sdists written in other languages (FOREIGN_TRAIN: Chinese, Russian, Arabic, Japanese), the clean discussion texts
+sdists written in other languages (FOREIGN_TRAIN: Chinese, Russian, Arabic, Japanese), four in Portuguese and
+Spanish and an AI library's guides in four languages (LATIN_TRAIN, TRANSLATED_GUIDES), the clean discussion texts
 and the twins of the trained sets and of `injection_training/` (PyPI sdists fetched once). A fifth of those clean
 sentences is held out to set the threshold (0.05% of them flagged). It then scores what it never saw: `_fresh7` to
-`_fresh13` (attacks and twins; `_fresh5` and `_fresh6`, printed beside them, are trained on), sentences and
+`_fresh15` (attacks and twins; `_fresh5` and `_fresh6`, printed beside them, are trained on), sentences and
 passages of five other code bases (Scala's library, rack, JPype, fmt, zod), the judge suite's clean functions, the
-code of two AI libraries and of Assay itself, and seven sdists in other languages (FOREIGN_HELD_OUT), beside the
+code of two AI libraries and of Assay itself, and eleven sdists in other languages (FOREIGN_HELD_OUT), beside the
 patterns on the same attacks. Passages are read as the judge asks the model about them: comments and docstrings of
 code at its threshold, a document's prose at `DOCUMENT_CONFIDENT` (the strings code uses as values, which the judge
 asks about only for a confident reading, are not counted here).
@@ -80,7 +81,8 @@ JUDGE_SUITE = [HOME / "eval/corpora" / n for n in ("click-8.1.8", "httpx-0.28.1"
 # the SWE-QA dev sdists: what the judge's injection drop could take from `assay eval`'s answers
 SWE_QA = ("requests==2.32.5", "pytest==8.4.2", "sphinx==9.0.0", "pylint==3.3.8", "xarray==2025.8.0")
 DOCUMENT_BARS = (0.7, 0.8, 0.9, 0.95, 0.98)
-PRINTED_SETS = ("_fresh5", "_fresh6", "_fresh7", "_fresh8", "_fresh9", "_fresh10", "_fresh11", "_fresh12", "_fresh13", "_fresh14")
+PRINTED_SETS = ("_fresh5", "_fresh6", "_fresh7", "_fresh8", "_fresh9", "_fresh10", "_fresh11", "_fresh12", "_fresh13",
+                "_fresh14", "_fresh15")
 
 
 def _signals_only(text: str) -> bool:
