@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -112,29 +113,29 @@ def document_sentences(root: Path, cap: int) -> list[str]:
     return _drawn([e for e in Catalog(root).all() if is_document(e.language)], cap, 3)
 
 
-def code_passages(root: Path) -> list[Entity]:
-    """The definitions and windows of a tree's Python files, parsed (no index needed)."""
+def _parsed(root: Path, pattern: str, language_of: Callable[[Path], str | None]) -> list[Entity]:
+    """The entities of the files under `root` matching `pattern` whose `language_of` names a language, parsed (no
+    index needed)."""
     out: list[Entity] = []
-    for path in sorted(root.rglob("*.py")):
-        if path.is_file() and ".assay" not in path.relative_to(root).parts:
-            try:
-                out += parse_source(path.read_bytes(), path.relative_to(root).as_posix(), "python", "").entities
-            except Exception:  # noqa: BLE001 - an unreadable file is no sample
-                continue
+    for path in sorted(root.rglob(pattern)):
+        if not path.is_file() or ".assay" in path.relative_to(root).parts or not (language := language_of(path)):
+            continue
+        try:
+            out += parse_source(path.read_bytes(), path.relative_to(root).as_posix(), language, "").entities
+        except Exception:  # noqa: BLE001 - an unreadable file is no sample
+            continue
     return out
+
+
+def code_passages(root: Path) -> list[Entity]:
+    """The definitions and windows of a tree's Python files."""
+    return _parsed(root, "*.py", lambda _: "python")
 
 
 def document_passages(root: Path) -> list[Entity]:
-    """The sections and windows of a tree's documents (Markdown, reStructuredText, plain text), parsed."""
-    out: list[Entity] = []
-    for path in sorted(root.rglob("*")):
-        language = language_for(path.name) if path.is_file() else None
-        if language and is_document(language) and ".assay" not in path.relative_to(root).parts:
-            try:
-                out += parse_source(path.read_bytes(), path.relative_to(root).as_posix(), language, "").entities
-            except Exception:  # noqa: BLE001 - an unreadable file is no sample
-                continue
-    return out
+    """The sections and windows of a tree's documents (Markdown, reStructuredText, plain text)."""
+    return _parsed(root, "*", lambda path: language if (language := language_for(path.name)) and is_document(language)
+                   else None)
 
 
 def passage_sentences(passages: list[Entity]) -> list[str]:
