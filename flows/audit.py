@@ -34,7 +34,8 @@ def audit_pipeline(
     rows = table.to_pylist()
     backends = sorted({r["judge_backend"] for r in rows})
     data: dict = {
-        "workspace": str(root), "snapshots": {"passages": len(rows), "queries": len({r["query_id"] for r in rows})},
+        "workspace": str(root), "snapshots": {"passages": len(rows), "queries": len({r["query_id"] for r in rows}),
+                                              "unreadable": audit_stats.unreadable_snapshots(table)},
         "distributions": audit_stats.distributions(table), "rejudged_queries": rejudged,
     }
     if rejudge and len(backends) > 1:

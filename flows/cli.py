@@ -48,7 +48,7 @@ def _settings(**overrides):
 
 
 def _fail(exc: BaseException) -> None:
-    if os.environ.get("ASSAY_DEBUG"):
+    if os.environ.get("ASSAY_DEBUG", "").strip().lower() in ("1", "true", "yes", "on"):  # `ASSAY_DEBUG=0` is off
         raise exc
     msg = _one_line(exc)
     typer.echo(f"error: {msg}", err=True)  # one line, never wrapped
@@ -62,7 +62,10 @@ def _one_line(exc: BaseException) -> str:
     if isinstance(exc, ValidationError) and exc.errors():
         first = exc.errors()[0]
         field = ".".join(str(part) for part in first.get("loc", ()))
-        return f"ASSAY_{field.upper()}: {first.get('msg', 'invalid')}" + (f" (got {first['input']!r})" if "input" in first else "")
+        name = f"ASSAY_{field.upper()}" if exc.title == "Settings" else field  # only Settings fields are variables
+        msg = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+        got = f" (got {repr(first['input'])[:80]})" if "input" in first else ""
+        return one_line(ValueError(f"{name}: {msg}{got}"))
     return one_line(exc)
 
 
@@ -174,7 +177,7 @@ def status(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -
     if run is not None:
         typer.echo(f"run: {run_line(run)}")
     if manifest.dense_pending and (run is None or run["state"] != "running"):  # a running index's line says more
-        typer.echo(f"dense: {dense_note(manifest)}")
+        typer.echo(f"dense (vectors in the store): {dense_note(manifest)}")
     typer.echo("by kind: " + ", ".join(f"{k} {v}" for k, v in data["by_kind"].items()))
 
 
@@ -182,9 +185,9 @@ def status(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -
 def search(
     query: str = typer.Argument(..., help="what to look for, in words or identifiers"),
     path: str = PathArg,
-    k: int = typer.Option(10, "-k", help="how many results"),
-    mode: str = typer.Option("hybrid", help="hybrid | dense | bm25"),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="print whole entities best-first within this budget"),
+    k: int = typer.Option(10, "-k", min=1, help="how many results"),
+    mode: str = typer.Option("hybrid", help="hybrid | dense | bm25"),  # the search stage refuses any other
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1, help="print whole entities best-first within this budget"),
     outline: bool = typer.Option(False, "--outline", help="signatures and locations only"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -262,7 +265,7 @@ def _graph(command: str, name: str, path: str, depth: int, limit: int, as_json: 
 
 
 NameArg = typer.Argument(..., help="a definition: `merge_setting`, `Session.send`, or `path/to/file.py:send`")
-LimitOpt = typer.Option(50, help="rows shown (the count line says how many more there are)")
+LimitOpt = typer.Option(50, min=1, help="rows shown (the count line says how many more there are)")
 
 
 @app.command()
@@ -270,35 +273,68 @@ def callers(name: str = NameArg, path: str = PathArg, limit: int = LimitOpt, as_
     """Who calls NAME: one row per call site (caller, where it is defined, the call's line).
 
     Calls are resolved through scopes, imports (aliases too) and `self`/`this` methods; a call on an
-    arbitrary object whose method has the same name is listed and marked unresolved, never guessed."""
+    arbitrary object whose method has the same name is listed and marked unresolved, never guessed.
+
+    Examples:
+
+      assay callers merge_setting
+
+      assay callers Session.send ~/src/myrepo --json
+
+      assay callers requests/sessions.py:send --limit 20"""
     _graph("callers", name, path, 1, limit, as_json)
 
 
 @app.command()
 def callees(name: str = NameArg, path: str = PathArg, limit: int = LimitOpt, as_json: bool = typer.Option(False, "--json")) -> None:
-    """What NAME calls: one row per call site inside it, resolved to a definition where that is sound."""
+    """What NAME calls: one row per call site inside it, resolved to a definition where that is sound.
+
+    Examples:
+
+      assay callees Session.send
+
+      assay callees merge_setting ~/src/myrepo --json"""
     _graph("callees", name, path, 1, limit, as_json)
 
 
 @app.command()
 def references(name: str = NameArg, path: str = PathArg, limit: int = LimitOpt, as_json: bool = typer.Option(False, "--json")) -> None:
-    """Where NAME is used: calls, imports, subclasses and places it is passed or assigned as a value."""
+    """Where NAME is used: calls, imports, subclasses and places it is passed or assigned as a value.
+
+    Examples:
+
+      assay references HTTPAdapter
+
+      assay references merge_setting ~/src/myrepo --json"""
     _graph("references", name, path, 1, limit, as_json)
 
 
 @app.command()
-def impact(name: str = NameArg, path: str = PathArg, depth: int = typer.Option(3, help="caller levels to follow (1-6)"),
-           limit: int = typer.Option(100, help="rows shown"), as_json: bool = typer.Option(False, "--json")) -> None:
-    """What breaks if NAME changes: its callers, their callers (to --depth), and the tests that reach it."""
+def impact(name: str = NameArg, path: str = PathArg, depth: int = typer.Option(3, min=1, max=6, help="caller levels to follow (1-6)"),
+           limit: int = typer.Option(100, min=1, help="rows shown, and tests listed"), as_json: bool = typer.Option(False, "--json")) -> None:
+    """What breaks if NAME changes: its callers, their callers (to --depth), and the tests that reach it.
+
+    Examples:
+
+      assay impact merge_setting
+
+      assay impact Session.send --depth 2 --limit 30 --json"""
     _graph("impact", name, path, depth, limit, as_json)
 
 
 @app.command()
-def watch(path: str = PathArg, debounce: Optional[int] = typer.Option(None, help="ms of quiet before a batch re-indexes (default 1600)")) -> None:
+def watch(path: str = PathArg, debounce: Optional[int] = typer.Option(None, min=0, help="ms of quiet before a batch re-indexes (default 1600)")) -> None:
     """Keep the index fresh: watch the workspace and re-index what changed (Ctrl-C stops).
 
-    Respects .gitignore/.assayignore and never reacts to .assay/ or .git/; changes within the debounce window
-    are one incremental run, so a branch switch re-indexes once. Each run prints one line."""
+    It first catches up on what changed while nothing watched (an unindexed folder is indexed). Respects
+    .gitignore/.assayignore and never reacts to .assay/ or .git/; changes within the debounce window are one
+    incremental run, so a branch switch re-indexes once. Each run prints one line.
+
+    Examples:
+
+      assay watch                          # this folder
+
+      assay watch ~/src/myrepo --debounce 500"""
     from assay.flows.watch import watch_workspace
     from assay.stages.core.workspace import resolve_workspace
 
@@ -319,14 +355,25 @@ def watch(path: str = PathArg, debounce: Optional[int] = typer.Option(None, help
             typer.echo(f"{head}: re-indexed {report.files_parsed} file(s), {report.entities_total} entities")
 
     typer.echo(f"watching {root} (Ctrl-C stops)")
-    watch_workspace(root, settings, on_run=said)
+    watch_workspace(root, settings, on_run=said, catch_up=True)
 
 
 @app.command()
 def changed(path: str = PathArg, since: str = typer.Option("HEAD", help="a commit, branch or tag: entities changed since it"),
             as_json: bool = typer.Option(False, "--json")) -> None:
-    """Which indexed entities a diff touches: commits after --since plus uncommitted edits (innermost definitions)."""
-    from assay.stages.query.git_history import render_changed, workspace_changed
+    """Which indexed entities a diff touches: commits after --since plus uncommitted edits (innermost definitions);
+    a deleted file's definitions are listed as removed, an untracked indexed file's as added, and entities of a file
+    changed since indexing are marked STALE.
+
+    Examples:
+
+      assay changed                        # uncommitted edits
+
+      assay changed --since main           # this branch's commits and edits
+
+      assay changed ~/src/myrepo --since v2.3.0 --json"""
+    from assay.stages.query.git_history import render_changed
+    from assay.stages.query.git_questions import workspace_changed
     from assay.stages.core.workspace import resolve_workspace
 
     try:
@@ -339,10 +386,21 @@ def changed(path: str = PathArg, since: str = typer.Option("HEAD", help="a commi
 
 
 @app.command()
-def history(name: str = NameArg, path: str = PathArg, limit: int = typer.Option(20, help="newest commits shown"),
+def history(name: str = NameArg, path: str = PathArg, limit: int = typer.Option(20, min=1, help="newest commits shown"),
             as_json: bool = typer.Option(False, "--json")) -> None:
-    """Commits that changed NAME's lines (git log -L), newest first: for "why is this like this" questions."""
-    from assay.stages.query.git_history import entity_history, render_history
+    """Commits that changed NAME's lines (git log -L), newest first: for "why is this like this" questions.
+    Uncommitted edits are allowed: NAME's lines are mapped to HEAD's first; a name several definitions share is an
+    error listing them (pass Class.method or path/to/file.py:name).
+
+    Examples:
+
+      assay history merge_setting
+
+      assay history Session.send --limit 5
+
+      assay history requests/sessions.py:send ~/src/myrepo --json"""
+    from assay.stages.query.git_history import render_history
+    from assay.stages.query.git_questions import entity_history
     from assay.stages.core.workspace import resolve_workspace
 
     try:
@@ -361,7 +419,15 @@ def brief(
 ) -> None:
     """The project brief: purpose, entry points, packages, key classes, tests, configuration — from the index,
     no LLM by default. Byte-identical while the project does not change, so agents can put it first in their
-    prompts. --writer rewrites it with a model once per change; corrections are appended verbatim either way."""
+    prompts. --writer rewrites it with a model once per change; corrections are appended verbatim either way.
+
+    Examples:
+
+      assay brief
+
+      assay brief --correct "Tests run with tox, not pytest directly"
+
+      assay brief ~/src/myrepo --writer ollama      # rewritten by a local model, once per change"""
     from assay.stages.query.brief import run_brief
     from assay.stages.core.workspace import resolve_workspace
 
@@ -376,16 +442,25 @@ def brief(
 @app.command()
 def usage(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -> None:
     """Model calls by day, backend, model and purpose: calls, tokens, cache hits, estimated cost (ASSAY_PRICES),
-    median latency. The local judge and extractive writer make none; Ollama and cloud calls are all recorded."""
+    median latency. The local judge and extractive writer make none; Ollama and cloud calls are all recorded.
+
+    Examples:
+
+      assay usage
+
+      assay usage ~/src/myrepo --json"""
     from assay.stages.query.ledger import render, summary
     from assay.stages.core.workspace import resolve_workspace
 
+    unreadable: list[Path] = []
     try:
-        table = summary(resolve_workspace(path))
+        table = summary(resolve_workspace(path), unreadable)
     except Exception as exc:  # noqa: BLE001
         _fail(exc)
         return
     typer.echo(json.dumps(table) if as_json else render(table))
+    for damaged in unreadable:
+        typer.echo(f"warning: left out {damaged}: not a readable ledger file (move it away to silence this)", err=True)
 
 
 @app.command()
@@ -394,7 +469,13 @@ def install(
     dry_run: bool = typer.Option(False, "--dry-run", help="say what would change, change nothing"),
 ) -> None:
     """Add Assay's MCP server to every agent found here (Claude Code, Claude Desktop, Cursor, Windsurf, VS Code,
-    Codex). Only the `assay` entry is written; other servers are kept; each file is backed up before its first edit."""
+    Codex). Only the `assay` entry is written; other servers are kept; each file is backed up before its first edit.
+
+    Examples:
+
+      assay install                        # the server may touch this folder
+
+      assay install --root ~/src --root ~/work --dry-run"""
     from assay.stages.core.install import apply, server_entry
 
     _print_actions(apply(Path.home(), server_entry(roots or [Path.cwd()]), dry_run), dry_run)
@@ -402,7 +483,11 @@ def install(
 
 @app.command()
 def uninstall(dry_run: bool = typer.Option(False, "--dry-run", help="say what would change, change nothing")) -> None:
-    """Remove Assay's MCP server entry from every agent found here (nothing else is touched)."""
+    """Remove Assay's MCP server entry from every agent found here (nothing else is touched).
+
+    Examples:
+
+      assay uninstall --dry-run"""
     from assay.stages.core.install import apply
 
     _print_actions(apply(Path.home(), None, dry_run), dry_run)
@@ -412,8 +497,14 @@ def _print_actions(actions, dry_run: bool) -> None:
     if not actions:
         typer.echo("no supported agent found (Claude Code, Claude Desktop, Cursor, Windsurf, VS Code, Codex)")
     for a in actions:
+        if a.action == "skipped":
+            typer.echo(f"{a.agent}: skipped {a.path}: {a.reason}; the file is untouched: mend it and run the command "
+                       "again, or edit the entry by hand (README: Use it from your IDE)", err=True)
+            continue
         typer.echo(f"{a.agent}: {a.action}{' (dry run)' if dry_run and a.action not in ('unchanged', 'absent') else ''} {a.path}"
                    + (f" (backup {a.backup})" if a.backup else ""))
+    if any(a.action == "skipped" for a in actions):
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -424,8 +515,8 @@ def ask(
     synth: Optional[str] = typer.Option(None, help="extractive (default) | ollama | cloud"),
     guard: Optional[str] = typer.Option(None, help="faithfulness guard: local (default) | ollama | cloud | systemone"),
     route: Optional[str] = typer.Option(None, help="auto (default) | local | cloud"),
-    top_k: Optional[int] = typer.Option(None, "--top-k", help="passages kept for the answer"),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="budget of the printed report (default 2000; 0: no budget)"),
+    top_k: Optional[int] = typer.Option(None, "--top-k", min=1, help="passages kept for the answer"),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=0, help="budget of the printed report (default 2000; 0: no budget)"),
     as_json: bool = typer.Option(False, "--json", help="print the full report as JSON"),
 ) -> None:
     """Answer a question with judged, cited evidence and a report of every passage's verdict.
@@ -467,20 +558,28 @@ def audit(
     labels: Optional[Path] = typer.Option(None, help="your labelled passages (CSV or JSONL) for calibration"),
     since: Optional[str] = typer.Option(None, help="first day to include (YYYY-MM-DD)"),
     until: Optional[str] = typer.Option(None, help="last day to include (YYYY-MM-DD)"),
-    baseline: int = typer.Option(50, help="clean functions scored for the injection baseline"),
+    baseline: int = typer.Option(50, min=1, help="clean functions scored for the injection baseline"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Audit the judge: score distributions, judge agreement, calibration, and an injection baseline.
 
-    Exits with status 1 when any clean function of the workspace scores above 0.15 for injection."""
-    from datetime import date
+    Exits with status 1 when any clean function of the workspace scores above 0.15 for injection.
 
+    Examples:
+
+      assay audit                                  # this workspace's stored judgments
+
+      assay audit --since 2026-11-01 --json        # from a day on, as JSON
+
+      assay audit --labels my_labels.jsonl         # calibrate on your own labelled passages
+
+      assay audit --rejudge systemone              # agreement and kappa with another judge"""
     from assay.flows.audit import run_audit
 
     try:
         data = run_audit(
             path, _settings(), rejudge=rejudge, labels=str(labels) if labels else None, baseline_n=baseline, judge=judge,
-            start=date.fromisoformat(since) if since else None, end=date.fromisoformat(until) if until else None,
+            start=_day(since, "--since"), end=_day(until, "--until"),
         )
     except Exception as exc:  # noqa: BLE001
         _fail(exc)
@@ -492,6 +591,18 @@ def audit(
         typer.echo(f"report: {data['report_path']}")
     if not data["passed"]:
         raise typer.Exit(1)
+
+
+def _day(text: str | None, option: str):
+    """A YYYY-MM-DD option's date; a one-line error naming the option otherwise."""
+    from datetime import date
+
+    if not text:
+        return None
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"{option} {text!r}: not a day; use YYYY-MM-DD, e.g. 2026-11-01") from None
 
 
 @app.command(name="eval")
@@ -539,7 +650,15 @@ def evaluate(
     and per category for a plain BM25 (built in the same run), RRF hybrid, Assay's ranking and each ranking
     signal switched off, beside the benchmark's published figures.
 
-    The first run downloads each source tree (pip / npm, into ~/.assay/eval or ASSAY_EVAL_DIR); later runs are offline."""
+    The first run downloads each source tree (pip / npm, into ~/.assay/eval or ASSAY_EVAL_DIR); later runs are offline.
+
+    Examples:
+
+      assay eval --corpus requests --corpus pytest
+
+      assay eval --suite semble
+
+      assay eval --suite judge"""
     try:
         if suite == "semble":
             from assay.flows.evaluate import run_evaluate_semble
@@ -625,7 +744,9 @@ def mcp() -> None:
     Workspaces must lie under ASSAY_ALLOWED_ROOTS (default: the folder it starts in). Its flows run on Prefect once
     a Prefect API answers (PREFECT_API_URL, `assay server`, or a private one it starts); tool calls never wait for it.
 
-    Example: ASSAY_ALLOWED_ROOTS=~/src assay mcp"""
+    Examples:
+
+      ASSAY_ALLOWED_ROOTS=~/src assay mcp"""
     from assay.flows.mcp_server import serve
 
     serve()

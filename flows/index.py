@@ -9,9 +9,10 @@ from assay.flows.dask import Spread, spread_for
 from assay.flows.runtime import Caller, Stopwatch, flow_exports, lazy_flow, orchestration_mode, prefect_call, run_flow
 from assay.stages.core.artifacts import IndexReport
 from assay.stages.core.config import Settings
+from assay.stages.core.llm_clients import require_local_stores
 from assay.stages.core.progress import ProgressSink, StatusSink, progress_for, status_run
 from assay.stages.core.workspace import collection_name, resolve_workspace
-from assay.stages.index.embed import embedder_for
+from assay.stages.index.embed import check_switch, embedder_for
 from assay.stages.index.incremental import build_report, carried_pending, merge_shares, next_collection, next_manifest, shares
 from assay.stages.index.store import Catalog, VectorStore, mark_embedded, write_lock
 from assay.stages.index.vector_cache import EmbedCache, remember, split_cached
@@ -47,6 +48,8 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
         if waited:
             progress_for(root).advance("waiting")
         previous, plan, settings = call(t.plan, root, discovery, settings, rebuild)
+        require_local_stores(settings)  # the embedder the workspace keeps may be an Ollama one: before it is asked
+        check_switch(embedder_for(settings), previous.embedder if previous is not None else None)  # before any write
         lap("plan")
         parsed = _parse_spread(root, plan.to_parse, settings, spread) if spread else call(t.parse, root, plan, settings)
         lap("parse")
@@ -161,6 +164,7 @@ def run_index(workspace: str, settings: Settings | None = None, rebuild: bool = 
     root = resolve_workspace(workspace)
     if s.dask and orchestration_mode() == "direct":
         raise ValueError("ASSAY_DASK spreads the index over Prefect tasks: unset ASSAY_ORCHESTRATION=direct")
+    require_local_stores(s)  # local mode: a Chroma server or Ollama embedder beyond loopback, refused before any socket
     with status_run(root, watcher, status) as tracked:
         if s.dask:  # a Prefect run on a DaskTaskRunner, recorded by an API its workers reach too
             from assay.flows.dask import task_runner

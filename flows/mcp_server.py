@@ -13,6 +13,7 @@ workspaces and `..` or symlink tricks are refused.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import threading
 import traceback
@@ -21,7 +22,9 @@ from typing import Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
+from pydantic import ValidationError
 
 from assay.flows import runtime  # noqa: F401
 from assay.stages.core import registry
@@ -37,13 +40,72 @@ INSTRUCTIONS = (
     "store decisions and conventions verbatim."
 )
 
-server = MCPServer("assay", instructions=INSTRUCTIONS)
+
+def _shown(value: Any) -> str:
+    """A rejected value as the error quotes it: short, on one line."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def invalid_argument(err: Any) -> str:
+    """One pydantic error (an argument of the wrong type or out of range) in the words of the argument it names."""
+    name = str(err["loc"][0]) if err.get("loc") else "arguments"
+    kind, got, ctx = err["type"], err.get("input"), err.get("ctx") or {}
+    if kind == "missing":
+        return f"{name} is required"
+    if kind == "literal_error":
+        choices = re.findall(r"'([^']*)'", str(ctx.get("expected", "")))
+        listed = ", ".join(choices[:-1]) + " or " + choices[-1] if len(choices) > 1 else "".join(choices)
+        return f"unknown {name} {_shown(got)}; use {listed}"
+    if kind.startswith("int_"):
+        return f"{name} must be an integer (got {_shown(got)})"
+    if kind.startswith(("float_", "decimal_")):
+        return f"{name} must be a number (got {_shown(got)})"
+    if kind.startswith("bool_"):
+        return f"{name} must be true or false (got {_shown(got)})"
+    if kind.startswith("string_"):
+        return f"{name} must be a string (got {_shown(got)})"
+    if kind == "greater_than_equal":
+        return f"{name} must be {ctx.get('ge')} or more (got {_shown(got)})"
+    if kind == "less_than_equal":
+        return f"{name} must be {ctx.get('le')} or less (got {_shown(got)})"
+    return f"{name}: {str(err.get('msg', 'invalid')).lower()} (got {_shown(got)})"
+
+
+def invalid_arguments(exc: ValidationError) -> str:
+    """Every rejected argument in one line, the first complaint per argument (a union's branches repeat it)."""
+    said: dict[str, str] = {}
+    for err in exc.errors():
+        said.setdefault(str(err["loc"][0]) if err.get("loc") else "", invalid_argument(err))
+    return "; ".join(said.values()) or "invalid arguments"
+
+
+class AssayServer(MCPServer):
+    """The SDK's server, with its argument validation answered like every other Assay error: one line, isError,
+    and `{"error": ...}` in the structured content (the SDK's own text is pydantic's multi-line report and a URL)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                return failure(ValueError(invalid_arguments(exc.__cause__)))
+            raise
+
+
+server = AssayServer("assay", instructions=INSTRUCTIONS)
 _jobs: dict[str, threading.Thread] = {}
 _jobs_lock = threading.Lock()
 
 
 def _settings(**overrides: Any) -> Settings:
-    return Settings().model_copy(update={k: v for k, v in overrides.items() if v is not None})
+    """Settings with the tool's overrides validated as the CLI's are (an unknown synth, a negative max_tokens:
+    one-line errors); `model_copy(update=...)` would take them unchecked."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        return Settings(**given) if given else Settings()
+    except ValidationError as exc:
+        raise ValueError(invalid_arguments(exc)) from None
 
 
 def allowed_roots() -> list[Path]:
@@ -59,8 +121,35 @@ def result(text: str, data: dict[str, Any], error: bool = False) -> CallToolResu
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data, is_error=error)
 
 
+# The stages word their advice for the CLI (flags, `assay` commands); an MCP client has arguments and tools.
+_MCP_WORDS = [
+    (re.compile(r"\brun `assay index --rebuild`"), "call index_workspace with rebuild true"),
+    (re.compile(r"\bRun `assay index --rebuild`"), "Call index_workspace with rebuild true"),
+    (re.compile(r"\brun `assay index` or `assay watch`"), "call index_workspace"),
+    (re.compile(r"\brun `assay index`"), "call index_workspace"),
+    (re.compile(r"\btry `assay search [^`\n]*`"), "try the search tool"),
+    (re.compile(r"\(see --json ([\w.]+)\)"), r"(see \1 in the structured content)"),
+    (re.compile(r"\bsee --json\b"), "see the structured content"),
+    (re.compile(r"\buse --json\b"), "read the structured content"),
+    (re.compile(r"\(raise --(limit|depth)\)"), r"(raise \1)"),
+]
+_MCP_FLAGS = [  # bare flags: only in an error's one line, which quotes no source
+    (re.compile(r"(?<![\w-])--(limit|depth)\b"), r"\1"),
+    (re.compile(r"\be\.g\. --correct "), "e.g. correction: "),
+    (re.compile(r"\buse --writer (\w+)"), r"use writer \1"),
+]
+
+
+def mcp_words(text: str, flags: bool = False) -> str:
+    """Assay's own advice in MCP terms (`assay index` -> index_workspace; with `flags`, `--limit` -> `limit` too).
+    For text Assay writes (errors, notes, reports); the phrases are specific enough to leave quoted code alone."""
+    for pattern, words in _MCP_WORDS + (_MCP_FLAGS if flags else []):
+        text = pattern.sub(words, text)
+    return text
+
+
 def failure(exc: BaseException) -> CallToolResult:
-    msg = one_line(exc)
+    msg = mcp_words(one_line(exc), flags=True)
     if os.environ.get("ASSAY_DEBUG"):
         msg += "\n" + traceback.format_exc()
     return result(f"error: {msg}", {"error": msg}, error=True)
@@ -155,7 +244,7 @@ def index_status(path: str) -> CallToolResult:
         **view, "workspace": str(root), "done": current.get("done", 0), "total": current.get("total", 0),
         "entities": view["summary"].get("entities", manifest.entity_count if manifest else 0), "dense_pending": pending,
     }
-    return result(f"{root}: {prog.run_line(view)}{dense}", data)
+    return result(mcp_words(f"{root}: {prog.run_line(view)}{dense}"), data)
 
 
 @server.tool(description=(
@@ -167,12 +256,22 @@ async def ask(question: str, path: str, ctx: Context, judge: str | None = None, 
 
     try:
         root = workspace(path)
-        settings = _settings(judge=judge, synth=synth, max_tokens=max_tokens)
+        settings = _settings(judge=judge, synth=synth, max_tokens=_budget(max_tokens))  # 0: no limit (the report's rule)
         report = await _run(run_query, ctx, "answering", str(root), question, settings)
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
     data = report.model_dump(mode="json", exclude={"text"})
-    return result(report.text, data)
+    return result(mcp_words(report.text), data)
+
+
+def _budget(max_tokens: int | None) -> int | None:
+    """A tool's max_tokens as given (None: the default; 0: no limit); a negative one is an error, as in the CLI."""
+    if max_tokens is not None and max_tokens < 0:
+        raise ValueError(f"max_tokens must be 0 (no limit) or more (got {max_tokens})")
+    return max_tokens
+
+
+EMPTY_QUERY = "the question is empty: ask what you want to know about the code"  # the words `ask` refuses one with
 
 
 @server.tool(description=("Retrieval only: the k best entities with file:line. query: words, a name, or a pasted error "
@@ -182,7 +281,13 @@ async def search(query: str, path: str, ctx: Context, k: int = 10, max_tokens: i
     from assay.stages.query.retrieve import search as search_stage
 
     try:
-        res = await _run(lambda: search_stage(workspace(path), query, _settings(), k=max(1, min(k, 100))), ctx, "searching")
+        root = workspace(path)
+        if not query.strip():
+            raise ValueError(EMPTY_QUERY)  # else BM25 and the embedder rank arbitrary rows
+        if k < 1:
+            raise ValueError(f"k must be 1 or more (got {k})")  # the graph tools' and the CLI's bound
+        budget = _budget(max_tokens) or None  # 0: no limit, as for ask
+        res = await _run(lambda: search_stage(root, query, _settings(), k=min(k, 100)), ctx, "searching")
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
     hits = res.candidates
@@ -199,58 +304,95 @@ async def search(query: str, path: str, ctx: Context, k: int = 10, max_tokens: i
         + (" STALE (file changed since indexing)" if r["stale"] else "")
         for r in rows
     ) or "no results"
-    if max_tokens is not None or outline:
+    if budget is not None or outline:
         from assay.stages.query.budget import search_text
 
-        text = search_text(hits, max_tokens, outline, why=explain)
-    if res.note:
-        text += f"\nnote: {res.note}"
+        text = search_text(hits, budget, outline, why=explain)
+    note = mcp_words(res.note) if res.note else res.note
+    if note:
+        text += f"\nnote: {note}"
     if res.freshness is not None:
-        text += f"\nindex: {res.freshness.line()}"
-    return result(text, {"query": query, "results": rows, "note": res.note,
+        text += f"\nindex: {mcp_words(res.freshness.line())}"
+    return result(text, {"query": query, "results": rows, "note": note,
                          "freshness": res.freshness.model_dump() if res.freshness is not None else None})
 
 
 @server.tool(description="The exact source span of an entity, by file and line, or by (qualified) name.")
 def get_entity(path: str, file: str | None = None, line: int | None = None, name: str | None = None) -> CallToolResult:
-    from assay.stages.index.store import Catalog
+    from assay.stages.index.source_text import source_lines, utf8_source
+    from assay.stages.index.store import Catalog, read_manifest
 
     try:
         root = workspace(path)
+        manifest = read_manifest(root)  # "not indexed yet" (or "in progress") rather than "no entity matches"
+        file = _workspace_file(root, file) if file else file
         catalog = Catalog(root)
-        if name:
-            matches = [e for e in catalog.by_name(name) if file is None or e.file == file]
-        elif file and line is not None:
-            inside(root, file)
-            covering = [e for e in catalog.by_file(file) if e.start_line <= line <= e.end_line]
-            matches = sorted(covering, key=lambda e: e.end_line - e.start_line)[:1]  # the innermost entity
-        else:
-            raise ValueError("give file and line, or name")
-        if not matches:
-            raise ValueError("no entity matches; try search first")
-        first = matches[0]
-        parts = catalog.parts_of(first.file, first.qualname, first.kind)
+        try:
+            if name:
+                matches = [e for e in catalog.by_name(name) if file is None or e.file == file]
+            elif file and line is not None:
+                covering = [e for e in catalog.by_file(file) if e.start_line <= line <= e.end_line]
+                matches = sorted(covering, key=lambda e: e.end_line - e.start_line)[:1]  # the innermost entity
+            else:
+                raise ValueError("give file and line, or name")
+            if not matches:
+                raise ValueError("no entity matches; try search first")
+            first = matches[0]
+            parts = catalog.parts_of(first.file, first.qualname, first.kind)
+        finally:
+            catalog.close()
         start, end = min(p.start_line for p in parts), max(p.end_line for p in parts)
+        stale = False
         if first.kind == "note":
             source = first.body
         else:
-            lines = inside(root, first.file).read_text(encoding="utf-8", errors="replace").splitlines()
-            source = "\n".join(lines[start - 1 : end])
+            stale = _changed_since_indexing(root, manifest, first.file)  # raises for a deleted file
+            text, _ = utf8_source(inside(root, first.file).read_bytes(), first.language)  # decoded as it was parsed
+            source = "\n".join(source_lines(text.decode("utf-8", "replace"))[start - 1 : end])
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
     data = {"entity": first.qualname, "kind": first.kind, "file": first.file, "start_line": start, "end_line": end,
-            "signature": first.signature, "source": source, "others": len({(e.file, e.qualname) for e in matches}) - 1}
-    return result(f"{first.file}:{start}-{end} [{first.qualname}] ({first.kind})\n{source}", data)
+            "signature": first.signature, "source": source, "others": len({(e.file, e.qualname) for e in matches}) - 1,
+            "stale": stale}
+    flag = (" STALE (file changed since indexing: these lines may no longer be this entity; call index_workspace "
+            "to refresh)") if stale else ""
+    return result(f"{first.file}:{start}-{end} [{first.qualname}] ({first.kind}){flag}\n{source}", data)
+
+
+def _workspace_file(root: Path, file: str) -> str:
+    """A file argument as the catalog names it (workspace-relative, posix): an absolute path inside the workspace
+    and `./x.py` are the same file as `x.py`; a path escaping the workspace is refused."""
+    target = inside(root, file)  # raises for `..` and symlinks out
+    given = Path(os.path.normpath(file))
+    if given.is_absolute():
+        try:
+            return given.relative_to(root).as_posix()
+        except ValueError:  # reached through a symlink: name it by where it lies
+            return target.relative_to(root).as_posix()
+    return given.as_posix()
+
+
+def _changed_since_indexing(root: Path, manifest: Any, file: str) -> bool:
+    """Whether `file` changed since the index recorded it (size or modification time, as search's freshness
+    check); a one-line error when it is gone, since its lines can no longer be read."""
+    try:
+        st = os.stat(root / file)
+    except FileNotFoundError:
+        raise ValueError(f"{file} was deleted since indexing; run index_workspace") from None
+    record = manifest.files.get(file)
+    if record is None:
+        return False
+    return st.st_size != record.size or bool(record.mtime_ns and st.st_mtime_ns != record.mtime_ns)
 
 
 def _graph(command: str, path: str, name: str, depth: int = 3, limit: int = 50) -> CallToolResult:
     from assay.stages.query.graph import query_workspace, render
 
     try:
-        res = query_workspace(workspace(path), command, name, depth=depth, limit=max(1, min(limit, 500)))
+        res = query_workspace(workspace(path), command, name, depth=depth, limit=min(limit, 500))  # < 1: the stage refuses it
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
-    return result(render(res), res.model_dump())
+    return result(mcp_words(render(res)), res.model_dump())
 
 
 @server.tool(description="Call sites of a function, method or class (`name`, `Class.method`, `file.py:name`), one row each.")
@@ -273,9 +415,11 @@ def impact(path: str, name: str, depth: int = 3, limit: int = 100) -> CallToolRe
     return _graph("impact", path, name, depth=depth, limit=limit)
 
 
-@server.tool(description="Indexed entities a git diff touches: commits since `since` plus uncommitted edits (default HEAD).")
+@server.tool(description=("Indexed entities a git diff touches: commits since `since` (a commit, branch or tag; default "
+                          "HEAD) plus uncommitted edits, deleted files' entities (removed) and untracked files' (added)."))
 def changed_symbols(path: str, since: str = "HEAD") -> CallToolResult:
-    from assay.stages.query.git_history import render_changed, workspace_changed
+    from assay.stages.query.git_history import render_changed
+    from assay.stages.query.git_questions import workspace_changed
 
     try:
         root = workspace(path)
@@ -287,13 +431,17 @@ def changed_symbols(path: str, since: str = "HEAD") -> CallToolResult:
 
 @server.tool(description="Commits that changed an entity's lines (git log -L), newest first: for 'why is this like this'.")
 def history(path: str, name: str, limit: int = 20) -> CallToolResult:
-    from assay.stages.query.git_history import entity_history, render_history
+    from assay.stages.query.git_history import render_history
+    from assay.stages.query.git_questions import entity_history
 
     try:
-        res = entity_history(workspace(path), name, limit)
+        root = workspace(path)
+        if limit < 1:  # git's -n0 would print no commit at all, -n-1 all of them; the CLI refuses both
+            raise ValueError(f"limit must be 1 or more (got {limit})")
+        res = entity_history(root, name, limit)
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
-    return result(render_history(res), res.model_dump())
+    return result(mcp_words(render_history(res)), res.model_dump())
 
 
 @server.tool(description=("Project brief (purpose, entry points, packages, key classes, tests, config). Byte-stable: put it "
@@ -321,11 +469,13 @@ def _brief(path: str, correction: str | None, writer: str | None) -> CallToolRes
 def usage(path: str) -> CallToolResult:
     from assay.stages.query.ledger import render, summary
 
+    unreadable: list[Path] = []
     try:
-        table = summary(workspace(path))
+        table = summary(workspace(path), unreadable)
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
-    return result(render(table), {"usage": table})
+    notes = "".join(f"\nwarning: left out {p}: not a readable ledger file" for p in unreadable)
+    return result(render(table) + notes, {"usage": table, "unreadable": [str(p) for p in unreadable]})
 
 
 @server.tool(description="Workspaces this machine has indexed that this server may access.")
@@ -345,24 +495,68 @@ def list_workspaces() -> CallToolResult:
 
 @server.tool(description="Delete a workspace's index, notes and audit snapshots (its .assay folder). Cannot be undone.")
 def forget_workspace(path: str) -> CallToolResult:
-    from assay.stages.index.store import VectorStore, forget_cached_client, load_manifest, write_lock
-
     try:
         root = workspace(path)
-        with write_lock(root):
-            manifest = load_manifest(root)
-            s = _settings()
-            if manifest is not None and manifest.collection and s.chroma_url:
-                VectorStore(root, s.chroma_url).drop(manifest.collection)
-            folder = state_dir(root)
-            for child in folder.iterdir():
-                if child.name not in ("write.lock", ".gitignore"):
-                    shutil.rmtree(child) if child.is_dir() else child.unlink()
-            forget_cached_client(root)
-        registry.forget(root)
+        with _jobs_lock:  # no index_workspace starts a run between the check and the deletion
+            if _indexing(root):
+                raise ValueError(FORGET_WHILE_INDEXING)
+            _stop_watcher(root)  # else its next batch of changes would rebuild what is deleted here
+            forgotten = _has_state(root)
+            if forgotten:
+                _delete_state(root)
+            registry.forget(root)
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
+    if not forgotten:
+        return result(f"nothing to forget: {root} is not indexed", {"workspace": str(root), "forgotten": False})
     return result(f"forgot {root}", {"workspace": str(root), "forgotten": True})
+
+
+FORGET_WHILE_INDEXING = "an index run is in progress; wait until index_status says done, then forget"
+_KEPT_STATE = ("write.lock", ".gitignore")  # the lock others may wait on; the .gitignore that keeps it out of git
+
+
+def _indexing(root: Path) -> bool:
+    """Whether an index run of the workspace is queued or running: this server's job, or any door's live run."""
+    job = _jobs.get(str(root))
+    if job is not None and job.is_alive():
+        return True
+    state = prog.read_status(root)  # a dead process's run reads "interrupted"
+    return state is not None and state.get("state") == "running"
+
+
+def _stop_watcher(root: Path) -> None:
+    """Stop this server's watcher of the workspace. One busy with a run is refused instead (and kept watching):
+    its run, queued behind the deletion on the write lock, would rebuild the index."""
+    from assay.flows.watch import ensure_watching, stop_watching
+
+    stopped = stop_watching(root)
+    for thread in stopped:
+        thread.join(timeout=3.0)  # an idle watcher sees its stop within a watchfiles step (0.2 s)
+    if any(thread.is_alive() for thread in stopped):
+        ensure_watching(root, _settings())
+        raise ValueError(FORGET_WHILE_INDEXING)
+
+
+def _has_state(root: Path) -> bool:
+    """Whether the workspace has anything of Assay's to delete (never creates `.assay/`)."""
+    folder = state_dir(root)
+    return folder.is_dir() and any(child.name not in _KEPT_STATE for child in folder.iterdir())
+
+
+def _delete_state(root: Path) -> None:
+    """Delete the workspace's index, notes and snapshots (and its Chroma server collection) under the write lock."""
+    from assay.stages.index.store import VectorStore, forget_cached_client, load_manifest, write_lock
+
+    with write_lock(root):
+        manifest = load_manifest(root)
+        s = _settings()
+        if manifest is not None and manifest.collection and s.chroma_url:
+            VectorStore(root, s.chroma_url).drop(manifest.collection)
+        for child in state_dir(root).iterdir():
+            if child.name not in _KEPT_STATE:
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+        forget_cached_client(root)
 
 
 @server.tool(description="Store a note (a decision, a convention) verbatim as a searchable entity of kind `note`.")

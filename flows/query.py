@@ -9,11 +9,14 @@ from assay.flows import runtime  # noqa: F401
 from assay.flows.runtime import Caller, Stopwatch, flow_exports, lazy_flow, prefect_call, run_flow
 from assay.stages.core.artifacts import QueryReport
 from assay.stages.core.config import Settings
-from assay.stages.core.llm_clients import LLMError, require_loopback
+from assay.stages.core.llm_clients import LLMError, require_local_stores, require_loopback, timeout_breaker
 from assay.stages.core.workspace import resolve_workspace, state_dir, state_writable
+from assay.stages.index.store import read_manifest
 from assay.stages.query.budget import file_tokens
 from assay.stages.query.report import make_report
+from assay.stages.query.retrieve import check_query_text
 from assay.stages.query.synthesize import state_corrections
+from assay.stages.query.threshold import override_values
 from assay.tasks import query as t
 
 
@@ -25,20 +28,28 @@ def check_local_mode(settings: Settings) -> None:
         raise LLMError("local mode: the cloud judge is not allowed; use --judge local|ollama|none or ASSAY_MODE=hybrid")
     if settings.guard == "cloud":
         raise LLMError("local mode: the cloud guard is not allowed; use --guard local|ollama or ASSAY_MODE=hybrid")
-    if "ollama" in (settings.judge, settings.synth, settings.guard) or settings.embedder.startswith("ollama:"):
+    if "ollama" in (settings.judge, settings.synth, settings.guard):
         require_loopback(settings.ollama_host, "Ollama")
     if "systemone" in (settings.judge, settings.guard):  # a local Jev-compatible server only
         require_loopback(settings.systemone_base_url, "the System One server")
-    if settings.chroma_url:
-        require_loopback(settings.chroma_url, "the Chroma server")
+    require_local_stores(settings)
 
 
 def query_pipeline(workspace: str, question: str, settings: Settings, call: Caller = prefect_call) -> QueryReport:
-    question = " ".join(question.split())
-    if not question:
+    if not question.strip():
         raise ValueError("the question is empty: ask what you want to know about the code")
+    check_query_text(question, "question")
+    question = " ".join(question.split())
     check_local_mode(settings)
     root = resolve_workspace(workspace)
+    require_local_stores(settings, read_manifest(root).embedder)  # the workspace's own embedder embeds the question
+    if settings.thresholds:  # a bad ASSAY_THRESHOLDS file is named before any model is asked
+        override_values(settings.thresholds, settings.judge)
+    with timeout_breaker():  # a host that timed out in one stage is not waited on again by a later one
+        return _answer(root, question, settings, call)
+
+
+def _answer(root, question: str, settings: Settings, call: Caller) -> QueryReport:
     watch = Stopwatch()
     lap = watch.lap
 

@@ -18,18 +18,32 @@ from assay.stages.index.watch import batches
 OnRun = Callable[[list[str], IndexReport | None, BaseException | None], None]
 
 
-def watch_workspace(root: Path, settings: Settings, stop: threading.Event | None = None, on_run: OnRun | None = None) -> None:
+CATCH_UP = "(what changed before the watch began)"
+
+
+def watch_workspace(root: Path, settings: Settings, stop: threading.Event | None = None, on_run: OnRun | None = None,
+                    catch_up: bool = False) -> None:
     """Re-index after every batch of relevant changes until `stop` is set (or Ctrl-C). A failed run is
-    reported to `on_run` and the watch goes on: the next change retries."""
+    reported to `on_run` and the watch goes on: the next change retries. `catch_up`: one incremental run as the
+    watch begins, for edits made while nothing watched (or a folder never indexed); it runs beside the watch, so a
+    change during it is a batch of its own (the write lock orders the two runs)."""
+    if catch_up:
+        threading.Thread(target=_run, args=(root, settings, [CATCH_UP], on_run), name="assay-watch catch-up",
+                         daemon=True).start()
     for changed in batches(root, settings.watch_debounce_ms, stop):
-        if not changed:
-            continue
-        try:
-            report, error = run_index(str(root), settings), None
-        except Exception as exc:  # noqa: BLE001 - a watcher must outlive one bad run
-            report, error = None, exc
-        if on_run is not None:
-            on_run(changed, report, error)
+        if stop is not None and stop.is_set():
+            break  # stopped while this batch gathered: a forgotten workspace must not be indexed again
+        if changed:
+            _run(root, settings, changed, on_run)
+
+
+def _run(root: Path, settings: Settings, changed: list[str], on_run: OnRun | None) -> None:
+    try:
+        report, error = run_index(str(root), settings), None
+    except Exception as exc:  # noqa: BLE001 - a watcher must outlive one bad run
+        report, error = None, exc
+    if on_run is not None:
+        on_run(changed, report, error)
 
 
 _watchers: dict[str, tuple[threading.Thread, threading.Event]] = {}
@@ -52,9 +66,14 @@ def ensure_watching(root: Path, settings: Settings) -> bool:
     return True
 
 
-def stop_watching(root: Path | None = None) -> None:
+def stop_watching(root: Path | None = None) -> list[threading.Thread]:
+    """Stop the watcher of `root` (every watcher when None); returns their threads, for a caller that must wait
+    until none is left running (forget_workspace: a run after its deletion would rebuild the index)."""
+    stopped: list[threading.Thread] = []
     with _lock:
         for key, (thread, stop) in list(_watchers.items()):
             if root is None or key == str(root.resolve()):
                 stop.set()
                 _watchers.pop(key, None)
+                stopped.append(thread)
+    return stopped

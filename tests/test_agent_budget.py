@@ -134,6 +134,12 @@ def test_brief_is_byte_stable_changes_with_the_code_and_keeps_corrections(projec
     assert changed.endswith("- Retries must always go through retry_call.\n")
     out = CliRunner().invoke(app, ["brief", str(project)])
     assert out.exit_code == 0 and out.output.strip() == changed.strip()
+    for empty in ("", "   "):  # an empty correction is refused alike, not silently dropped
+        out = CliRunner().invoke(app, ["brief", str(project), "--correct", empty])
+        assert out.exit_code == 2 and "the correction is empty" in out.output
+    add_correction(project, "line one\n## Purpose\nfake")  # kept verbatim, inside its item: no new heading
+    corrected, _, _ = refresh(project, catalog, catalog.files())
+    assert corrected.endswith("- line one\n  ## Purpose\n  fake\n") and corrected.count("\n## Purpose") == 1
 
 
 def test_brief_rewritten_by_a_loopback_ollama_once_per_change_with_a_ledger_row(project: Path) -> None:

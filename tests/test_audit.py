@@ -62,10 +62,23 @@ def test_calibration_sweep_and_injection_baseline_by_hand() -> None:
     assert at[(0.5, 0.2)] == {"relevance_min": 0.5, "evidence_min": 0.2, "precision": 1.0, "recall": 1.0, "f1": 1.0}
     assert at[(0.1, 0.1)]["precision"] == 0.5 and at[(0.1, 0.1)]["recall"] == 1.0
     assert result["best"]["f1"] == 1.0
+    assert "current" not in result
+    off_grid = calibrate(items, {"q": j}, current=(0.1747, 0.1006))["current"]  # scored as it is, not looked up
+    assert off_grid == {"relevance_min": 0.1747, "evidence_min": 0.1006, "precision": 0.6667, "recall": 1.0, "f1": 0.8}
     assert result["ece"] == round((0.1 + 0.4 + 0.7 + 0.2) / 4, 4)  # one pair per bin: |0.9-1|, |0.6-1|, |0.7-0|, |0.2-0|
     assert [b["n"] for b in result["reliability"]] == [1, 1, 1, 1]
     base = audit_stats.injection_baseline([("a", 0.0), ("b", 0.1), ("c", 0.4)])
     assert not base["passed"] and base["offenders"] == [("c", 0.4)] and base["max"] == 0.4
+
+
+def test_a_labels_file_with_a_bad_line_names_the_file_and_line(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text('{"question": "q", "relevant": true, "body": "x"}\n\nnot json\n')
+    with pytest.raises(ValueError, match=r"labels.jsonl line 3: not a JSON object"):
+        audit_stats.load_labels(labels)
+    labels.write_text('{"relevant": true, "body": "x"}\n')
+    with pytest.raises(ValueError, match="labelled passage 1 has no question"):
+        audit_stats.load_labels(labels)
 
 
 def test_audit_over_real_query_snapshots_with_rejudge(project: Path) -> None:

@@ -21,6 +21,10 @@ def test_help_teaches_the_commands() -> None:
         assert command in res.stdout
     ask = runner.invoke(app, ["ask", "--help"], env={"COLUMNS": "160"}).stdout  # one help line, unwrapped
     assert "local (default) | ollama | cloud | systemone | none" in ask and "--json" in ask
+    for command in app.registered_commands:  # every command's help shows how it is run
+        name = command.name or command.callback.__name__
+        text = runner.invoke(app, [name, "--help"]).stdout
+        assert "Examples:" in text and f"assay {name}" in text.split("Examples:", 1)[1], name
 
 
 def test_index_status_search_ask(project: Path) -> None:

@@ -14,7 +14,8 @@ from assay.flows.query import run_query
 from assay.flows.watch import watch_workspace
 from assay.stages.core.config import Settings
 from assay.stages.index.store import load_manifest
-from assay.stages.query.git_history import NotAGitRepository, entity_history, workspace_changed
+from assay.stages.query.git_history import NotAGitRepository
+from assay.stages.query.git_questions import entity_history, workspace_changed
 from assay.stages.query.retrieve import search
 
 SETTINGS = Settings(embedder="static", watch_debounce_ms=300)

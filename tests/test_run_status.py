@@ -76,7 +76,8 @@ def test_finished_interrupted_and_failed_runs_say_so_and_when() -> None:
     line = prog.run_line(prog.run_view(dead, now=T0 + 5000))
     heard = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(T0 + 29))
     assert line == (f"last index interrupted (its process 4242 is gone; last heard of at {heard}) during embed: "
-                    "files 400/400 parsed, passages 976/2002 embedded; run `assay index` to resume (what it embedded is kept)")
+                    "files 400/400 parsed, passages 976/2002 embedded; run `assay index` to resume (what it embedded is "
+                    "cached and is stored without embedding again)")
 
     failed = {**running_state(), "state": "failed", "finished": T0 + 40, "last_error": "the embedder did not load"}
     line = prog.run_line(prog.run_view(failed, now=T0 + 5000))

@@ -47,13 +47,10 @@ def calibrate(labels: Path, backend: str, judge: Judge, embedder, thresholds_fil
     by_q: dict[str, list[Candidate]] = {}
     for it in items:
         by_q.setdefault(it.question, []).append(it.candidate)
-    result = audit_stats.calibrate(items, {q: judge(q, cands) for q, cands in by_q.items()})
     th = default_thresholds(backend, thresholds_file)
-    current = next((g for g in result["grid"] if abs(g["relevance_min"] - th.relevance_min) < 1e-6
-                    and abs(g["evidence_min"] - th.evidence_min) < 1e-6), None)
-    result.update({"judge": backend, "labels": str(labels),
-                   "current": current or {"relevance_min": th.relevance_min, "evidence_min": th.evidence_min,
-                                          "precision": 0.0, "recall": 0.0, "f1": 0.0}})
+    result = audit_stats.calibrate(items, {q: judge(q, cands) for q, cands in by_q.items()},
+                                   current=(th.relevance_min, th.evidence_min))
+    result.update({"judge": backend, "labels": str(labels)})
     return result
 
 

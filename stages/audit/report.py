@@ -6,6 +6,7 @@ from __future__ import annotations
 def render_markdown(data: dict, charts: dict[str, str]) -> str:
     lines = [f"# Assay judgment audit: {data['workspace']}", "",
              f"{data['snapshots']['passages']} judged passages over {data['snapshots']['queries']} queries.", ""]
+    lines += [f"Left out, not a readable snapshot file: `{f}` (move it away)." for f in data["snapshots"].get("unreadable", [])]
     lines += ["## Score distributions", "", "| judge | passages | " + " | ".join(f"{s} mean (p50)" for s in
               ("relevance", "evidence", "contradicts", "injection")) + " | verdicts |", "|---" * 7 + "|"]
     for key, e in data["distributions"].items():

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pyarrow.dataset as ds
 
 from assay.stages.audit.snapshots import SNAPSHOT_SCHEMA
@@ -26,10 +27,17 @@ INJECTION_BASELINE_MAX = 0.15
 
 def load_snapshots(folder: Path, start: date | None = None, end: date | None = None) -> pa.Table:
     """All snapshot rows under a judgments folder (hive-partitioned by date), optionally a date range."""
-    files = [p for p in folder.rglob("*.parquet") if not p.name.startswith(".")]
+    files, damaged = [], []
+    for p in sorted(folder.rglob("*.parquet")):
+        if not p.name.startswith("."):
+            (files if _readable(p) else damaged).append(p)
     if not files:
-        return SNAPSHOT_SCHEMA.empty_table()
-    table = ds.dataset([str(p) for p in files], schema=SNAPSHOT_SCHEMA, format="parquet").to_table()
+        table = SNAPSHOT_SCHEMA.empty_table()
+    else:
+        table = ds.dataset([str(p) for p in files], schema=SNAPSHOT_SCHEMA, format="parquet").to_table()
+    if damaged:  # left out, not fatal: the report names them (`unreadable_snapshots`)
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                               b"unreadable": "\n".join(map(str, damaged)).encode()})
     if start or end:
         days = table.column("timestamp").to_pandas().dt.date
         mask = pd.Series(True, index=days.index)
@@ -39,6 +47,20 @@ def load_snapshots(folder: Path, start: date | None = None, end: date | None = N
             mask &= days <= end
         table = table.filter(pa.array(mask.to_numpy()))
     return table
+
+
+def _readable(path: Path) -> bool:
+    try:
+        pq.read_metadata(path)
+        return True
+    except (OSError, pa.ArrowException):
+        return False
+
+
+def unreadable_snapshots(table: pa.Table) -> list[str]:
+    """The damaged snapshot files `load_snapshots` left out."""
+    raw = (table.schema.metadata or {}).get(b"unreadable", b"")
+    return raw.decode().split("\n") if raw else []
 
 
 def distributions(table: pa.Table, bins: int = 10) -> dict[str, dict]:
@@ -133,9 +155,17 @@ def load_labels(path: Path) -> list[LabelledPassage]:
         with open(path, newline="", encoding="utf-8") as fh:
             raw = list(csv.DictReader(fh))
     else:
-        raw = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                raw.append(json.loads(line))
+            except ValueError as exc:
+                raise ValueError(f"{path} line {number}: not a JSON object ({exc}); one labelled passage a line") from None
     out = []
     for i, r in enumerate(raw):
+        if not isinstance(r, dict) or not r.get("question"):
+            raise ValueError(f"{path}: labelled passage {i + 1} has no question; each needs question, relevant and the passage")
         rel = r.get("relevant")
         relevant = rel if isinstance(rel, bool) else str(rel).strip().lower() in ("1", "true", "yes")
         if isinstance(r.get("candidate"), dict):  # a pair as retrieval handed it to the judge (tests/benchmarks/judge_labels)
@@ -186,25 +216,30 @@ def prf(pred: list[bool], gold: list[bool]) -> tuple[float, float, float]:
     return round(precision, 4), round(recall, 4), round(f1, 4)
 
 
-def calibrate(items: list[LabelledPassage], judgments: dict[str, Judgment], injection_max: float = 0.5) -> dict:
+def calibrate(items: list[LabelledPassage], judgments: dict[str, Judgment], injection_max: float = 0.5,
+              current: tuple[float, float] | None = None) -> dict:
     """Sweep relevance/evidence minimums; precision, recall, F1 of keep vs the labels, and the best setting; how well
-    relevance reads as a probability (ECE beside the noise floor of a perfectly calibrated judge, reliability bins)."""
+    relevance reads as a probability (ECE beside the noise floor of a perfectly calibrated judge, reliability bins).
+    `current`, the thresholds in use, is scored as it is: shipped thresholds rarely sit on the sweep's grid."""
     scored = []
     for it in items:
         s = judgments[it.question].scores.get(it.candidate.id)
         if s is not None:
             scored.append((s, it.relevant))
-    grid = []
     gold = [g for _, g in scored]
-    for rel in np.round(np.arange(0.1, 0.95, 0.05), 2):
-        for evid in np.round(np.arange(0.1, 0.85, 0.05), 2):
-            pred = [s.relevance >= rel and s.evidence >= evid and s.injection < injection_max for s, _ in scored]
-            p, r, f = prf(pred, gold)
-            grid.append({"relevance_min": float(rel), "evidence_min": float(evid), "precision": p, "recall": r, "f1": f})
+
+    def keep(rel: float, evid: float) -> dict:
+        pred = [s.relevance >= rel and s.evidence >= evid and s.injection < injection_max for s, _ in scored]
+        p, r, f = prf(pred, gold)
+        return {"relevance_min": float(rel), "evidence_min": float(evid), "precision": p, "recall": r, "f1": f}
+
+    grid = [keep(rel, evid) for rel in np.round(np.arange(0.1, 0.95, 0.05), 2)
+            for evid in np.round(np.arange(0.1, 0.85, 0.05), 2)]
     best = max(grid, key=lambda g: (g["f1"], g["precision"], -g["relevance_min"])) if grid else None
     rel = [s.relevance for s, _ in scored]
     return {"labelled": len(items), "scored": len(scored), "grid": grid, "best": best, "ece": ece(rel, gold),
-            "ece_floor": ece_floor(rel), "reliability": reliability(rel, gold)}
+            "ece_floor": ece_floor(rel), "reliability": reliability(rel, gold),
+            **({"current": keep(*current)} if current is not None else {})}
 
 
 def injection_baseline(scores: list[tuple[str, float]], limit: float = INJECTION_BASELINE_MAX) -> dict:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import math
 from importlib.resources import files
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -18,39 +20,39 @@ DATA_DIR = Path(str(files("assay.data")))
 class Settings(BaseSettings):
     """Every knob Assay has. The README's configuration table is generated from these fields."""
 
-    model_config = SettingsConfigDict(env_prefix="ASSAY_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="ASSAY_", extra="ignore", env_ignore_empty=True)  # `ASSAY_X=` is unset
 
     mode: Literal["local", "hybrid", "cloud"] = Field(
         "local", description="local: nothing leaves the machine (loopback only); hybrid/cloud allow a cloud endpoint"
     )
-    max_file_bytes: int = Field(1_000_000, description="files larger than this are skipped (counted as too_large)")
+    max_file_bytes: int = Field(1_000_000, ge=1, description="files larger than this are skipped (counted as too_large)")
     index_generated: bool = Field(
         False, description="index generated files (`DO NOT EDIT`, `@generated`) and minified JS/CSS"
     )
-    chunk_lines: int = Field(40, description="bodies longer than this are split on line boundaries")
-    chunk_chars: int = Field(1200, description="bodies longer than this many characters are split too")
+    chunk_lines: int = Field(40, ge=1, description="bodies longer than this are split on line boundaries")
+    chunk_chars: int = Field(1200, ge=1, description="bodies longer than this many characters are split too")
     parse_workers: int = Field(
-        0, description="processes that parse a large index run (0: one per CPU core, at most 4; 1: in-process)"
+        0, ge=0, description="processes that parse a large index run (0: one per CPU core, at most 4; 1: in-process)"
     )
     dask: str = Field("", description="spread index runs over Dask through Prefect: local:N or tcp://host:port (Scale-out)")
     embedder: str = Field(
         "minilm", description="minilm (ONNX, offline), static (from MiniLM: ~100x faster indexing, weaker on long "
         "questions) or ollama:<model>; unset, an indexed workspace keeps its own"
     )
-    embed_batch: int = Field(16, description="texts per embedding call (16 measured fastest on 2 CPU cores)")
-    embed_tokens: int = Field(
-        128, description="model window of the default embedder (128: ~2x faster than 256)"
+    embed_batch: int = Field(16, ge=1, description="texts per embedding call (16 measured fastest on 2 CPU cores)")
+    embed_tokens: int = Field(  # MiniLM has 512 positions: a longer window fails inside ONNX
+        128, ge=16, le=512, description="model window of the default embedder (128: ~2x faster than 256)"
     )
-    store_batch: int = Field(1024, description="records per Chroma upsert")
+    store_batch: int = Field(1024, ge=1, description="records per Chroma upsert")
     chroma_url: str | None = Field(None, description="use a Chroma server (HttpClient) instead of .assay/chroma")
-    pool_size: int = Field(30, description="candidates retrieved per query (dense and BM25 each)")
+    pool_size: int = Field(30, ge=1, description="candidates retrieved per query (dense and BM25 each)")
     ranking: Literal["code", "rrf"] = Field(
         "code", description="code: code-aware ranking (definitions, paths, files, penalties); rrf: plain rank fusion"
     )
-    distance_floor: float | None = Field(None, description="drop dense hits with cosine distance above this")
-    top_k: int = Field(5, description="passages kept for synthesis after ranking")
+    distance_floor: float | None = Field(None, ge=0, description="drop dense hits with cosine distance above this")
+    top_k: int = Field(5, ge=1, description="passages kept for synthesis after ranking")
     max_tokens: int | None = Field(
-        2000, description="budget of the `ask` report text (whole lines, most useful first)"
+        2000, ge=0, description="budget of the `ask` report text (whole lines, most useful first)"
     )
     judge: Literal["local", "ollama", "cloud", "systemone", "none"] = Field("local", description="passage judge backend")
     synth: Literal["extractive", "ollama", "cloud"] = Field("extractive", description="answer writer backend")
@@ -61,7 +63,7 @@ class Settings(BaseSettings):
     ollama_host: str = Field("http://127.0.0.1:11434", description="Ollama server")
     ollama_judge_model: str = Field("qwen2.5-coder:7b", description="Ollama model that judges passages")
     ollama_synth_model: str = Field("qwen2.5-coder:7b", description="Ollama model that writes answers")
-    ollama_num_ctx_max: int = Field(8192, description="largest context window to ask Ollama for")
+    ollama_num_ctx_max: int = Field(8192, ge=512, description="largest context window to ask Ollama for")
     cloud_base_url: str = Field("https://api.deepseek.com/v1", description="OpenAI-compatible endpoint")
     cloud_api_key: SecretStr = Field(SecretStr(""), description="API key for the cloud endpoint (never logged or stored)")
     cloud_model: str = Field("deepseek-chat", description="cloud model for synthesis")
@@ -72,7 +74,7 @@ class Settings(BaseSettings):
     systemone_api_key: SecretStr = Field(SecretStr(""), description="its API key (never logged or stored; loopback needs none)")
     systemone_model: str = Field("jev-latest", description="System One judge model")
     systemone_timeout: float = Field(
-        5.0, description="seconds for one System One judgment, retries included; then the local judge decides"
+        5.0, gt=0, description="seconds for one System One judgment, retries included; then the local judge decides"
     )
     systemone_query_gate: bool = Field(
         False, description="also ask the anchor's query gate (in_domain, specificity, answerable_from_code)"
@@ -81,17 +83,55 @@ class Settings(BaseSettings):
         '{"deepseek-chat": [0.27, 1.10, 0.07], "systemone": [0.042, 0]}',
         description="JSON {model or backend: [input, output, cached input]}, USD per million tokens, for the usage ledger",
     )
-    llm_timeout: float = Field(60.0, description="seconds per LLM call")
-    llm_retries: int = Field(2, description="retries on timeouts, 429 and 5xx")
+    llm_timeout: float = Field(60.0, gt=0, description="seconds per LLM call")
+    llm_retries: int = Field(2, ge=0, description="retries on timeouts, 429 and 5xx")
     thresholds: str | None = Field(None, description="JSON file overriding data/thresholds.json")
     allowed_roots: str | None = Field(
         None, description="os.pathsep-separated roots the MCP server may touch (default: its working directory)"
     )
     watch: bool = Field(True, description="the MCP server keeps each workspace it indexes fresh")
-    watch_debounce_ms: int = Field(1600, description="changes within this window are one re-index")
+    watch_debounce_ms: int = Field(1600, ge=0, description="changes within this window are one re-index")
     orchestration: Literal["auto", "prefect", "direct"] = Field(
         "auto", description="auto: on Prefect when an API records runs, else in-process; prefect: always; direct: never"
     )
+
+    @field_validator("prices")
+    @classmethod
+    def _prices_readable(cls, value: str | None) -> str | None:
+        """Checked when settings load: a bad price table used to fail `ask` after the answer was made."""
+        parse_prices(value)
+        return value
+
+
+PRICES_FORM = '{"model or backend": [input, output, cached input]} in USD per million tokens'
+
+
+def parse_prices(setting: str | None) -> dict[str, list[float]]:
+    """ASSAY_PRICES as {name: [input, output(, cached input)]}; a ValueError of one line says what is wrong."""
+    if not setting:
+        return {}
+    data = json_object(setting, f"expected {PRICES_FORM}")
+    return {str(name): _price(name, value) for name, value in data.items()}
+
+
+def json_object(text: str, form: str, label: str = "") -> dict:
+    """A setting's JSON object, or a one-line error (`label: ` first) that says what was wrong and the form wanted."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{label}not valid JSON ({exc}); {form}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{label}holds a JSON {type(data).__name__}, not an object; {form}")
+    return data
+
+
+def _price(name: str, value: object) -> list[float]:
+    numbers = value if isinstance(value, list) else []
+    ok = 2 <= len(numbers) <= 3 and all(
+        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0 for x in numbers)
+    if not ok:
+        raise ValueError(f"the price of {name!r} must be 2 or 3 numbers >= 0 (got {json.dumps(value)}); expected {PRICES_FORM}")
+    return [float(x) for x in numbers]
 
 
 def settings_table() -> str:

@@ -1,8 +1,9 @@
 """Install: write Assay's MCP server entry into the configuration of each agent found on this machine.
 
-Only the `assay` entry is ever written or removed; every other server, key and comment-free value in the
-file stays as it was. A file is backed up (`<name>.assay-backup`) before its first edit, and a run that
-would write what is already there writes nothing, so `assay install` can be repeated safely.
+Only the `assay` entry is ever written or removed; every other byte of the file (servers, keys, comments,
+layout) stays as it was. A file is backed up (`<name>.assay-backup`) before its first edit, and a run that
+would write what is already there writes nothing, so `assay install` can be repeated safely. A file that is
+not JSON (comments and trailing commas allowed) is skipped and left untouched, with the reason.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel
+
+from assay.stages.core import jsonc
 
 ENTRY = "assay"
 
@@ -43,8 +46,9 @@ AGENTS: tuple[Agent, ...] = (
 class InstallAction(BaseModel):
     agent: str
     path: str
-    action: str  # added | updated | unchanged | removed | absent
+    action: str  # added | updated | unchanged | removed | absent | skipped
     backup: str = ""
+    reason: str = ""  # why a file was skipped
 
 
 def server_entry(roots: list[Path], command: str | None = None) -> dict:
@@ -89,16 +93,10 @@ def _edit(agent: Agent, text: str, entry: dict | None) -> str:
     if agent.format == "codex":
         rest = _codex_without(text)
         return rest if entry is None else (rest + ("\n" if rest.strip() else "") + _codex_block(entry)).lstrip("\n")
-    data = json.loads(text) if text.strip() else {}
-    if not isinstance(data, dict):
-        raise ValueError(f"{agent.path}: expected a JSON object at the top level")
     key = "servers" if agent.format == "vscode" else "mcpServers"
-    servers = data.setdefault(key, {})
     if entry is None:
-        servers.pop(ENTRY, None)
-    else:
-        servers[ENTRY] = {"type": "stdio", **entry} if agent.format == "vscode" else entry
-    return json.dumps(data, indent=2) + "\n"
+        return jsonc.remove_member(text, key, ENTRY)
+    return jsonc.set_member(text, key, ENTRY, {"type": "stdio", **entry} if agent.format == "vscode" else entry)
 
 
 def apply(home: Path, entry: dict | None, dry_run: bool = False, agents: list[Agent] | None = None) -> list[InstallAction]:
@@ -106,33 +104,52 @@ def apply(home: Path, entry: dict | None, dry_run: bool = False, agents: list[Ag
     actions: list[InstallAction] = []
     for agent in agents if agents is not None else detected(home):
         path = home / agent.path
-        before = path.read_text(encoding="utf-8") if path.exists() else ""
-        after = _edit(agent, before, entry)
+        try:
+            before = path.read_text(encoding="utf-8") if path.exists() else ""
+            after = _edit(agent, before, entry)
+        except (OSError, UnicodeDecodeError, jsonc.JsoncError) as exc:
+            reason = f"not valid JSON ({exc})" if isinstance(exc, jsonc.JsoncError) else str(exc)
+            actions.append(InstallAction(agent=agent.name, path=str(path), action="skipped", reason=reason))
+            continue
         had = ENTRY in _servers(agent, before)
         if after == before or (entry is None and not had):
             actions.append(InstallAction(agent=agent.name, path=str(path), action="unchanged" if entry else "absent"))
             continue
         action = "removed" if entry is None else ("updated" if had else "added")
-        backup = ""
-        if not dry_run:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if path.exists():
-                copy = path.with_name(path.name + ".assay-backup")
-                if not copy.exists():
-                    shutil.copy2(path, copy)
-                backup = str(copy)
-            tmp = path.with_name(path.name + ".assay-tmp")
-            tmp.write_text(after, encoding="utf-8")
-            tmp.replace(path)
+        try:
+            backup = "" if dry_run else _write(path, after)
+        except OSError as exc:
+            actions.append(InstallAction(agent=agent.name, path=str(path), action="skipped", reason=str(exc)))
+            continue
         actions.append(InstallAction(agent=agent.name, path=str(path), action=action, backup=backup))
     return actions
+
+
+def _write(path: Path, text: str) -> str:
+    """Write atomically, backing the file up before its first edit; returns the backup's path ("" for a new file).
+    A symlinked file (a dotfiles repository's) is written through: the link stays a link."""
+    target = path.resolve() if path.is_symlink() else path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    backup = ""
+    if target.exists():
+        copy = target.with_name(target.name + ".assay-backup")
+        if not copy.exists():
+            shutil.copy2(target, copy)
+        backup = str(copy)
+    tmp = target.with_name(target.name + ".assay-tmp")
+    tmp.write_text(text, encoding="utf-8")
+    if target.exists():
+        shutil.copymode(target, tmp)  # a private config (0600) stays private
+    tmp.replace(target)
+    return backup
 
 
 def _servers(agent: Agent, text: str) -> dict:
     if agent.format == "codex":
         return {ENTRY: True} if any(_CODEX_TABLE.match(line.strip()) for line in text.splitlines()) else {}
     try:
-        data = json.loads(text) if text.strip() else {}
+        data = jsonc.loads(text)
     except ValueError:
         return {}
-    return data.get("servers" if agent.format == "vscode" else "mcpServers", {}) if isinstance(data, dict) else {}
+    servers = data.get("servers" if agent.format == "vscode" else "mcpServers", {})
+    return servers if isinstance(servers, dict) else {}

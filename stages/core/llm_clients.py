@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import ipaddress
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
@@ -37,6 +40,55 @@ def require_loopback(url: str, what: str) -> None:
         raise LocalModeViolation(f"local mode: refusing to contact {what} at {url} (not loopback); set ASSAY_MODE=hybrid to allow it")
 
 
+def require_local_stores(settings, *embedders: str | None) -> None:
+    """Local mode: the Chroma server and an Ollama embedder must be loopback, for every door (index, search, ask).
+    `embedders`: the embedder names in play besides the settings' own (a workspace's manifest keeps its own)."""
+    if settings.mode != "local":
+        return
+    if settings.chroma_url:
+        require_loopback(settings.chroma_url, "the Chroma server")
+    if any(name and name.startswith("ollama:") for name in (settings.embedder, *embedders)):
+        require_loopback(settings.ollama_host, "Ollama")
+
+
+def proxy_free(url: str) -> bool:
+    """True when a client for `url` must ignore HTTP(S)_PROXY/ALL_PROXY: a loopback endpoint is never reached through a
+    proxy (local mode's promise: a prompt holding code would otherwise leave through whatever proxy the shell names)."""
+    return is_loopback_url(url)
+
+
+# One query's hosts that timed out (None: outside a query, nothing remembered). A hung server accepts and never
+# answers: without this each later stage of the same `ask` (judge batches, writer, guard) waited out its own timeout.
+_timed_out: ContextVar[dict[str, str] | None] = ContextVar("assay_timed_out_hosts", default=None)
+
+
+@contextmanager
+def timeout_breaker() -> Iterator[None]:
+    """Within this block (one `ask`), a host that timed out once is not asked again: later calls fail at once."""
+    token = _timed_out.set({})
+    try:
+        yield
+    finally:
+        _timed_out.reset(token)
+
+
+def skip_timed_out(host: str, what: str) -> None:
+    """Raise at once when `host` already timed out in this query (the caller fails open, as it would on a timeout)."""
+    down = _timed_out.get()
+    if down is not None and _host_key(host) in down:
+        raise LLMError(f"{what} skipped: its server timed out earlier in this query ({down[_host_key(host)]})")
+
+
+def note_timeout(host: str, message: str) -> None:
+    down = _timed_out.get()
+    if down is not None:
+        down.setdefault(_host_key(host), message)
+
+
+def _host_key(url: str) -> str:
+    return url.strip().rstrip("/").lower()
+
+
 @dataclass
 class ChatResult:
     text: str
@@ -62,7 +114,8 @@ class OllamaBackend:
     def __post_init__(self) -> None:
         import ollama
 
-        self._client = ollama.Client(host=self.host, timeout=self.timeout)
+        # trust_env is httpx's: off, proxies from the environment are not used (a loopback server needs none)
+        self._client = ollama.Client(host=self.host, timeout=self.timeout, trust_env=not proxy_free(self.host))
 
     def chat(
         self, model: str, system: str, user: str, schema: dict | None = None, num_ctx: int | None = None,
@@ -70,6 +123,7 @@ class OllamaBackend:
     ) -> ChatResult:
         import ollama
 
+        skip_timed_out(self.host, f"Ollama {model}")
         started = time.perf_counter()
         options: dict = {"temperature": 0, "seed": 0}
         if num_ctx:
@@ -83,7 +137,8 @@ class OllamaBackend:
         except ollama.ResponseError as exc:
             raise LLMError(f"Ollama {model} answered {exc.status_code}: {str(exc.error)[:160]}") from exc
         except httpx.TimeoutException as exc:
-            raise LLMError(f"Ollama {model} timed out after {self.timeout:.0f}s") from exc
+            note_timeout(self.host, f"after {self.timeout:g}s")
+            raise LLMError(f"Ollama {model} timed out after {self.timeout:g}s") from exc
         except (httpx.HTTPError, ConnectionError) as exc:
             raise LLMError(f"Ollama is not reachable at {self.host} ({type(exc).__name__})") from exc
         except Exception as exc:  # noqa: BLE001 - the client can raise pydantic errors on odd replies
@@ -97,6 +152,7 @@ class OllamaBackend:
     def release(self, model: str) -> None:
         """Unload a model now (keep_alive=0) so the next one has the GPU to itself."""
         try:
+            skip_timed_out(self.host, "Ollama")  # a hung server would hold this up for a whole timeout
             self._client.generate(model=model, prompt="", keep_alive=0, stream=False)
         except Exception:  # noqa: BLE001 - releasing is best effort; the server evicts anyway
             pass
@@ -123,9 +179,10 @@ class CloudBackend:
             body["response_format"] = {"type": "json_object"}
         url = self.base_url.rstrip("/") + "/chat/completions"
         headers = {"Authorization": f"Bearer {self.api_key}"}
+        skip_timed_out(self.base_url, "the cloud endpoint")
         started = time.perf_counter()
         last = ""
-        with httpx.Client(timeout=self.timeout) as client:
+        with httpx.Client(timeout=self.timeout, trust_env=not proxy_free(self.base_url)) as client:
             for attempt in range(self.retries + 1):
                 try:
                     resp = client.post(url, json=body, headers=headers)
@@ -153,6 +210,8 @@ class CloudBackend:
                     completion_tokens=usage.get("completion_tokens", 0), cached_tokens=cached, calls=attempt + 1,
                     latency_s=time.perf_counter() - started,
                 )
+        if last.startswith("cloud endpoint timed out"):
+            note_timeout(self.base_url, f"after {self.timeout:g}s")
         raise LLMError(f"{last} after {self.retries + 1} attempts")
 
 

@@ -220,7 +220,8 @@ def run_line(view: dict) -> str:
     if state == "running":
         speed = f", {view['rate']}/s" if view["rate"] else ""
         eta = f", ETA {_duration(view['eta_seconds'])}" if view["eta_seconds"] is not None else ""
-        return f"index running (pid {view['pid']}, {_duration(view['elapsed_seconds'])} so far): {view['stage']}; {at}{speed}{eta}"
+        stage = view["stage"] or "start-up"  # before its first stage (or while it waits for the write lock)
+        return f"index running (pid {view['pid']}, {_duration(view['elapsed_seconds'])} so far): {stage}; {at}{speed}{eta}"
     when = _clock(view["ended"])
     if state == "done":
         summary = view["summary"]
@@ -228,9 +229,10 @@ def run_line(view: dict) -> str:
                + (f" ({summary['embed_cached']} from cache)" if summary.get("embed_cached") else "")
                if "entities" in summary and "embedded" in summary else at)
         return f"last index done at {when} in {_duration(view['elapsed_seconds'])}: {got}"
-    if state == "interrupted":
+    if state == "interrupted":  # embedded = in the vector cache; the store may hold fewer until the next run
         return (f"last index interrupted (its process {view['pid']} is gone; last heard of at {when}) during "
-                f"{view['stage'] or 'start-up'}: {at}; run `assay index` to resume (what it embedded is kept)")
+                f"{view['stage'] or 'start-up'}: {at}; run `assay index` to resume (what it embedded is cached and "
+                "is stored without embedding again)")
     error = f": {view['last_error']}" if view["last_error"] else ""
     return f"last index {state} at {when} during {view['stage'] or 'start-up'}{error} ({at})"
 

@@ -11,8 +11,16 @@ from filelock import FileLock
 
 def assay_home() -> Path:
     """Per-user state that belongs to no workspace: the workspace list and the no-Prefect GPU lock."""
-    base = Path(os.environ.get("ASSAY_HOME", Path.home() / ".assay"))
-    base.mkdir(parents=True, exist_ok=True)
+    raw = os.environ.get("ASSAY_HOME", "").strip()  # empty is unset: `Path("")` was the current folder
+    base = Path(raw).expanduser().absolute() if raw else Path.home() / ".assay"
+    if base.exists() and not base.is_dir():
+        raise ValueError(f"ASSAY_HOME ({raw}) is not a folder; point it at a folder, or unset it for ~/.assay")
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        name = f"ASSAY_HOME ({raw})" if raw else f"{base} (ASSAY_HOME unset)"
+        raise ValueError(f"{name} cannot be created ({exc.strerror or type(exc).__name__}); "
+                         "point ASSAY_HOME at a writable folder") from exc
     return base
 
 

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
-from assay.stages.core.llm_clients import LLMError, is_loopback_url
+from assay.stages.core.llm_clients import LLMError, is_loopback_url, note_timeout, proxy_free, skip_timed_out
 
 TYPESAFE_HOST = "api.typesafe.ai"
 LOOPBACK_KEY = "assay-local"  # the SDK needs a key even for a local server, which ignores it
@@ -59,6 +59,15 @@ class SystemOneBackend:
         """None: the SDK default (zstd when installed) for TypeSafe itself; off for every other host."""
         return None if urlparse(self.base_url).hostname == TYPESAFE_HOST else False
 
+    def transport(self):
+        """A loopback server is reached directly: the SDK's client mounts HTTP(S)_PROXY from the environment
+        unless it is given a transport of its own (httpx2 reads proxies from the environment only without one)."""
+        if not proxy_free(self.base_url):
+            return None
+        import httpx2
+
+        return httpx2.HTTPTransport(trust_env=False)
+
     def key(self) -> str:
         if self.api_key:
             return self.api_key
@@ -74,10 +83,12 @@ class SystemOneBackend:
         started = time.perf_counter()
         deadline = started + self.budget_s
         self.attempts = 0
+        skip_timed_out(self.base_url, "System One")  # no attempt: the ledger counts none
         last = "no attempt fitted in the budget"
         try:
             client = sdk.TypeSafeClient(api_key=key, base_url=self.base_url, model=self.model, timeout=self.budget_s,
-                                        retry=sdk.RetryPolicy(max_retries=0), compression=self.compression())
+                                        retry=sdk.RetryPolicy(max_retries=0), compression=self.compression(),
+                                        transport=self.transport())
         except sdk.TypeSafeError as exc:
             raise LLMError(f"System One client refused its settings: {_line(exc)}") from exc
         with client:
@@ -108,6 +119,8 @@ class SystemOneBackend:
                 if time.perf_counter() + wait + MIN_ATTEMPT_S >= deadline:
                     break
                 time.sleep(wait)
+        if "timed out" in last:
+            note_timeout(self.base_url, f"after {self.budget_s:g} s")
         raise LLMError(f"{last}; {self.attempts} attempt(s) within the {self.budget_s:g} s budget")
 
 

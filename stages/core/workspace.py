@@ -19,7 +19,10 @@ def resolve_workspace(path: str | os.PathLike[str]) -> Path:
     """Return the real, absolute directory for a workspace, or raise a one-line error."""
     real = Path(os.path.realpath(os.path.expanduser(str(path))))
     if not real.exists():
-        raise WorkspaceError(f"workspace does not exist: {path}")
+        given = os.path.expanduser(str(path))
+        hint = "" if os.path.isabs(given) else (
+            f" (a relative path resolves against {os.getcwd()}, this process's working folder; pass an absolute path)")
+        raise WorkspaceError(f"workspace does not exist: {path}{hint}")
     if not real.is_dir():
         raise WorkspaceError(f"workspace is not a directory: {path}")
     return real

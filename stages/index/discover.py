@@ -20,6 +20,7 @@ import pathspec
 
 from assay.stages.core.artifacts import DiscoveryResult, SkippedFile, SourceFile
 from assay.stages.index.languages import NOTEBOOK, language_for, language_from_shebang, uses_tree_sitter
+from assay.stages.index.source_text import has_utf16_bom
 
 ALWAYS_PRUNED = frozenset(
     {".git", ".hg", ".svn", ".assay", "node_modules", "__pycache__", ".venv", ".tox", ".nox",
@@ -100,7 +101,9 @@ def file_hash(data: bytes) -> str:
 
 
 def is_binary(head: bytes) -> bool:
-    return b"\x00" in head
+    """A NUL byte marks a binary file, except in UTF-16 text with its byte-order mark (every ASCII character there
+    carries a zero byte): the parser decodes that."""
+    return b"\x00" in head and not has_utf16_bom(head)
 
 
 def is_generated(head: bytes) -> bool:

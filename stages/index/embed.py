@@ -7,6 +7,7 @@ no hub download. `ollama:<model>` uses a local Ollama server's embedding endpoin
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from functools import lru_cache
@@ -18,6 +19,12 @@ from tokenizers import Tokenizer
 from assay.stages.core.artifacts import EmbeddedBatch, Entity
 from assay.stages.core.config import DATA_DIR
 from assay.stages.core.one_shot import one_shot
+
+# onnxruntime (1.2x+) starts Microsoft's OneDS telemetry when it is imported: a device id and an event database in
+# ~/.cache/Microsoft, and DNS lookups of its collector from native threads. Local mode opens no socket beyond
+# loopback and keeps its state in .assay/ and ASSAY_HOME, so it is off before the first import (this module is the
+# one that imports it; the variable is read at import, `disable_telemetry_events()` after it is too late).
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 MINILM_MAX_TOKENS = 128  # all-MiniLM-L6-v2 was trained on 128-token inputs (256 max)
 
@@ -140,9 +147,12 @@ class OllamaEmbedder:
     def __init__(self, model: str, host: str, timeout: float = 60.0) -> None:
         import ollama
 
+        from assay.stages.core.llm_clients import proxy_free
+
         self.name = f"ollama:{model}"
         self._model = model
-        self._client = ollama.Client(host=host, timeout=timeout)
+        # a loopback server is reached directly, never through the shell's HTTP(S)_PROXY (code passes through it)
+        self._client = ollama.Client(host=host, timeout=timeout, trust_env=not proxy_free(host))
         self.dimension = 0
 
     def embed(self, texts: list[str]) -> tuple[np.ndarray, int]:
@@ -151,6 +161,8 @@ class OllamaEmbedder:
         try:
             reply = self._client.embed(model=self._model, input=texts, truncate=True)
         except Exception as exc:  # noqa: BLE001 - any client failure is one readable error
+            if getattr(exc, "status_code", None) == 404:  # the client's message is empty then
+                raise EmbedderError(f"Ollama has no model {self._model!r}: run `ollama pull {self._model}`") from exc
             raise EmbedderError(f"Ollama embedding failed: {exc}") from exc
         vectors = np.asarray(reply.embeddings, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
@@ -218,6 +230,22 @@ def embed_entities(entities: list[Entity], embedder: Embedder, batch_size: int =
 def embedder_for(settings) -> Embedder:
     """The embedder a Settings object names (cached per process)."""
     return get_embedder(settings.embedder, settings.ollama_host, settings.embed_tokens)
+
+
+def check_switch(embedder: Embedder, previous: str | None) -> None:
+    """Before a workspace's vectors move to another embedder, see that the new one embeds: a switch to an Ollama
+    model with no server (or not pulled) emptied the dense index and pinned the workspace to the broken one, whose
+    every later run failed the same way. Raised before anything is written, so the index keeps its vectors."""
+    if not previous or previous == embedder.name:
+        return
+    try:
+        embedder.embed(["def probe(): return 1"])
+    except Exception as exc:  # noqa: BLE001 - whatever stops it, the switch does not happen
+        spec = spec_of(previous)
+        back = spec[0] if spec is not None else previous
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise EmbedderError(f"{embedder.name} cannot embed ({reason}); the index keeps its {previous} vectors: mend "
+                            f"that, or set ASSAY_EMBEDDER={back} (or unset it) to go on without switching") from exc
 
 
 def spec_of(name: str) -> tuple[str, int | None] | None:

@@ -218,10 +218,8 @@ def build_report(
     embedded: int, truncated: int, timings: dict[str, float], kinds: dict[str, int], languages: dict[str, int],
 ) -> IndexReport:
     skipped = [*discovery.skipped, *parsed.skipped]
-    reasons = Counter(s.reason for s in skipped)
+    reasons = Counter(s.reason for s in skipped)  # a partly parsed file is parsed, not skipped: `files_partial` counts it
     partial = [pf for pf in parsed.files if pf.partial]
-    if partial:
-        reasons["partial_parse"] += len(partial)
     examples = skipped[:20] + [SkippedFile(path=pf.path, reason="partial_parse", detail=pf.error) for pf in partial[:10]]
     return IndexReport(
         workspace=str(root), files_seen=len(discovery.files) + len(discovery.skipped), files_parsed=len(parsed.files),

@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import re
 
+from assay.stages.index.source_text import source_lines
+
 # a cell's source list opening on a line of its own, as nbformat writes it (`"source": [` then one string a line)
 _SOURCE_OPEN = re.compile(r'^\s*"source":\s*\[\s*$')
 _SOURCE_EMPTY = re.compile(r'^\s*"source":\s*\[\s*\]\s*,?\s*$')
@@ -61,10 +63,10 @@ def python_view(source: bytes) -> bytes | None:
 
 def _lines(source: object) -> list[str]:
     """A cell's source as nbformat allows it (a list of strings, or one string), one entry per line."""
-    if isinstance(source, str):
-        return source.splitlines()
+    if isinstance(source, str):  # at line endings only: a form feed in a cell is no line of the file
+        return source_lines(source)
     if isinstance(source, list) and all(isinstance(part, str) for part in source):
-        return "".join(source).splitlines()
+        return source_lines("".join(source))
     raise TypeError("a cell's source is neither a string nor a list of strings")
 
 
@@ -77,7 +79,7 @@ def _place(lines: list[str], row: int, expected: list[str]) -> list[tuple[int, s
     single = _SOURCE_STRING.match(line)
     if single:
         value = json.loads(single.group(1))
-        return [(row, value)] if value.splitlines() == expected and len(expected) <= 1 else None
+        return [(row, value)] if source_lines(value) == expected and len(expected) <= 1 else None
     placed: list[tuple[int, str]] = []
     at = row + 1
     while at < len(lines) and not re.match(r"^\s*\]", lines[at]):

@@ -24,6 +24,7 @@ from assay.stages.index.languages import (
     CONTAINER_KINDS, HTML_LANDMARKS, NOTEBOOK, SPECS, LanguageSpec, node_text, refine_language, uses_tree_sitter,
 )
 from assay.stages.index.notebook import python_view
+from assay.stages.index.source_text import source_lines, utf8_source
 
 # Bump when what unchanged files index to changes: entities, or the BM25 tokens made from them
 # (2: a file entity per code file, stemmed BM25 tokens; 3: code facts per definition, graph edges;
@@ -48,8 +49,10 @@ from assay.stages.index.notebook import python_view
 # tool, such as `// @__NO_SIDE_EFFECTS__` or `// eslint-disable-next-line`, is no part of a definition's doc;
 # 28-30: trials not kept; 31: a container carries its members' doc summaries for the dense model; 32: a C# file
 # with syntax errors is parsed again with each `#if`'s first branch taken (a C, C++ or Objective-C file too, when that
-# parse is clean), and a C++ name's owners are split at `::` outside template arguments).
-PARSER_VERSION = 32
+# parse is clean), and a C++ name's owners are split at `::` outside template arguments; 33: lines split at line
+# endings only (a form feed or U+2028 had shifted passage text), a Python file decoded by its coding line, a UTF-8 or
+# UTF-16 byte-order mark honoured and dropped).
+PARSER_VERSION = 33
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -127,7 +130,7 @@ class _Extractor:
         self.source = source
         self.language = language
         self.spec = spec
-        self.lines = source.decode("utf-8", "replace").splitlines()
+        self.lines = source_lines(source.decode("utf-8", "replace"))
         self.scope_spans: list[Node] = []
         self.namespace_scopes: set[tuple[str, ...]] = set()  # scopes that only namespaces opened: constants count there
         # rows (0-based) that are no top-level code of their own: a namespace's head and closing lines, and the
@@ -145,7 +148,7 @@ class _Extractor:
                 return None
             content = heading.child_by_field_name("heading_content")
             text = node_text(content) if content else node_text(heading).lstrip("#").strip()
-            return text.strip().splitlines()[0] if text.strip() else None
+            return source_lines(text.strip())[0] if text.strip() else None
         if lang == "html":
             return self._html_name(node)
         if lang == "elixir":
@@ -231,7 +234,7 @@ class _Extractor:
     def _signature(self, node: Node) -> str:
         body = node.child_by_field_name("body") or child_of(node, self.spec.body_types)
         if self.language in ("markdown",):
-            return node_text(node).splitlines()[0].strip() if node_text(node) else ""
+            return source_lines(node_text(node))[0].strip() if node_text(node) else ""
         typed = self._type_signature(node)  # `greet :: User -> String` above the equations says more than they do
         if typed is not None:
             return " ".join(node_text(typed).split())[:400]
@@ -649,7 +652,7 @@ def _clean_doc(raw: str) -> str:
             text = text[len(prefix) :][: -len(prefix.lstrip("r"))]
             break
     cleaned: list[str] = []
-    for line in text.splitlines():
+    for line in source_lines(text):
         s = line.strip()
         s = re.sub(r"^(//!|///?|/\*!|/\*\*?|\*/|\*|#+|<!--|-->)\s?", "", s)  # `//!`, `/*!`: Rust's and Doxygen's docs
         s = s.removesuffix("*/").removesuffix("-->").strip()
@@ -847,22 +850,18 @@ def parse_source(
     source: bytes, path: str, language: str, content_hash: str, max_lines: int = 60, max_chars: int = 2400
 ) -> ParsedFile:
     """Turn one file's bytes into entities. Never raises on bad input: it reports partial parses instead."""
+    source, encoding_error = utf8_source(source, language)  # first: tree-sitter and every check below read UTF-8
     view = python_view(source) if language == NOTEBOOK else None
     notebook = view is not None
     if view is not None:  # line for line, so every entity's lines are the notebook file's
         source, language = view, "python"
     language = refine_language(language, source)
     source = LONE_CR.sub(b"\n", source)  # same length: byte offsets hold, and rows are the lines editors show
-    text_ok = True
-    try:
-        source.decode("utf-8")
-    except UnicodeDecodeError:
-        text_ok = False
     if not uses_tree_sitter(language) or language not in SPECS:
-        lines = source.decode("utf-8", "replace").splitlines()
+        lines = source_lines(source.decode("utf-8", "replace"))
         ents = _windows([(1, lines)], path, language, max_lines, max_chars, label="lines")
-        return ParsedFile(path=path, content_hash=content_hash, entities=ents, partial=not text_ok,
-                          error="" if text_ok else "invalid UTF-8 (decoded with replacement characters)")
+        return ParsedFile(path=path, content_hash=content_hash, entities=ents, partial=bool(encoding_error),
+                          error=encoding_error)
     spec = SPECS[language]
     ex = _Extractor(source, language, spec)
     tree = _parser(language).parse(source)
@@ -883,8 +882,8 @@ def parse_source(
     errors: list[str] = []
     if tree.root_node.has_error:
         errors.append(f"syntax errors near line {_first_error_line(tree.root_node)}; kept what parsed")
-    if not text_ok:
-        errors.append("invalid UTF-8 (decoded with replacement characters)")
+    if encoding_error:
+        errors.append(encoding_error)
     return ParsedFile(path=path, content_hash=content_hash, entities=entities, edges=edges, partial=bool(errors),
                       error="; ".join(errors))
 

@@ -9,14 +9,14 @@ def summary_lines(r: IndexReport) -> list[str]:
     skipped = ", ".join(f"{k} {v}" for k, v in r.skipped.items()) or "none"
     lines = [
         f"workspace: {r.workspace}",
-        f"files: {r.files_seen} seen, {r.files_parsed} parsed, {r.files_unchanged} unchanged, "
-        f"{r.files_removed} removed, {r.kept_unreadable} kept (unreadable now)",
+        _files_line(r),
         f"skipped: {skipped}",
-        f"entities: {r.entities_total} in index, {r.entities_embedded} embedded this run"
+        *_partial_lines(r),
+        f"entities: {_passages_line(r)}, {r.entities_embedded} embedded this run"
         + (f", {r.embed_cached} of them reused from the content cache" if r.embed_cached else "")
         + (f" ({r.embed_truncated} longer than the model window; BM25 has them whole)" if r.embed_truncated else ""),
-        "by kind: " + ", ".join(f"{k} {v}" for k, v in r.entities_by_kind.items()),
-        "by language: " + ", ".join(f"{k} {v}" for k, v in r.entities_by_language.items()),
+        f"by kind ({_counted(r)}): " + ", ".join(f"{k} {v}" for k, v in r.entities_by_kind.items()),
+        f"by language ({_counted(r)}): " + ", ".join(f"{k} {v}" for k, v in r.entities_by_language.items()),
         "timings (s): " + ", ".join(f"{k} {v:.2f}" for k, v in r.timings.items()),
         f"embedder: {r.embedder}",
     ]
@@ -27,14 +27,51 @@ def summary_lines(r: IndexReport) -> list[str]:
     return lines
 
 
+def _files_line(r: IndexReport) -> str:
+    """Every file seen is parsed, unchanged or skipped, once: the three add up to what was seen."""
+    skipped = sum(r.skipped.values())
+    return (f"files: {r.files_seen} seen = {r.files_parsed} parsed + {r.files_unchanged} unchanged + {skipped} skipped; "
+            f"{r.files_removed} removed, {r.kept_unreadable} kept (unreadable now)")
+
+
+def _partial_lines(r: IndexReport) -> list[str]:
+    """Files parsed with errors (counted as parsed: what parsed is searchable), named with what went wrong."""
+    if not r.files_partial:
+        return []
+    named = [f"{s.path} ({s.detail})" for s in r.skipped_examples if s.reason == "partial_parse"]
+    more = f", and {r.files_partial - len(named)} more" if r.files_partial > len(named) else ""
+    return [f"partial: {r.files_partial} of the parsed files, what parsed kept: " + ", ".join(named) + more]
+
+
+def _entity_count(r: IndexReport) -> tuple[int, int]:
+    """(entities of indexed files, notes) as the catalog counts them: a long entity split into parts counts once."""
+    notes = r.entities_by_kind.get("note", 0)
+    return sum(r.entities_by_kind.values()) - notes, notes
+
+
+def _passages_line(r: IndexReport) -> str:
+    """`entities_total` counts passages (each part of a long entity); the by-kind counts count entities."""
+    entities, _ = _entity_count(r)
+    if entities == r.entities_total:
+        return f"{r.entities_total} in index"
+    return f"{r.entities_total} passages in index ({entities} entities; a long one is split into passages)"
+
+
+def _counted(r: IndexReport) -> str:
+    """What the by-kind and by-language counts add up to."""
+    entities, notes = _entity_count(r)
+    return f"{entities} entities" + (f" + {notes} notes" if notes else "")
+
+
 def render_markdown(r: IndexReport) -> str:
     rows = "\n".join(f"| {k} | {v} |" for k, v in r.skipped.items()) or "| none | 0 |"
     kinds = "\n".join(f"| {k} | {v} |" for k, v in r.entities_by_kind.items())
     times = "\n".join(f"| {k} | {v:.3f} |" for k, v in r.timings.items())
     return (
         f"# Assay index: {r.workspace}\n\n"
-        f"{r.files_seen} files seen, {r.files_parsed} parsed, {r.files_unchanged} unchanged, "
-        f"{r.files_removed} removed; {r.entities_total} entities ({r.entities_embedded} embedded now).\n\n"
+        f"{r.files_seen} files seen = {r.files_parsed} parsed ({r.files_partial} partly) + {r.files_unchanged} unchanged "
+        f"+ {sum(r.skipped.values())} skipped; {r.files_removed} removed; {_passages_line(r)} "
+        f"({r.entities_embedded} embedded now).\n\n"
         f"## Skipped\n| reason | files |\n|---|---|\n{rows}\n\n"
         f"## Entities by kind\n| kind | count |\n|---|---|\n{kinds}\n\n"
         f"## Timings\n| stage | seconds |\n|---|---|\n{times}\n"

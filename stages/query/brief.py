@@ -184,11 +184,12 @@ def add_correction(root: Path, note: str) -> None:
     """Keep an agent's correction verbatim; it ends every later version of the brief."""
     note = note.strip()
     if not note:
-        raise ValueError("the correction is empty")
+        raise ValueError("the correction is empty: say what the brief gets wrong, e.g. --correct \"Tests run with tox\"")
     path = state_dir(root) / CORRECTIONS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(f"- {note}\n")
+    lines = [line.rstrip() for line in note.splitlines()]
+    with path.open("a", encoding="utf-8") as fh:  # later lines indented into the item: they cannot start a heading
+        fh.write("- " + "\n  ".join(lines) + "\n")
 
 
 def workspace_brief(root: Path, correction: str | None = None, writer: Writer | None = None,
@@ -197,7 +198,7 @@ def workspace_brief(root: Path, correction: str | None = None, writer: Writer | 
     from assay.stages.index.store import Catalog, require_manifest
 
     require_manifest(root)
-    if correction:
+    if correction is not None:
         add_correction(root, correction)
     catalog = Catalog(root)
     try:

@@ -43,7 +43,8 @@ def count_many(texts: list[str]) -> list[int]:
 
 def fit(blocks: list[list[str]], max_tokens: int | None, more: str = "{n} more line(s) not shown: ask with a larger max_tokens") -> str:
     """Lines of each block in order (most important block first) while they fit, then one line counting the
-    rest. A line is never cut in half, and room for the closing line is always kept."""
+    rest. A line is never cut in half, and room for the closing line is always kept. A budget too small for
+    anything still gets the first line and that count: an empty text reads as "no answer", not "too small"."""
     lines = [line for block in blocks for line in block]
     whole = "\n".join(lines)
     if max_tokens is None or count_tokens(whole) <= max_tokens:
@@ -56,6 +57,8 @@ def fit(blocks: list[list[str]], max_tokens: int | None, more: str = "{n} more l
         note = more.format(n=len(lines) - i)
         cost = costs[i] + 1
         if used + cost + reserve > max_tokens:
+            if not kept:  # not even the first line fits: it and the count anyway, over the budget
+                return "\n".join([line, more.format(n=len(lines) - 1)]) if len(lines) > 1 else line
             return "\n".join([*kept, note]) if used + reserve <= max_tokens else "\n".join(kept)
         kept.append(line)
         used += cost
@@ -76,12 +79,16 @@ def search_text(candidates: list[Candidate], max_tokens: int | None, outline: bo
 
     if max_tokens is None and not outline:
         return "\n".join(head(c, i) for i, c in enumerate(candidates, start=1))
+
+    def more(left: int) -> str:
+        return f"{left} more result(s) not shown: ask with a larger max_tokens, or get_entity for one of them"
+
     out: list[str] = []
     used = 0
     full = not outline
     for i, c in enumerate(candidates, start=1):
         left = len(candidates) - i + 1
-        note = f"{left} more result(s) not shown: ask with a larger max_tokens, or get_entity for one of them"
+        note = more(left)
         reserve = count_tokens(note) + 2
         if full:
             block = head(c, i) + "\n" + c.body
@@ -94,7 +101,10 @@ def search_text(candidates: list[Candidate], max_tokens: int | None, outline: bo
         row = outline_row(c, i)
         cost = count_tokens(row + "\n")
         if max_tokens is not None and used + cost + (reserve if i < len(candidates) else 0) > max_tokens:
-            out.append(note)
+            if not out:  # a budget too small for anything: the best hit's location and the count anyway
+                out.extend([head(c, i), more(left - 1)] if left > 1 else [head(c, i)])
+            else:
+                out.append(note)
             break
         out.append(row)
         used += cost

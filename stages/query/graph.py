@@ -83,6 +83,7 @@ class GraphRow(BaseModel):
     via: str = Field("", description="unresolved: the receiver or name as written")
     depth: int = 1
     is_test: bool = False
+    stale: bool = Field(False, description="the site's or the entity's file changed or was deleted since indexing")
 
 
 class GraphResult(BaseModel):
@@ -92,7 +93,9 @@ class GraphResult(BaseModel):
     rows: list[GraphRow] = []
     total: int = 0
     truncated: int = 0
-    tests: list[GraphRow] = Field(default_factory=list, description="impact: tests that reach the target")
+    tests: list[GraphRow] = Field(default_factory=list, description="impact: tests that reach the target (at most `limit`)")
+    tests_total: int = Field(0, description="impact: all tests that reach the target, shown or not")
+    stale_files: list[str] = Field(default_factory=list, description="files of this result changed or deleted since indexing")
     note: str = ""
 
 
@@ -458,37 +461,37 @@ def _finish(command: str, query: str, targets: list[Entity], rows: list[GraphRow
             tests: list[GraphRow] | None = None) -> GraphResult:
     rows = sorted(rows, key=lambda r: (not r.resolved, r.depth, r.site_file, r.site_line))
     shown = rows[:limit]
+    tests = tests or []
     return GraphResult(command=command, query=query, targets=[f"{t.qualname} {t.file}:{t.start_line}" for t in targets],
-                       rows=shown, total=len(rows), truncated=max(0, len(rows) - len(shown)), tests=tests or [], note=note)
+                       rows=shown, total=len(rows), truncated=max(0, len(rows) - len(shown)), tests=tests[:limit],
+                       tests_total=len(tests), note=note)
 
 
-def _no_target(command: str, query: str) -> GraphResult:
-    return GraphResult(command=command, query=query, note=f"no definition named {query!r} in the index")
+def _targets(graph: Graph, query: str) -> list[Entity]:
+    """The definitions a query names; a name with none is an error, so a typo never reads as "no callers"."""
+    targets = graph.targets(query)
+    if not targets:
+        raise ValueError(f"no definition named {query!r} in the index; try `assay search {query}` for similar names")
+    return targets
 
 
 def callers(catalog, query: str, limit: int = 50, unresolved: bool = True) -> GraphResult:
     graph = Graph(catalog)
-    targets = graph.targets(query)
-    if not targets:
-        return _no_target("callers", query)
+    targets = _targets(graph, query)
     rows = [row for t in targets for row, _ in _sites(graph, t, ("call",), unresolved)]
     return _finish("callers", query, targets, rows, limit)
 
 
 def references(catalog, query: str, limit: int = 50, unresolved: bool = True) -> GraphResult:
     graph = Graph(catalog)
-    targets = graph.targets(query)
-    if not targets:
-        return _no_target("references", query)
+    targets = _targets(graph, query)
     rows = [row for t in targets for row, _ in _sites(graph, t, ("call", "import", "inherit", "ref"), unresolved)]
     return _finish("references", query, targets, rows, limit)
 
 
 def callees(catalog, query: str, limit: int = 50) -> GraphResult:
     graph = Graph(catalog)
-    targets = graph.targets(query)
-    if not targets:
-        return _no_target("callees", query)
+    targets = _targets(graph, query)
     rows: list[GraphRow] = []
     for t in targets:
         for file, edge, h in graph.calls_from(t):
@@ -519,13 +522,9 @@ def delegation_callees(catalog, question: str, names: Iterable[str], max_targets
     return frozenset(found)
 
 
-def impact(catalog, query: str, depth: int = 3, limit: int = 100) -> GraphResult:
-    """Transitive resolved callers up to `depth`, and the tests among everything that reaches the target
-    (test functions that call it, directly or through callers, and test files that import it)."""
-    graph = Graph(catalog)
-    targets = graph.targets(query)
-    if not targets:
-        return _no_target("impact", query)
+def _walk_callers(graph: Graph, targets: list[Entity], depth: int) -> tuple[list[GraphRow], list[Entity], set[str]]:
+    """Resolved callers level by level up to `depth`: (rows, the last level's callers, every holder seen). The
+    last level's callers are not walked further; a non-empty list means the walk stopped at `depth`."""
     rows: list[GraphRow] = []
     seen: set[str] = {t.id for t in targets}
     frontier = list(targets)
@@ -544,6 +543,21 @@ def impact(catalog, query: str, depth: int = 3, limit: int = 100) -> GraphResult
         frontier = nxt
         if not frontier:
             break
+    return rows, frontier, seen
+
+
+def _unexplored(graph: Graph, frontier: list[Entity], seen: set[str]) -> bool:
+    """Whether any caller of the last level walked has a resolved caller not seen yet (stops at the first)."""
+    return any((holder_id or f"{row.site_file}:{row.site_line}") not in seen
+               for t in frontier for row, holder_id in _sites(graph, t, ("call", "ref"), unresolved=False))
+
+
+def impact(catalog, query: str, depth: int = 3, limit: int = 100) -> GraphResult:
+    """Transitive resolved callers up to `depth`, and the tests among everything that reaches the target
+    (test functions that call it, directly or through callers, and test files that import it)."""
+    graph = Graph(catalog)
+    targets = _targets(graph, query)
+    rows, frontier, seen = _walk_callers(graph, targets, depth)
     tests = [r for r in rows if r.is_test]
     for t in targets:  # a test file that imports the target tests it even if no call was resolved
         for row, _ in _sites(graph, t, ("import",), unresolved=False):
@@ -561,8 +575,12 @@ def impact(catalog, query: str, depth: int = 3, limit: int = 100) -> GraphResult
                 holder = graph.entity(edge.source_id)
                 tests.append(_row(holder, file, edge, False).model_copy(update={"via": f"{edge.receiver}.{edge.name} (only definition of {e.name})"}))
     sure = sum(1 for x in tests if x.resolved)
-    note = (f"{len(tests)} test site(s) reach it ({sure} resolved, {len(tests) - sure} by a name defined only once)"
-            if tests else "no test reaches it through resolved calls")
+    if tests:
+        note = f"{len(tests)} test site(s) reach it ({sure} resolved, {len(tests) - sure} by a name defined only once)"
+    elif _unexplored(graph, frontier, seen):  # a test may sit beyond the last level walked: not "untested"
+        note = f"no test reaches it within depth {depth} (raise --depth)"
+    else:
+        note = "no test reaches it through resolved calls"
     return _finish("impact", query, targets, rows, limit, note, sorted(tests, key=lambda r: (r.depth, r.site_file, r.site_line)))
 
 
@@ -621,22 +639,40 @@ def workspace_centrality(root) -> dict[str, float]:
     return per_generation(_CENTRALITY, str(root), index_generation(root), build)
 
 
+def _tests_line(result: GraphResult) -> str:
+    """impact's tests, as many as the rows' limit allows (a popular function reaches hundreds: one line each would not do)."""
+    shown = ", ".join(f"{t.entity} ({t.site_file}:{t.site_line}{'' if t.resolved else ', unresolved'}){' STALE' if t.stale else ''}"
+                      for t in result.tests)
+    more = result.tests_total - len(result.tests)
+    return "tests: " + (shown or "none") + (f" ... and {more} more (raise --limit)" if more > 0 else "")
+
+
+STALE_NAMED = 5  # stale files named on the header line; the rest are counted
+
+
+def _stale_line(files: list[str]) -> str:
+    named = ", ".join(files[:STALE_NAMED]) + (f" and {len(files) - STALE_NAMED} more" if len(files) > STALE_NAMED else "")
+    return f"STALE: {len(files)} file(s) here changed or were deleted since indexing ({named}); run `assay index`"
+
+
 def render(result: GraphResult) -> str:
     """One row per site: `holder  file:line  (site file:line)`, unresolved rows marked, with a count line."""
     if not result.targets:
         return result.note
     lines = [f"{result.command} {result.query}: " + "; ".join(result.targets)]
+    if result.stale_files:
+        lines.append(_stale_line(result.stale_files))
     for r in result.rows:
         mark = "" if r.resolved else f"  [unresolved: {r.via}]"
         depth = f"  depth {r.depth}" if result.command == "impact" else ""
         where = f"{r.file}:{r.line}" if r.line else r.file
-        lines.append(f"  {r.entity}  {where}  ({r.relation} at {r.site_file}:{r.site_line}){depth}{mark}")
+        stale = "  STALE" if r.stale else ""
+        lines.append(f"  {r.entity}  {where}  ({r.relation} at {r.site_file}:{r.site_line}){depth}{mark}{stale}")
     count = f"{result.total} site(s)" + (f", {result.truncated} more not shown (raise --limit)" if result.truncated else "")
     resolved = sum(1 for r in result.rows if r.resolved)
     lines.append(f"{count}; {resolved} resolved, {len(result.rows) - resolved} unresolved shown")
     if result.command == "impact":
-        lines.append("tests: " + (", ".join(f"{t.entity} ({t.site_file}:{t.site_line}{'' if t.resolved else ', unresolved'})"
-                                            for t in result.tests) or "none"))
+        lines.append(_tests_line(result))
     if result.note:
         lines.append(result.note)
     return "\n".join(lines)
@@ -644,25 +680,60 @@ def render(result: GraphResult) -> str:
 
 
 COMMANDS = ("callers", "callees", "references", "impact")
+MAX_DEPTH = 6  # impact's most caller levels (the CLI's `--depth` range is 1-6)
 FIRST_GRAPH_PARSER = 3  # the parser version that began recording edges (`stages.index.parse.PARSER_VERSION`)
+
+
+def check_arguments(command: str, query: str, depth: int, limit: int) -> None:
+    """Refuse what would silently mean something else (`rows[:-1]`, a clamped depth, an empty name): the MCP door
+    has no option parser to do it."""
+    if command not in COMMANDS:
+        raise ValueError(f"unknown graph command {command!r}; use {', '.join(COMMANDS)}")
+    if not query.strip():
+        raise ValueError("NAME is empty; give a definition: `helper`, `Class.method` or `path/to/file.py:name`")
+    if limit < 1:
+        raise ValueError(f"--limit must be 1 or more (got {limit})")
+    if command == "impact" and not 1 <= depth <= MAX_DEPTH:
+        raise ValueError(f"--depth must be between 1 and {MAX_DEPTH} (got {depth})")
+
+
+def _target_file(target: str) -> str:
+    """The file of a `qualname file:line` target."""
+    return target.partition(" ")[2].rpartition(":")[0]
+
+
+def _marked(rows: list[GraphRow], stale: set[str]) -> list[GraphRow]:
+    return [r.model_copy(update={"stale": True}) if {r.file, r.site_file} & stale else r for r in rows]
+
+
+def mark_stale(result: GraphResult, stale: set[str]) -> GraphResult:
+    """Rows and tests whose file changed or vanished since indexing marked, and the result's stale files named:
+    their lines (and edges) are the index's, not the code's."""
+    if not stale:
+        return result
+    rows, tests = _marked(result.rows, stale), _marked(result.tests, stale)
+    files = {_target_file(t) for t in result.targets} | {f for r in rows + tests for f in (r.file, r.site_file)}
+    return result.model_copy(update={"rows": rows, "tests": tests, "stale_files": sorted(files & stale)})
 
 
 def query_workspace(root, command: str, query: str, depth: int = 3, limit: int = 50) -> GraphResult:
     """One graph question against a workspace's catalog (the doors: CLI and MCP)."""
     from assay.stages.index.store import Catalog, read_manifest
+    from assay.stages.query.freshness import check
 
-    if command not in COMMANDS:
-        raise ValueError(f"unknown graph command {command!r}; use {', '.join(COMMANDS)}")
+    check_arguments(command, query, depth, limit)
     manifest = read_manifest(root)
     if manifest.parser < FIRST_GRAPH_PARSER:  # a later parser reads more edges; an index in between still has a graph
         raise ValueError("this index was built before the code graph existed; run `assay index` once to add it")
     catalog = Catalog(root)
     try:
         if command == "impact":
-            return impact(catalog, query, depth=max(1, min(depth, 6)), limit=limit)
-        return {"callers": callers, "callees": callees, "references": references}[command](catalog, query, limit=limit)
+            result = impact(catalog, query, depth=depth, limit=limit)
+        else:
+            result = {"callers": callers, "callees": callees, "references": references}[command](catalog, query, limit=limit)
     finally:
         catalog.close()
+    return mark_stale(result, check(root, manifest)[1])
 
 
 _CALLED_BY: dict[str, tuple[object, tuple[dict[str, int], Graph]]] = {}  # workspace -> (index generation, (counts, resolver))

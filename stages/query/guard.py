@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 
 from assay.stages.core.artifacts import Candidate, Claim, Entity, GuardReport, PremiseFinding
 from assay.stages.index.languages import CONTAINER_KINDS
+from assay.stages.index.source_text import source_lines
 from assay.stages.index.tokens import tokenize
 from assay.stages.query.claims import Citation, Span, split_claims
 from assay.stages.query.premise import check
@@ -120,7 +121,7 @@ def shown_end(c: Candidate) -> int:
     if c.kind == "file":
         return c.start_line
     if c.kind in CONTAINER_KINDS:
-        lines = c.body.splitlines()
+        lines = source_lines(c.body)  # an offset here is a file line: a form feed starts none
         elided = next((i for i, line in enumerate(lines) if line.rstrip().endswith(" ...")), None)
         if elided is not None:
             return c.start_line + max(0, elided - 1)

@@ -8,7 +8,7 @@ Ollama calls are free. Tokens are what the backend reported, never estimated.
 
 from __future__ import annotations
 
-import json
+import os
 from collections import defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from assay.stages.core.artifacts import LLMCall, QueryReport
+from assay.stages.core.config import parse_prices
 from assay.stages.core.workspace import state_dir
 
 SCHEMA = pa.schema([
@@ -31,12 +32,11 @@ def usage_dir(root: Path) -> Path:
 
 
 def prices_from(setting: str | None) -> dict[str, list[float]]:
-    if not setting:
-        return {}
-    data = json.loads(setting)
-    if not isinstance(data, dict):
-        raise ValueError("ASSAY_PRICES must be a JSON object: {model: [input, output, cached input] USD per million tokens}")
-    return {str(k): [float(x) for x in v] for k, v in data.items()}
+    """The price table (Settings checks it when they load; this names the variable for a value set since)."""
+    try:
+        return parse_prices(setting)
+    except ValueError as exc:
+        raise ValueError(f"ASSAY_PRICES: {exc}") from None
 
 
 def cost(call: LLMCall, prices: dict[str, list[float]]) -> float:
@@ -71,17 +71,26 @@ def record_calls(root: Path, key: str, calls: list[LLMCall], prices: dict[str, l
     folder = usage_dir(root) / f"date={data[0]['day']}"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{key}.parquet"
-    pq.write_table(pa.Table.from_pylist(data, schema=SCHEMA), path)
+    tmp = folder / f".{key}.parquet.tmp"  # written whole, then renamed: a crash never leaves half a file to read
+    pq.write_table(pa.Table.from_pylist(data, schema=SCHEMA), tmp)
+    os.replace(tmp, path)
     return path
 
 
-def summary(root: Path) -> list[dict]:
-    """Per day, backend, model and purpose: calls, tokens, cache hits, cost, median latency."""
+def summary(root: Path, unreadable: list[Path] | None = None) -> list[dict]:
+    """Per day, backend, model and purpose: calls, tokens, cache hits, cost, median latency. A damaged file (a
+    crash of an older version, a bad disk) is left out, and added to `unreadable` when given, not fatal to the rest."""
     folder = usage_dir(root)
-    files = sorted(folder.rglob("*.parquet")) if folder.exists() else []
+    files = sorted(p for p in folder.rglob("*.parquet") if not p.name.startswith(".")) if folder.exists() else []
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for f in files:
-        for r in pq.read_table(f, schema=SCHEMA).to_pylist():
+        try:
+            rows_read = pq.read_table(f, schema=SCHEMA).to_pylist()
+        except (OSError, pa.ArrowException):
+            if unreadable is not None:
+                unreadable.append(f)
+            continue
+        for r in rows_read:
             groups[(r["day"], r["backend"], r["model"], r["purpose"])].append(r)
     out = []
     for (day, backend, model, purpose), items in sorted(groups.items()):

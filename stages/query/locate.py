@@ -19,10 +19,12 @@ MAX_FILES_PER_PATH = 3  # a bare `utils.py:12` among more files of that name nam
 
 # a path with an extension, then a line: Python's `File "x.py", line 12`; `x.go:12`, `x.rs:12:5` (gcc, rustc,
 # tsc, Go, Node, Ruby, grep); MSVC and C#'s `x.cs(12,5)`
+# A path starts where a run of path characters starts (the look-behind): tried at every offset of a pasted
+# 30 KB base64 blob, the path's leading run took 16 s (quadratic) and held up the MCP server's every call.
 _LOCATION = re.compile(
     r'File "(?P<a>[^"\n]+)", line (?P<a_line>\d+)(?:, in (?P<a_name>[\w<>]+))?'
-    r'|(?:at (?P<b_name>[\w$.<>]+) ?\()?(?P<b>[\w.~@+\-/\\]*[\w\-]\.[A-Za-z][\w+]{0,5}):(?P<b_line>\d+)'
-    r'|(?P<c>[\w.~@+\-/\\]*[\w\-]\.[A-Za-z][\w+]{0,5})\((?P<c_line>\d+)(?:,\d+)?\)'
+    r'|(?:at (?P<b_name>[\w$.<>]+) ?\()?(?<![\w.~@+\-/\\])(?P<b>[\w.~@+\-/\\]*[\w\-]\.[A-Za-z][\w+]{0,5}):(?P<b_line>\d+)'
+    r'|(?<![\w.~@+\-/\\])(?P<c>[\w.~@+\-/\\]*[\w\-]\.[A-Za-z][\w+]{0,5})\((?P<c_line>\d+)(?:,\d+)?\)'
 )
 # a file without an extension, then a line (`libexec/bats-core/bats-exec-test:291`, `Makefile:12`): a place only
 # if an indexed file has that name, so it is read after the others and `resolve` decides

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from assay.stages.core.artifacts import Candidate, Entity, IndexManifest, Retrieval
 from assay.stages.core.errors import disk_full, one_line
+from assay.stages.core.llm_clients import require_local_stores
 from assay.stages.index.embed import Embedder
 from assay.stages.index.incremental import dense_note
 from assay.stages.index.injection_scan import valid_scans
@@ -136,12 +137,42 @@ def ranking_for(settings) -> RankConfig | None:
     return RankConfig() if settings.ranking == "code" else None
 
 
+SEARCH_MODES = ("hybrid", "dense", "bm25")
+
+
+def check_search_request(k: int, mode: str) -> str:
+    """The mode in lower case, or a one-line error: an unknown mode matched no list and returned nothing with success,
+    and a negative k sliced off the last results instead."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1 (got {k})")
+    wanted = mode.strip().lower()
+    if wanted not in SEARCH_MODES:
+        raise ValueError(f"mode must be hybrid, dense or bm25 (got {mode!r})")
+    return wanted
+
+
+MAX_QUERY_CHARS = 20_000  # a long traceback fits; a pasted log or blob gets a line saying what to paste instead
+
+
+def check_query_text(text: str, what: str = "query") -> None:
+    """A one-line error for an empty query or one past `MAX_QUERY_CHARS` (a 200 KB paste took 4 s to search, and
+    the search door holds up the MCP server's other calls while it runs)."""
+    if not text.strip():
+        raise ValueError(f"the {what} is empty: say what you are looking for in the code")
+    if len(text) > MAX_QUERY_CHARS:
+        raise ValueError(f"the {what} is {len(text):,} characters; the limit is {MAX_QUERY_CHARS:,}: paste the error line "
+                         "and the frames or lines that matter")
+
+
 def search(root: Path, query: str, settings, k: int = 10, mode: str = "hybrid", ranking: RankConfig | None = None) -> Retrieval:
     """Retrieval only, for the search doors (CLI, MCP): the k best entities, one row each. `ranking`: a rank
     configuration other than the settings' (a benchmark's ablation)."""
     from assay.stages.index.embed import index_embedder
 
+    mode = check_search_request(k, mode)
+    check_query_text(query)
     manifest = read_manifest(root)
+    require_local_stores(settings, manifest.embedder)  # before the question is embedded or the store opened
     result = retrieve(root, query, manifest, index_embedder(manifest.embedder, settings), pool=max(k, settings.pool_size),
                       chroma_url=settings.chroma_url, mode=mode, ranking=ranking or ranking_for(settings))
     return result.model_copy(update={"candidates": collapse_parts(root, result.candidates)[:k]})

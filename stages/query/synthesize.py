@@ -12,6 +12,7 @@ from __future__ import annotations
 from assay.stages.core.artifacts import Answer, LLMCall, PremiseFinding, RankedPassage
 from assay.stages.core.redact import redact
 from assay.stages.index.languages import CONTAINER_KINDS
+from assay.stages.index.source_text import source_lines
 from assay.stages.index.tokens import tokenize
 
 NO_EVIDENCE = "No passage in this workspace supports an answer to that question."
@@ -66,7 +67,7 @@ def telling_lines(body: str, terms: set[str], k: int) -> list[tuple[int, str]]:
     the message a question quotes, not the first lines that share a word with it. Comments and the first line
     (the signature, cited already) are left out."""
     scored = []
-    for offset, line in enumerate(body.splitlines()):
+    for offset, line in enumerate(source_lines(body)):  # offsets become file lines: split where the file's lines end
         stripped = line.strip()
         if not stripped or offset == 0 or stripped.startswith(("#", "//", '"""', "'''", "*")):
             continue

@@ -13,8 +13,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from assay.stages.core.artifacts import Candidate, Judgment, PassageScores, RankedPassage, Selection, Thresholds
-from assay.stages.core.config import DATA_DIR
+from assay.stages.core.config import DATA_DIR, json_object
 from assay.stages.query.judge.calibrated import load_models
 from assay.stages.query.judge.local import passage_injection
 
@@ -31,11 +33,56 @@ def default_thresholds(backend: str, override_file: str | None = None, top_k: in
     if backend == "local":
         values.update(load_models().thresholds)
     if override_file:
-        extra = json.loads(Path(override_file).read_text())
-        values.update(extra.get(backend, extra if "relevance_min" in extra else {}))
+        values.update(override_values(override_file, backend, top_k_given=top_k is not None))
     if top_k is not None:
         values["top_k"] = top_k
-    return Thresholds(**values)
+    try:
+        return Thresholds(**values)
+    except ValidationError as exc:
+        if not override_file:
+            raise
+        first = exc.errors()[0]
+        key = ".".join(str(p) for p in first.get("loc", ()))
+        raise ValueError(f"ASSAY_THRESHOLDS ({override_file}): {key}: {first.get('msg', 'invalid')} "
+                         f"(got {first.get('input')!r}); {THRESHOLDS_FORM}") from None
+
+
+# the judge backends a thresholds file may hold a section for ("default": every backend)
+SECTIONS = ("default", "local", "ollama", "cloud", "systemone", "none")
+THRESHOLDS_FORM = ("expected a JSON file holding an object of thresholds, flat or per backend: "
+                   '{"relevance_min": 0.4, "evidence_min": 0.4} or {"ollama": {"relevance_min": 0.5}}')
+
+
+def override_values(path: str, backend: str, top_k_given: bool = True) -> dict:
+    """The values an ASSAY_THRESHOLDS file sets for `backend`: its flat keys, then its `default` section, then the
+    backend's own. A key Assay would not read is an error naming it: a misspelt key used to be ignored silently."""
+    extra = _read_override(path)
+    known = set(Thresholds.model_fields)
+    sections = {name: extra[name] for name in SECTIONS if name in extra}
+    flat = {k: v for k, v in extra.items() if k not in sections and not k.startswith("_")}  # `_doc` is a comment
+    for name, section in sections.items():
+        if not isinstance(section, dict):
+            raise ValueError(f"ASSAY_THRESHOLDS ({path}): {name!r} must be an object of thresholds; {THRESHOLDS_FORM}")
+    for where, table in [("", flat), *((f"{name}.", s) for name, s in sections.items())]:
+        unknown = sorted(set(table) - known)
+        if unknown:
+            raise ValueError(f"ASSAY_THRESHOLDS ({path}): unknown key {where}{unknown[0]}; known keys: "
+                             f"{', '.join(sorted(known))}, optionally under a backend ({', '.join(SECTIONS)})")
+        if top_k_given and "top_k" in table:  # every caller passes ASSAY_TOP_K (or --top-k), which would replace it
+            raise ValueError(f"ASSAY_THRESHOLDS ({path}): {where}top_k is not read from this file; "
+                             "set ASSAY_TOP_K or --top-k instead")
+    return {**flat, **sections.get("default", {}), **sections.get(backend, {})}
+
+
+def _read_override(path: str) -> dict:
+    """The file's JSON object, or a one-line error naming the variable, the file and the form expected."""
+    hint = "; it must be the path of a JSON file, not JSON itself" if path.lstrip().startswith("{") else ""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise ValueError(f"ASSAY_THRESHOLDS ({path}): cannot read it ({reason}){hint or '; ' + THRESHOLDS_FORM}") from None
+    return json_object(text, THRESHOLDS_FORM, f"ASSAY_THRESHOLDS ({path}): ")
 
 
 def rank_score(s: PassageScores) -> float:

@@ -1,0 +1,111 @@
+"""Reading `git diff` output: which lines each file's hunks touch, and where the working tree's lines sat in HEAD.
+
+Pure text functions, no git process: `git_history` runs git and hands the output here. Paths are read as git
+prints them with `core.quotePath=false` and explicit `a/` `b/` prefixes (C-quoted when a name needs it).
+"""
+
+from __future__ import annotations
+
+import re
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def unquote_path(text: str) -> str:
+    """A path as git prints it in a diff header: C-quoted (`"d\\303\\257r/a\\"b.py"`, octal bytes of UTF-8) or plain."""
+    if len(text) < 2 or text[0] != '"' or text[-1] != '"':
+        return text
+    body, out, i = text[1:-1], bytearray(), 0
+    while i < len(body):
+        if body[i] == "\\" and i + 1 < len(body):
+            octal = body[i + 1:i + 4]
+            if len(octal) == 3 and all(c in "01234567" for c in octal):
+                out.append(int(octal, 8) & 0xFF)
+                i += 4
+                continue
+            out.append(_ESCAPES.get(body[i + 1], ord(body[i + 1]) & 0xFF))
+            i += 2
+            continue
+        out += body[i].encode()
+        i += 1
+    return out.decode("utf-8", "surrogateescape")
+
+
+def _header_path(rest: str, prefix: str) -> str | None:
+    """The path of a `--- a/x` / `+++ b/x` line's remainder; None for /dev/null (the file is new or deleted).
+    git appends a tab after a name that holds a space; it quotes any name that ends in one."""
+    rest = rest.removesuffix("\t")
+    if rest == "/dev/null":
+        return None
+    return unquote_path(rest).removeprefix(prefix)
+
+
+def diff_files(diff: str) -> tuple[dict[str, set[int]], set[str], set[str]]:
+    """(new-side lines each surviving file's hunks touch, files the diff adds, files it deletes). A pure deletion
+    marks the line after it. Header lines are read only before a file's first hunk: a removed line `-- x` shows
+    as `--- x` inside a hunk."""
+    touched: dict[str, set[int]] = {}
+    added: set[str] = set()
+    deleted: set[str] = set()
+    current: str | None = None
+    old: str | None = None
+    in_header = False
+    for line in diff.splitlines():
+        if line.startswith("diff --git "):
+            in_header, current, old = True, None, None
+        elif in_header and line.startswith("--- "):
+            old = _header_path(line[4:], "a/")
+        elif in_header and line.startswith("+++ "):
+            current = _header_path(line[4:], "b/")
+            if current is None:
+                if old is not None:
+                    deleted.add(old)
+            else:
+                touched.setdefault(current, set())
+                if old is None:
+                    added.add(current)
+        elif line.startswith("@@"):
+            in_header = False
+            m = _HUNK.match(line)
+            if m and current is not None:
+                start, count = int(m.group(3)), int(m.group(4) if m.group(4) is not None else 1)
+                touched[current].update(range(start, start + count) if count else {max(start, 1)})
+    return touched, added, deleted
+
+
+def diff_hunks(diff: str) -> list[tuple[int, int, int, int]]:
+    """(old start, old count, new start, new count) of every hunk of a one-file `-U0` diff."""
+    out = []
+    for line in diff.splitlines():
+        m = _HUNK.match(line)
+        if m:
+            out.append((int(m.group(1)), int(m.group(2) if m.group(2) is not None else 1),
+                        int(m.group(3)), int(m.group(4) if m.group(4) is not None else 1)))
+    return out
+
+
+def head_span(hunks: list[tuple[int, int, int, int]], start: int, end: int) -> tuple[int, int] | None:
+    """HEAD's lines for the working tree's lines start..end, given `git diff -U0 HEAD -- file` hunks; None when
+    none of them exist in HEAD (the definition is not committed yet).
+
+    Unchanged lines map by the line shift of the hunks before them; a hunk wholly inside the span brings its old
+    lines too (a rewritten body, a renamed `def` line); a definition that is all changed lines falls back to the
+    old lines of the hunks it overlaps."""
+    def new_range(ns: int, nc: int) -> range:
+        return range(ns, ns + nc)
+
+    old: list[int] = []
+    for line in range(start, end + 1):
+        if any(line in new_range(ns, nc) for _, _, ns, nc in hunks):
+            continue
+        shift = sum(nc - oc for _, oc, ns, nc in hunks if (ns + nc - 1 < line if nc else ns < line))
+        old.append(line - shift)
+    inside = [(os_, oc) for os_, oc, ns, nc in hunks if oc
+              and (start <= ns and ns + nc - 1 <= end if nc else start <= ns < end)]
+    if not old and not inside:
+        inside = [(os_, oc) for os_, oc, ns, nc in hunks if oc and nc and ns <= end and ns + nc - 1 >= start]
+    for os_, oc in inside:
+        old += [os_, os_ + oc - 1]
+    return (min(old), max(old)) if old else None

@@ -1,0 +1,56 @@
+"""Git questions about an indexed workspace, by name: an entity's history, what a diff touches.
+
+The doors call these. They join the index (catalog, manifest, the graph's name resolution) to `git_history`,
+which stays free of them: the graph marks stale rows through `freshness`, which runs git through `git_history`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from assay.stages.core.artifacts import Entity
+from assay.stages.index.store import Catalog, require_manifest
+from assay.stages.query.git_history import ChangedSymbols, History, changed_symbols, history, stale_files
+from assay.stages.query.graph import Graph
+
+
+def resolve_definition(catalog, name: str) -> Entity:
+    """The one definition a name means, resolved as the graph commands do (`name`, `Class.method`,
+    `path/to/file.py:name`); a one-line error naming the candidates when several definitions match."""
+    found: dict[tuple[str, str], Entity] = {}
+    for e in Graph(catalog).targets(name.strip()):
+        found.setdefault((e.file, e.qualname), e)
+    if not name.strip() or not found:
+        raise ValueError(f"no definition named {name!r} in the index")
+    if len(found) > 1:
+        listed = sorted(found.values(), key=lambda e: (e.file, e.start_line))
+        shown = ", ".join(f"{e.qualname} ({e.file}:{e.start_line})" for e in listed[:8]) + (" ..." if len(listed) > 8 else "")
+        raise ValueError(f"{len(listed)} definitions named {name!r}: {shown}; pass Class.method or path/to/file.py:name")
+    return next(iter(found.values()))
+
+
+def entity_history(root: Path, name: str, limit: int = 20) -> History:
+    """History of an indexed definition by name (`Class.method`, `name`, `file.py:name`), over its whole span."""
+    manifest = require_manifest(root)  # one line of error, and no `.assay/` left in a folder never indexed
+    catalog = Catalog(root)
+    try:
+        first = resolve_definition(catalog, name)
+        parts = catalog.parts_of(first.file, first.qualname, first.kind)
+    finally:
+        catalog.close()
+    whole = first.model_copy(update={"start_line": min(p.start_line for p in parts), "end_line": max(p.end_line for p in parts)})
+    result = history(root, whole, limit)
+    if stale_files(root, {whole.file}, manifest.files):
+        result.note = "; ".join(filter(None, [f"warning: {whole.file} changed since indexing, so its lines (and these "
+                                              "commits) may be off; re-index to refresh", result.note]))
+    return result
+
+
+def workspace_changed(root: Path, since: str) -> ChangedSymbols:
+    """`changed_symbols` against an indexed workspace's catalog (one line of error when it is not indexed)."""
+    manifest = require_manifest(root)
+    catalog = Catalog(root)
+    try:
+        return changed_symbols(root, since, catalog.by_file, manifest.files)
+    finally:
+        catalog.close()
