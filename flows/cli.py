@@ -136,6 +136,7 @@ def status(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -
 
       assay status ~/src/myrepo --json   # the `run` field: state, files, passages embedded, rate, ETA"""
     from assay.stages.index.incremental import dense_note
+    from assay.stages.index.report import passages_line
     from assay.stages.core.progress import read_status, run_line, run_view
     from assay.stages.index.store import Catalog, load_manifest
     from assay.stages.core.workspace import resolve_workspace
@@ -173,7 +174,8 @@ def status(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -
         typer.echo(json.dumps(data))
         return
     for key in ("workspace", "files", "entities", "notes", "partial_files", "embedder", "updated_at"):
-        typer.echo(f"{key}: {data[key]}")
+        shown = passages_line(entities, sum(by_kind.values())) if key == "entities" else data[key]
+        typer.echo(f"{key}: {shown}")
     if run is not None:
         typer.echo(f"run: {run_line(run)}")
     if manifest.dense_pending and (run is None or run["state"] != "running"):  # a running index's line says more

@@ -38,8 +38,13 @@ def questions_dir_candidates() -> list[Path]:
     named = os.environ.get("ASSAY_EVAL_QUESTIONS")
     if named:
         return [Path(named).expanduser()]
-    checkout = Path(__file__).resolve().parents[2] / "shared" / "eval" / "swe-qa"
-    return [checkout, Path.cwd().resolve().parent / "shared" / "eval" / "swe-qa"]
+    return shared_eval_candidates("swe-qa")
+
+
+def shared_eval_candidates(name: str) -> list[Path]:
+    """`../shared/eval/<name>` beside the checkout this module runs from, then beside the current directory."""
+    return [Path(__file__).resolve().parents[2] / "shared" / "eval" / name,
+            Path.cwd().resolve().parent / "shared" / "eval" / name]
 
 
 def default_questions_dir() -> Path:
@@ -113,7 +118,13 @@ def save_results(home: Path, prefix: str, results: dict, rows: list[dict], rows_
 
 
 def default_semble_dir() -> Path:
-    return Path(__file__).resolve().parents[2] / "shared" / "eval" / "semble"
+    """Semble's dev subset where `../shared` is; an installed wheel looks beside the current directory too."""
+    candidates = shared_eval_candidates("semble")
+    found = next((folder for folder in candidates if (folder / "repos.json").is_file()), None)
+    if found is None:
+        looked = ", ".join(str(f) for f in candidates)
+        raise FileNotFoundError(f"no semble benchmark found (looked for repos.json in {looked}); pass --questions DIR")
+    return found
 
 
 def evaluate_semble_pipeline(

@@ -7,6 +7,7 @@ from assay.flows import runtime  # noqa: F401  (Prefect settings before Prefect 
 
 from assay.flows.dask import Spread, spread_for
 from assay.flows.runtime import Caller, Stopwatch, flow_exports, lazy_flow, orchestration_mode, prefect_call, run_flow
+from assay.stages.core import registry
 from assay.stages.core.artifacts import IndexReport
 from assay.stages.core.config import Settings
 from assay.stages.core.llm_clients import require_local_stores
@@ -79,8 +80,9 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
             lap("embed")
         else:
             manifest, truncated, cached = _embed_in_slices(root, collection, pending, settings, call, lap, manifest)
-        if previous is not None and previous.collection and previous.collection != collection:
-            VectorStore(root, settings.chroma_url).drop(previous.collection)
+        # every other collection of the workspace, not only the previous run's: one a rebuild cut short after its
+        # switch would otherwise stay, a full copy of the vectors, since the resuming run's previous is the new one
+        VectorStore(root, settings.chroma_url).drop_others(collection, collection_name(root))
         call(t.finish_scan, root, scan)
         lap("scan")
     catalog = Catalog(root)
@@ -177,6 +179,7 @@ def run_index(workspace: str, settings: Settings | None = None, rebuild: bool = 
             report = run_flow(_index_flow, lambda workspace, rebuild, settings, call: index_pipeline(workspace, settings, rebuild, call),
                               workspace, rebuild=rebuild, settings=s)
         tracked.finish("done", run_summary(report))
+    registry.register(root)  # whichever door indexed it, the MCP server's list_workspaces shows it
     return report
 
 

@@ -93,7 +93,17 @@ class AssayServer(MCPServer):
             raise
 
 
-server = AssayServer("assay", instructions=INSTRUCTIONS)
+def _version() -> str:
+    """The installed package's version, which a client shows beside the server's name."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("assay")
+    except PackageNotFoundError:
+        return ""
+
+
+server = AssayServer("assay", instructions=INSTRUCTIONS, version=_version())
 _jobs: dict[str, threading.Thread] = {}
 _jobs_lock = threading.Lock()
 

@@ -32,6 +32,10 @@ def test_index_status_search_ask(project: Path) -> None:
     assert res.exit_code == 0 and "entities:" in res.stdout and "full re-index: no previous index" in res.stdout
     status = json.loads(runner.invoke(app, ["status", str(project), "--json"]).stdout)
     assert status["files"] == 5 and status["by_kind"]["function"] >= 3
+    line = next(x for x in runner.invoke(app, ["status", str(project)]).stdout.splitlines() if x.startswith("entities: "))
+    counted = sum(status["by_kind"].values())  # the text's counts add up: passages, and the entities by kind
+    assert line == (f"entities: {status['entities']} in index" if counted == status["entities"] else
+                    f"entities: {status['entities']} passages in index ({counted} entities; a long one is split into passages)")
     hits = json.loads(runner.invoke(app, ["search", "exponential backoff delays", str(project), "-k", "3", "--json"]).stdout)
     assert hits[0]["entity"] == "backoff_delays" and hits[0]["start_line"] == 12
     table = runner.invoke(app, ["search", "merge cookies", str(project)]).stdout

@@ -145,3 +145,16 @@ def test_aggregate_matches_plain_means_on_random_questions() -> None:
     for k in keys:
         vals = [r[k] for r in rows if r.get(k) is not None]
         assert agg["mrr" if k == "rr" else k] == (round(sum(vals) / len(vals), 4) if vals else 0.0)
+
+
+def test_the_semble_suite_without_its_benchmark_says_where_it_looked_and_what_to_pass(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from assay.flows import evaluate as flows_evaluate
+
+    monkeypatch.setattr(flows_evaluate, "shared_eval_candidates", lambda name: [tmp_path / "a" / name, tmp_path / "b" / name])
+    with pytest.raises(FileNotFoundError, match=r"no semble benchmark found \(looked for repos.json in .*a/semble, .*b/semble\); "
+                                                r"pass --questions DIR"):
+        flows_evaluate.default_semble_dir()
+    (tmp_path / "b" / "semble").mkdir(parents=True)
+    (tmp_path / "b" / "semble" / "repos.json").write_text("[]")
+    assert flows_evaluate.default_semble_dir() == tmp_path / "b" / "semble"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.stages.evaluate.planted_attacks import DATA, HOSTS, clean_discussion, evaluate, load_attacks, plant
+from assay.stages.evaluate.planted_attacks import DATA, HOSTS, clean_discussion, evaluate, load_attacks, plant, render
 from assay.stages.index.parse import parse_source
 from assay.stages.index.code_lexicon import code_words, combine, identifier_words, inflections
 from assay.stages.index.injection_detector import injection_score, score_text
@@ -195,6 +195,8 @@ def test_planted_evaluation_reports_families_hosts_and_false_positives(tmp_path:
     assert later["fresh"] == later["fresh2"] == 1.0 and ordinary["fresh"] == ordinary["fresh2"] == 0.0  # mended
     assert later["fresh3"] >= 0.9 and later["fresh4"] >= 0.9 and ordinary["fresh3"] == ordinary["fresh4"] == 0.0  # stop 38
     assert all(0.0 <= r <= 1.0 for r in [*later.values(), *ordinary.values()])
+    text = render(result)  # without BIPIA's attacks (a wheel, a fresh clone) the report says so instead of failing
+    assert result["detection_bipia"] is None and "BIPIA train - (its attacks are not here" in text
 
 
 def _shipped_texts() -> list[str]:

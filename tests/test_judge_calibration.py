@@ -121,6 +121,20 @@ def test_a_low_trust_report_says_what_is_missing() -> None:
     assert missing_lines("How does unknown_thing work?", elsewhere, local) == []  # the report's `gap:` line says it
 
 
+def test_support_needs_a_judge_that_judged_and_every_named_thing_found() -> None:
+    """"supported, cite it directly" beside "gap: not found in the index", or with nothing judged, told an agent
+    two things at once."""
+    from assay.stages.query.report import status_of
+
+    sure = Judgment(backend="local", scores={}, answerable=0.95, coverage=3)
+    send = _selection((cand("s", "Session.send", "def send(self, request):\n    return adapter.send(request)\n"), 0.9))
+    assert status_of(send, sure, "How does Session.send pick an adapter?") == ("supported", 3)
+    assert status_of(send, sure, "How does Session.send_batch group requests?") == ("partial", 3)  # not in the index
+    assert status_of(send, sure.model_copy(update={"backend": "none", "coverage": None}), "How are requests sent?")[0] == "partial"
+    assert status_of(send, sure) == ("supported", 3)  # no question given: as before
+    assert status_of(send, sure, "When does Session.send raise KeyError?")[0] == "supported"  # Python's, not missing
+
+
 def test_the_judge_suite_measures_any_backend_on_labelled_pairs(tmp_path: Path) -> None:
     for corpus in ("requests", "sphinx"):
         rows = (LABELS / f"{corpus}.jsonl").read_text().splitlines()[:60]

@@ -54,6 +54,7 @@ def roots(tmp_path: Path) -> Path:
 def test_mcp_tools_end_to_end(roots: Path, tmp_path: Path) -> None:
     async def scenario() -> None:
         async with Client(params(roots, tmp_path / "home")) as client:
+            assert client.server_info is not None and client.server_info.name == "assay" and client.server_info.version
             tools = {t.name for t in (await client.list_tools()).tools}
             assert tools == {"index_workspace", "index_status", "ask", "search", "get_entity", "list_workspaces",
                              "forget_workspace", "remember", "notes", "callers", "callees", "references", "impact",

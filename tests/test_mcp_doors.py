@@ -240,3 +240,18 @@ def test_mcp_words_leave_quoted_flags_alone_outside_errors() -> None:
     assert m.mcp_words("3 more not shown (raise --limit)") == "3 more not shown (raise limit)"
     assert m.mcp_words('parser.add_argument("--limit")') == 'parser.add_argument("--limit")'
     assert m.mcp_words("--limit must be 1 or more", flags=True) == "limit must be 1 or more"
+
+
+def test_a_workspace_indexed_from_the_cli_is_listed_by_the_mcp_server(allowed: Path, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's path: `assay index .`, then `assay install`: the IDE's list_workspaces showed nothing."""
+    from typer.testing import CliRunner
+
+    from assay.flows.cli import app
+
+    monkeypatch.setenv("ASSAY_HOME", str(tmp_path / "home"))
+    ws = allowed / "cli-indexed"
+    ws.mkdir()
+    (ws / "a.py").write_text("def alpha():\n    return 1\n")
+    assert CliRunner().invoke(app, ["index", str(ws)]).exit_code == 0
+    assert m.list_workspaces().structured_content["workspaces"] == [str(ws.resolve())]

@@ -643,3 +643,20 @@ def test_a_file_with_classic_mac_line_endings_gets_the_lines_an_editor_shows() -
         entities = {e.qualname: e for e in parse_source(source, "m.py", "python", file_hash(source)).entities}
         assert (entities["first"].start_line, entities["second"].start_line, entities["second"].end_line) == (3, 6, 7), ending
         assert "\r" not in entities["second"].body.replace("\r\n", "")
+
+
+def test_each_part_of_a_long_class_outline_spans_the_file_lines_its_text_is_on() -> None:
+    """A class's outline drops its members' bodies; its later parts were numbered by offsets into the outline, so a
+    receipt pointed at the first methods' bodies while the passage quoted lines hundreds further down."""
+    methods = "".join(f"    def method_{i}(self):\n" + "".join(f"        x = {j}\n" for j in range(20)) + "\n" for i in range(6))
+    constants = "".join(f"    CONSTANT_{i} = {i}\n" for i in range(60))
+    source = f"class Big:\n    \"\"\"A big class.\"\"\"\n{methods}{constants}".encode()
+    file_lines = source.decode().split("\n")
+    parsed = parse_source(source, "big.py", "python", file_hash(source), max_lines=40)
+    parts = sorted((e for e in parsed.entities if e.qualname == "Big"), key=lambda e: e.part)
+    assert len(parts) >= 2
+    for part in parts:
+        body = part.body.split("\n")
+        assert file_lines[part.start_line - 1] == body[0].removesuffix(" ..."), (part.part, part.start_line)
+        assert file_lines[part.end_line - 1] == body[-1].removesuffix(" ..."), (part.part, part.end_line)
+    assert parts[-1].end_line == len(file_lines) - 1 == 194  # the last constant, not an offset into the outline

@@ -122,6 +122,26 @@ def test_each_premise_kind_is_flagged_with_its_correction_and_its_true_twin_is_n
     assert flagged(true_q, resolve) == []
 
 
+def test_a_qualified_subject_is_that_class_s_member_not_one_whose_name_ends_the_same() -> None:
+    """`Client.send` once matched `BaseClient.send` (a bare suffix), so a false premise about it held."""
+    source = (b"class BaseClient:\n    async def send(self):\n        raise KeyError('x')\n\n\n"
+              b"class Client(BaseClient):\n    def send(self):\n        return 1\n")
+    resolve = resolver_from(parse_source(source, "c.py", "python", "h").entities)
+    assert any("`Client.send` is synchronous" in f for f in flagged("Why is `Client.send` async?", resolve))
+    assert any("KeyError" in f for f in flagged("When does `Client.send` raise KeyError?", resolve))
+    assert flagged("Why is `BaseClient.send` async?", resolve) == []
+
+
+def test_typing_any_and_a_coroutine_from_an_async_def_contradict_nothing() -> None:
+    source = (b"import typing\n\n\nclass Response:\n    def json(self) -> typing.Any:\n        return {}\n\n"
+              b"    async def body(self) -> bytes:\n        return b''\n\n    def size(self) -> typing.Optional[int]:\n"
+              b"        return None\n")
+    resolve = resolver_from(parse_source(source, "r.py", "python", "h").entities)
+    assert flagged("Does `Response.json` return a dict?", resolve) == []
+    assert flagged("Does `Response.body` return a coroutine?", resolve) == []
+    assert any("not `str`" in f for f in flagged("Why does `Response.size` return a str?", resolve))  # still checked
+
+
 def test_negated_premises_and_unknowns_are_not_guessed(resolve) -> None:
     assert flagged("Why doesn't Client inherit from BaseClient?", resolve)  # it does
     assert flagged("Why doesn't Client inherit from Response?", resolve) == []

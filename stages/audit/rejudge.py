@@ -35,7 +35,7 @@ def rejudge(root: Path, table: pa.Table, backend: str, judge: Judge, thresholds_
         candidates = audit_stats.rows_to_candidates(items)
         judgment = judge(question, candidates)
         selection = select(candidates, judgment, th, question)
-        status, _ = status_of(selection, judgment)
+        status, _ = status_of(selection, judgment, question)
         when = items[0]["timestamp"].astimezone(timezone.utc) if items[0]["timestamp"] else datetime.now(timezone.utc)
         write_rows(root, selection_rows(qid, question, judgment, selection, status, when), qid, when, f"-rejudge-{backend}")
     return len(by_query)

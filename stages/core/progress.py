@@ -166,15 +166,46 @@ def progress_for(root: Path) -> ProgressSink:
 
 
 def read_status(root: Path) -> dict | None:
-    """The last run's status; a "running" run whose process is gone reads as "interrupted"."""
+    """The last run's status; a "running" run whose process is gone reads as "interrupted". A file that is not
+    JSON, or JSON of another shape (damaged, hand-edited), reads as no status: every door shows the index without a
+    run line rather than a traceback, and the next index run rewrites it."""
     path = state_dir(root) / "status.json"
     try:
         state = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+    if not _well_formed(state):
+        return None
     if state.get("state") == "running" and not pid_alive(state.get("pid")):
         state["state"] = "interrupted"
     return state
+
+
+_NUMBER = (int, float)
+_STATUS_FIELDS: dict[str, tuple[type, ...]] = {
+    "state": (str,), "stage": (str,), "last_error": (str,), "pid": (int, type(None)), "summary": (dict,),
+    "stages": (dict,), "started": _NUMBER, "finished": _NUMBER + (type(None),), "updated": _NUMBER + (type(None),),
+}
+_STAGE_FIELDS = ("done", "total", "skipped", "started")
+
+
+def _well_formed(state: object) -> bool:
+    """Whether a parsed status file has the shape `StatusSink` writes (what `run_view` / `run_line` rely on)."""
+    if not isinstance(state, dict):
+        return False
+    if any(key in state and not isinstance(state[key], kinds) or isinstance(state.get(key), bool)
+           for key, kinds in _STATUS_FIELDS.items()):
+        return False
+    for stage in state.get("stages", {}).values():
+        if not isinstance(stage, dict) or any(
+                key in stage and (not isinstance(stage[key], _NUMBER) or isinstance(stage[key], bool))
+                for key in _STAGE_FIELDS):
+            return False
+    try:  # a last guard: the shape check and the view must agree, or the status door would crash
+        run_line(run_view(state))  # type: ignore[arg-type]
+    except (TypeError, ValueError, KeyError, AttributeError, OverflowError, OSError):
+        return False
+    return True
 
 
 def run_view(state: dict | None, now: float | None = None) -> dict | None:

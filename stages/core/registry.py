@@ -43,7 +43,8 @@ def _update(change) -> list[str]:
 
 
 def register(root: Path) -> None:
-    _update(lambda items: [*items, str(root)])
+    if str(root) not in known():  # every index run registers its workspace: most are already listed
+        _update(lambda items: [*items, str(root)])
 
 
 def forget(root: Path) -> None:

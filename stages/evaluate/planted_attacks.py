@@ -157,8 +157,9 @@ def render(result: dict) -> str:
     if "note" in result:
         return f"## Injection\n\n{result['note']}\n"
     lines = ["## Injection (planted in comment, docstring, string constant and Markdown paragraph)", "",
-             f"Detection at injection >= {result['threshold']}: BIPIA train {result['detection_bipia']:.3f}, "
-             f"Assay's own families {result['detection_own']:.3f}, all {result['detection_all']:.3f} "
+             f"Detection at injection >= {result['threshold']}: BIPIA train {_rate(result['detection_bipia'])}"
+             + ("" if result["detection_bipia"] is not None else " (its attacks are not here: ../shared/eval/bipia)") + ", "
+             f"Assay's own families {_rate(result['detection_own'])}, all {_rate(result['detection_all'])} "
              f"({result['planted']} planted). Attacks written after tuning: "
              + ", ".join(f"{_rate(r)} ({name}, {LATER_SETS[name]})" for name, r in result["detection_later"].items()) + ".", "",
              "| family | detection |", "|---|---|"]

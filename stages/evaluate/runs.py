@@ -119,7 +119,7 @@ def evaluate_retrieval(root: Path, questions: list[ev.Question], settings: Setti
             if j in trusted and q.primary is not None:
                 primary = (q.primary.file, q.primary.qualname)
                 included = any((r.candidate.file, r.candidate.entity) == primary for r in sel.included)
-                trusted[j].append((status_of(sel, judgment)[0], judgment.answerable, included))
+                trusted[j].append((status_of(sel, judgment, q.text)[0], judgment.answerable, included))
             if j in keep and golds:
                 for r in sel.included + sel.dropped:
                     keep[j][0].append(r.drop_reason in ("", BEYOND_TOP_K, BEYOND_IN_ORDER, "same entity"))

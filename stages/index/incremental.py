@@ -22,15 +22,21 @@ from assay.stages.index.parse import PARSER_VERSION, parse_source
 from assay.stages.query.freshness import git_head
 
 
-def plan_index(discovery: DiscoveryResult, manifest: IndexManifest | None, embedder: str, rebuild: bool = False) -> IndexPlan:
+def plan_index(discovery: DiscoveryResult, manifest: IndexManifest | None, embedder: str, rebuild: bool = False,
+               catalog_entities: int | None = None) -> IndexPlan:
     """Decide which files this run re-parses and re-embeds: those whose content hash changed since the manifest,
-    or every file when there is no index yet, the parser or the embedder changed, or a rebuild was asked for
-    (the reason is reported). Deleted files are removed; files unreadable right now are kept as they were."""
+    or every file when there is no index yet, the catalog lost the manifest's passages (`catalog_entities`, its
+    count, is 0: deleted or emptied, so "unchanged" files would stay unsearchable), the parser or the embedder
+    changed, or a rebuild was asked for (the reason is reported). Deleted files are removed; files unreadable
+    right now are kept as they were."""
     reason = ""
     if rebuild:
         reason = "rebuild requested"
     elif manifest is None:
         reason = "no previous index"
+    elif catalog_entities == 0 and manifest.entity_count:
+        reason = (f"the catalog is missing or empty although the manifest lists {manifest.entity_count} passages: "
+                  "re-indexing everything")
     elif manifest.parser != PARSER_VERSION:
         reason = f"the parser changed (version {manifest.parser} to {PARSER_VERSION}): re-indexing everything"
     elif manifest.embedder and manifest.embedder != embedder:

@@ -58,6 +58,7 @@ class LexicalIndex:
         self._retriever = retriever
         self.ids = ids
         self.counts = counts  # what it was built from (an index build keeps it for the next update)
+        self.missing = False  # loaded from a folder with no index at all (deleted): searches say BM25 is off
 
     @classmethod
     def build(cls, ids: list[str], texts: list[str]) -> "LexicalIndex":
@@ -126,9 +127,9 @@ class LexicalIndex:
                 loaded, before = cls._load_generation(folder)
                 if before == _generation(folder):
                     return loaded
-            except (FileNotFoundError, NotADirectoryError, ValueError):  # half a swap: a file gone or cut short
-                if attempt == SWAP_RETRIES - 1:
-                    raise
+            except (FileNotFoundError, NotADirectoryError, ValueError, EOFError) as exc:  # half a swap: a file gone
+                if attempt == SWAP_RETRIES - 1:  # or cut short; still so after the retries: damaged, not mid-swap
+                    raise damaged(folder, exc) from exc
             time.sleep(0.02 * (attempt + 1))
         return cls._load_generation(folder)[0]
 
@@ -140,12 +141,20 @@ class LexicalIndex:
             if (old / "ids.json").exists():  # a crash (or a writer) between the two renames
                 folder = old
             else:
-                return cls(None, []), None
+                gone = cls(None, [])
+                gone.missing = True
+                return gone, None
         before = _generation(folder)
         ids = json.loads((folder / "ids.json").read_text())
         if not ids:
             return cls(None, []), before
         return cls(bm25s.BM25.load(str(folder)), ids), before
+
+
+def damaged(folder: Path, exc: BaseException) -> ValueError:
+    """The one-line error for a BM25 index that cannot be read: which folder, and that an index run rebuilds it."""
+    why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return ValueError(f"the BM25 index in {folder} is damaged ({why}); run `assay index` (it rebuilds it)")
 
 
 def _generation(folder: Path) -> tuple[int, int] | None:

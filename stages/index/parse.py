@@ -51,8 +51,9 @@ from assay.stages.index.source_text import source_lines, utf8_source
 # with syntax errors is parsed again with each `#if`'s first branch taken (a C, C++ or Objective-C file too, when that
 # parse is clean), and a C++ name's owners are split at `::` outside template arguments; 33: lines split at line
 # endings only (a form feed or U+2028 had shifted passage text), a Python file decoded by its coding line, a UTF-8 or
-# UTF-16 byte-order mark honoured and dropped).
-PARSER_VERSION = 33
+# UTF-16 byte-order mark honoured and dropped; 34: the parts of a long container's outline span the file lines their
+# text is on, not offsets into the outline, which pointed a class's later parts at its first methods' bodies).
+PARSER_VERSION = 34
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -660,24 +661,27 @@ def _clean_doc(raw: str) -> str:
     return "\n".join(cleaned).strip()[:2000]
 
 
-def _split_parts(lines: list[str], first_line: int, max_lines: int, max_chars: int) -> list[tuple[int, list[str]]]:
-    """Split body lines into parts on line boundaries; a single over-long line is split by characters."""
+def _split_parts(lines: list[str], numbers: list[int], max_lines: int, max_chars: int) -> list[tuple[list[int], list[str]]]:
+    """Split body lines into parts on line boundaries; a single over-long line is split by characters. `numbers`
+    holds each line's file line (a container's outline skips its members' bodies), and each part comes back with the
+    file line of each of its lines, so a part's span is where its text is in the file."""
     if len(lines) <= max_lines and sum(map(len, lines)) + len(lines) <= max_chars:
-        return [(first_line, list(lines))]  # most bodies: one part, as the loop below would make it
-    parts: list[tuple[int, list[str]]] = []
+        return [(list(numbers), list(lines))]  # most bodies: one part, as the loop below would make it
+    parts: list[tuple[list[int], list[str]]] = []
     current: list[str] = []
-    start = first_line
+    at: list[int] = []
     size = 0
-    for offset, line in enumerate(lines):
+    for number, line in zip(numbers, lines):
         pieces = [line] if len(line) <= max_chars else [line[i : i + max_chars] for i in range(0, len(line), max_chars)]
         for piece in pieces:
             if current and (len(current) >= max_lines or size + len(piece) > max_chars):
-                parts.append((start, current))
-                current, size, start = [], 0, first_line + offset
+                parts.append((at, current))
+                current, at, size = [], [], 0
             current.append(piece)
+            at.append(number)
             size += len(piece) + 1
     if current:
-        parts.append((start, current))
+        parts.append((at, current))
     return parts
 
 
@@ -689,9 +693,10 @@ def _make_entities(
         start = d.start_row + 1
         end = d.end_line
         lines = ex.lines[start - 1 : end]
+        numbers = list(range(start, start + len(lines)))
         members = ""
         if d.kind in CONTAINER_KINDS and d.children:
-            lines = _skeleton(lines, start, d.children, ex.language == "markdown")
+            lines, numbers = _skeleton(lines, start, d.children, ex.language == "markdown")
             if ex.language != "markdown":
                 members = "\n".join(f"{c.name}: {_summary(c.docstring)}" for c in d.children if c.docstring)
         qual = ex.joiner.join([*d.scope, d.name])
@@ -700,15 +705,15 @@ def _make_entities(
         seen[key] = ordinal + 1
         span_text = "\n".join(ex.lines[start - 1 : end])
         chash = hashlib.sha256(span_text.encode()).hexdigest()
-        parts = _split_parts(lines, start, max_lines, max_chars) if lines else [(start, [])]
+        parts = _split_parts(lines, numbers, max_lines, max_chars) if lines else [([start], [])]
         facts = facts_of(d.node, d.span, ex.language, d.kind)
-        for i, (pstart, plines) in enumerate(parts):
-            pend = pstart + len(plines) - 1 if len(parts) > 1 else end
+        for i, (at, plines) in enumerate(parts):
+            pstart, pend = (at[0], at[-1]) if len(parts) > 1 else (start, end)
             entities.append(
                 Entity(
                     id=entity_id(path, d.kind, qual, ordinal, i), kind=d.kind, name=d.name, qualname=qual,  # type: ignore[arg-type]
                     parent=d.parent, signature=d.signature, docstring=d.docstring if i == 0 else "",
-                    body="\n".join(plines), start_line=pstart if len(parts) > 1 else start, end_line=max(pend, pstart),
+                    body="\n".join(plines), start_line=pstart, end_line=max(pend, pstart),
                     language=ex.language, file=path, content_hash=chash, part=i, parts=len(parts),
                     bases=d.bases, params=d.params, facts=facts, member_docs=members if i == 0 else "",
                 )
@@ -723,10 +728,10 @@ def _summary(doc: str) -> str:
     return re.split(r"(?<=[.!?])\s", flat, maxsplit=1)[0][:200]
 
 
-def _skeleton(lines: list[str], first: int, children: list[_Draft], drop_children: bool) -> list[str]:
+def _skeleton(lines: list[str], first: int, children: list[_Draft], drop_children: bool) -> tuple[list[str], list[int]]:
     """A container's own lines, each member reduced to its decorators' first lines and the line that names it
-    (or dropped for Markdown). Reduced to its first line alone, a decorated method showed only `@staticmethod ...`
-    and the class passage lost the names of its members."""
+    (or dropped for Markdown), with each kept line's file line. Reduced to its first line alone, a decorated method
+    showed only `@staticmethod ...` and the class passage lost the names of its members."""
     keep = [True] * len(lines)
     heads: dict[int, str] = {}
     for c in children:
@@ -741,12 +746,12 @@ def _skeleton(lines: list[str], first: int, children: list[_Draft], drop_childre
                 heads[i] = lines[i].rstrip()
         heads[named] = lines[named].rstrip() + (" ..." if ce > named else "")
     out: list[str] = []
+    numbers: list[int] = []
     for i, line in enumerate(lines):
-        if i in heads:
-            out.append(heads[i])
-        elif keep[i]:
-            out.append(line)
-    return out
+        if i in heads or keep[i]:
+            out.append(heads.get(i, line))
+            numbers.append(first + i)
+    return out, numbers
 
 
 def _uncovered_windows(ex: _Extractor, path: str, top: list[_Draft], max_lines: int, max_chars: int,
@@ -797,14 +802,14 @@ def _windows(
             continue  # only `#if` / `#else` / `#endif` between definitions: no code of its own
         if all(_BLOCK_ONLY.match(ln) or not ln.strip() for ln in lines):
             continue  # `end`, `do`, `fi` around definitions (Lua's `do ... end` scopes, shell's `if` blocks)
-        for pstart, plines in _split_parts(lines, start, max_lines, max_chars):
+        for at, plines in _split_parts(lines, list(range(start, start + len(lines))), max_lines, max_chars):
             while plines and not plines[-1].strip():
-                plines = plines[:-1]
+                plines, at = plines[:-1], at[:-1]
             if not any(p.strip() for p in plines):
                 continue
             while trim_start and not plines[0].strip():
-                plines, pstart = plines[1:], pstart + 1
-            end = pstart + len(plines) - 1
+                plines, at = plines[1:], at[1:]
+            pstart, end = at[0], at[-1]
             name = f"{path}:{pstart}-{end}"
             body = "\n".join(plines)
             out.append(

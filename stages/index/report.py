@@ -51,10 +51,14 @@ def _entity_count(r: IndexReport) -> tuple[int, int]:
 
 def _passages_line(r: IndexReport) -> str:
     """`entities_total` counts passages (each part of a long entity); the by-kind counts count entities."""
-    entities, _ = _entity_count(r)
-    if entities == r.entities_total:
-        return f"{r.entities_total} in index"
-    return f"{r.entities_total} passages in index ({entities} entities; a long one is split into passages)"
+    return passages_line(r.entities_total, _entity_count(r)[0])
+
+
+def passages_line(passages: int, entities: int) -> str:
+    """The catalog's size in words that add up: a long entity is split into several passages."""
+    if entities == passages:
+        return f"{passages} in index"
+    return f"{passages} passages in index ({entities} entities; a long one is split into passages)"
 
 
 def _counted(r: IndexReport) -> str:

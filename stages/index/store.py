@@ -168,11 +168,63 @@ def open_state_db(root: Path, name: str) -> sqlite3.Connection:
     try:
         db = sqlite3.connect(str(folder / name), timeout=60, check_same_thread=False)
         db.execute("PRAGMA journal_mode=WAL")
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()  # a damaged header fails here, not mid-run
     except sqlite3.OperationalError as exc:  # "unable to open database file" names neither the file nor why
         if not writable(folder):  # WAL writes its index beside the database, a reader too
             raise not_writable(folder) from exc
         raise
+    except sqlite3.DatabaseError as exc:  # "file is not a database" / "malformed": names no file, advises nothing
+        raise damaged_db(folder / name, exc) from exc
     return db
+
+
+class DamagedDatabase(StoreError):
+    """A state database SQLite cannot read; `assay index --rebuild` sets it aside and starts afresh."""
+
+
+def damaged_db(path: Path, exc: BaseException) -> DamagedDatabase:
+    return DamagedDatabase(f"{path} is damaged ({one_line(exc)}); run `assay index --rebuild` (it sets the file "
+                           f"aside as {path.name}.damaged and starts a fresh one)")
+
+
+def db_damage(path: Path) -> str:
+    """Why SQLite cannot read the database at `path` ("" when it can, or it does not exist): its header and a
+    quick check of every page, as a rebuild must know before it trusts the file."""
+    if not path.exists():
+        return ""
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=60)
+    except sqlite3.Error as exc:
+        return one_line(exc)
+    try:
+        rows = db.execute("PRAGMA quick_check(1)").fetchall()
+    except sqlite3.OperationalError:  # locked or unreadable (permissions): not damage, the open says why
+        return ""
+    except sqlite3.DatabaseError as exc:
+        return one_line(exc)
+    finally:
+        db.close()
+    return "" if rows == [("ok",)] else str(rows[0][0]) if rows else "no result from its check"
+
+
+STATE_DATABASES = ("catalog.sqlite", "embed_cache.sqlite")
+
+
+def set_aside_damaged_dbs(root: Path) -> list[Path]:
+    """Move each state database SQLite cannot read (and its WAL files, which a fresh file must not inherit) to
+    `<name>.damaged`, kept rather than deleted, so a rebuild starts afresh: the catalog is re-parsed, the embedding
+    cache (only a cache) refills. Returns the paths set aside."""
+    folder = state_dir(root)
+    moved: list[Path] = []
+    for name in STATE_DATABASES:
+        path = folder / name
+        if not db_damage(path):
+            continue
+        for part in (path, path.with_name(f"{name}-wal"), path.with_name(f"{name}-shm")):
+            if part.exists():
+                os.replace(part, part.with_name(f"{part.name}.damaged"))
+        moved.append(path.with_name(f"{name}.damaged"))
+    return moved
 
 
 def _read_only_db(path: Path) -> sqlite3.Connection:
@@ -187,6 +239,9 @@ def _read_only_db(path: Path) -> sqlite3.Connection:
             return db
         except sqlite3.OperationalError:
             db.close()
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            raise damaged_db(path, exc) from exc
     raise not_writable(path.parent)
 
 
@@ -437,6 +492,15 @@ class VectorStore:
             self._client.delete_collection(name)
         except Exception:  # noqa: BLE001
             pass
+
+    def drop_others(self, keep: str, base: str) -> list[str]:
+        """Delete every collection of this workspace (named `base` or `base_g<n>`) except `keep`: a rebuild cut
+        short after it switched collections leaves the old one, which no later run would name again."""
+        names = [getattr(c, "name", c) for c in self._client.list_collections()]  # objects or names, by version
+        stale = [n for n in names if n != keep and (n == base or n.startswith(f"{base}_g"))]
+        for name in stale:
+            self.drop(name)
+        return stale
 
     def upsert(self, batch: EmbeddedBatch, batch_size: int = 500) -> None:
         """Ids and vectors only: the catalog holds text and facts, and metadata slowed upserts by a third."""
@@ -708,6 +772,7 @@ def previous_manifest(root: Path, url: str | None, rebuild: bool) -> IndexManife
             raise
         previous = None
     if rebuild:
+        set_aside_damaged_dbs(root)  # before anything opens them: a damaged catalog or cache must not stop a rebuild
         if not url:
             try:
                 VectorStore(root, None)

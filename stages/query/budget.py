@@ -81,7 +81,7 @@ def search_text(candidates: list[Candidate], max_tokens: int | None, outline: bo
         return "\n".join(head(c, i) for i, c in enumerate(candidates, start=1))
 
     def more(left: int) -> str:
-        return f"{left} more result(s) not shown: ask with a larger max_tokens, or get_entity for one of them"
+        return f"{left} more result(s) not shown: ask with a larger max_tokens, or open one of them at its file:line"
 
     out: list[str] = []
     used = 0

@@ -486,7 +486,8 @@ def _definitions(name: str, resolve: Resolver) -> list[Entity]:
     found = [e for e in resolve(short) if e.kind in DEFINITION_KINDS and e.part == 0]
     if "." in name and found:
         tail = name.split(".")
-        narrowed = [e for e in found if e.qualname.endswith(".".join(tail[-2:])) or e.qualname == name]
+        owned = ".".join(tail[-2:])  # `Command.invoke` is `Command.invoke` or `x.Command.invoke`, not `BaseCommand.invoke`
+        narrowed = [e for e in found if e.qualname in (owned, name) or e.qualname.endswith("." + owned)]
         if not narrowed:  # a module path (`pkg.mod.Name`): keep definitions whose file matches the module
             mod = "/".join(tail[:-1])
             narrowed = [e for e in found if mod and mod in e.file.rsplit(".", 1)[0]]
@@ -544,8 +545,12 @@ def _norm_literal(v: str) -> str:
 norm_literal = _norm_literal  # public: the faithfulness guard compares an answer's values the same way
 
 
+_TYPE_MODULES = frozenset({"typing", "typing_extensions", "builtins", "collections", "abc", "t"})  # `typing.Any` is `Any`
+
+
 def _type_tokens(annotation: str) -> set[str]:
-    return {t.lower() for t in re.findall(r"[A-Za-z_]\w*", annotation)}
+    """The type names an annotation spells, lower-cased, without the modules that hold them (`typing.Any`: any)."""
+    return {t.lower() for t in re.findall(r"[A-Za-z_]\w*", annotation)} - _TYPE_MODULES
 
 
 def _returns_match(claimed: str, annotation: str, resolve: Resolver) -> bool | None:
@@ -649,6 +654,8 @@ def _check_one(p: Premise, e: Entity, resolve: Resolver) -> tuple[bool | None, s
             return True, ""
         return False, f"{name} is {'async' if is_async else 'synchronous (a plain def, not async)'} ({_loc(e)})"
     if p.kind == "returns":
+        if facts is not None and facts.is_async and _type_tokens(p.value) & {"coroutine", "awaitable", "future"}:
+            return True, ""  # calling an `async def` returns a coroutine, whatever the annotation says it resolves to
         if e.kind not in _FUNC_KINDS or facts is None or not facts.returns:
             return None, ""
         ok = _returns_match(p.value, facts.returns, resolve)

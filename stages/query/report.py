@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections import Counter
 
 from assay.stages.core.artifacts import Answer, Freshness, GuardReport, Judgment, QueryReport, RankedPassage, RouteDecision, Selection
@@ -23,14 +24,29 @@ LEGEND = (
 )
 
 
-def status_of(sel: Selection, judgment: Judgment) -> tuple[str, int]:
+def status_of(sel: Selection, judgment: Judgment, question: str = "") -> tuple[str, int]:
+    """supported | partial | unsupported, and the coverage. Support needs a judge that judged (with `none` nothing
+    is), and every code name the `question` gives found among the passages: "supported, cite it directly" beside
+    "gap: not found in the index" told an agent two things."""
     if not sel.included:
         return "unsupported", 0
     coverage = judgment.coverage if judgment.coverage is not None else min(3, len(sel.included))
     low = judgment.answerable is not None and judgment.answerable < sel.thresholds.answerable_min
-    if sel.conflicts or sel.fail_open or low or coverage < 2:
+    unjudged = judgment.backend == "none"
+    if sel.conflicts or sel.fail_open or low or coverage < 2 or unjudged or missing_names(question, sel):
         return "partial", coverage
     return "supported", coverage
+
+
+def missing_names(question: str, sel: Selection) -> list[str]:
+    """Code names the question gives that no retrieved passage (kept or dropped) defines or mentions."""
+    if not question:
+        return []
+    seen = " ".join(f"{rp.candidate.entity} {rp.candidate.body}" for rp in sel.included + sel.dropped)
+    return [i for i in question_identifiers(question) if i.split(".")[-1] not in seen and i not in _BUILTIN_NAMES]
+
+
+_BUILTIN_NAMES = frozenset(dir(builtins))  # `KeyError` from a pasted traceback is Python's, not missing code
 
 
 def _row(i: int, rp: RankedPassage) -> str:
@@ -130,7 +146,14 @@ def guidance(report: QueryReport) -> list[str]:
         out += ["trust: high", f"action: answer is supported by {len(sel.included)} included passage(s); cite it directly"]
     elif report.status == "partial":
         out.append("trust: medium")
-        if sel.conflicts:
+        if report.judgment.backend == "none":
+            out.append("action: nothing was judged (judge none); verify the cited lines before relying on them")
+        elif missing_names(report.query, sel):
+            out.append("action: the question names code the index lacks (gap below); say so, and cite only what exists")
+        elif report.coverage == 0:  # the judge expects less than half a relevant passage among those kept
+            out.append("action: the passages barely touch the question (coverage 0/3); say the code may not answer it "
+                       "and offer them as leads, not as the answer")
+        elif sel.conflicts:
             out.append("action: answer is partly grounded; cite evidence directly and note the conflicting support")
         elif sel.fail_open:
             out.append("action: the judge did not score every passage; verify the cited lines before relying on them")
@@ -154,8 +177,7 @@ def guidance(report: QueryReport) -> list[str]:
         out.append(f"security: {sel.injection_dropped} retrieved passage(s) attempted prompt injection and were dropped")
     if report.answer.redactions:
         out.append(f"security: {report.answer.redactions} secret(s) were redacted before the cloud call")
-    seen = " ".join(f"{rp.candidate.entity} {rp.candidate.body}" for rp in sel.included + sel.dropped)
-    missing = [i for i in question_identifiers(report.query) if i.split(".")[-1] not in seen]
+    missing = missing_names(report.query, sel)
     if missing:
         out.append("gap: not found in the index: " + ", ".join(missing[:5]))
     elif report.status == "unsupported":
@@ -171,7 +193,7 @@ def make_report(
     freshness: Freshness | None = None, max_tokens: int | None = None, cited_file_tokens: int = 0,
     guard: GuardReport | None = None,
 ) -> QueryReport:
-    status, coverage = status_of(selection, judgment)
+    status, coverage = status_of(selection, judgment, question)
     if notes and status == "supported":
         status = "partial"  # retrieval was degraded (e.g. BM25 only): do not claim full support
     report = QueryReport(

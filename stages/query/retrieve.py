@@ -251,7 +251,11 @@ def retrieve(
             dense = [(i, d) for i, d in dense if d <= distance_floor]
     shape = query_shape(query)
     lexical_depth = max(depth, LEXICAL_DEPTH_PER_TERM * len(shape.terms))
-    lexical = load_lexical(root).search(query, lexical_depth) if mode in ("hybrid", "bm25") else []
+    bm25 = load_lexical(root) if mode in ("hybrid", "bm25") else None
+    lexical = bm25.search(query, lexical_depth) if bm25 is not None else []
+    if bm25 is not None and bm25.missing and manifest.entity_count:  # deleted: say so, as for missing vectors
+        missing = f"the BM25 index in {lexical_dir(root)} is missing; dense only. Run `assay index` (it rebuilds it)."
+        note = f"{note} {missing}".strip()
     fused = fuse(dense, lexical)
     if ranking is None:
         fused = fused[:pool]  # only the rank stage needs the whole union; RRF order is final here
