@@ -141,6 +141,7 @@ _MCP_WORDS = [
     (re.compile(r"\(see --json ([\w.]+)\)"), r"(see \1 in the structured content)"),
     (re.compile(r"\bsee --json\b"), "see the structured content"),
     (re.compile(r"\buse --json\b"), "read the structured content"),
+    (re.compile(r"\(the JSON report holds them all\)"), "(the structured content holds them all)"),
     (re.compile(r"\(raise --(limit|depth)\)"), r"(raise \1)"),
 ]
 _MCP_FLAGS = [  # bare flags: only in an error's one line, which quotes no source

@@ -24,6 +24,10 @@ def test_fit_keeps_whole_lines_best_first_and_counts_the_rest() -> None:
         assert text.startswith("answer line one")
         assert text.splitlines()[-1].endswith("more line(s) not shown: ask with a larger max_tokens")
     assert fit(blocks, None).count("\n") == 41
+    headed = [["answer line one"], ["Sources:", *(f"source row {i} with a long path/to/file.py:12" for i in range(5))]]
+    for budget in range(10, 60):  # a heading never ends the text without a row under it
+        lines = fit(headed, budget).splitlines()
+        assert "Sources:" not in lines[:-1] or lines[lines.index("Sources:") + 1].startswith("source row"), (budget, lines)
 
 
 def test_token_counts_are_the_tokenizers_and_each_line_is_tokenized_once(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -235,6 +235,21 @@ def test_an_extractive_answer_quotes_the_lines_that_carry_the_question() -> None
     assert "line 66: `raise ValueError(\"depth must be > 0\")`" in text
 
 
+def test_an_extractive_answer_quotes_a_line_once_and_keeps_backticks_inside_its_code_span() -> None:
+    """A method inside an included class part quoted the same lines again; a line holding backticks broke its span."""
+    strong = PassageScores(relevance=0.9, evidence=0.9, contradicts=0.0, injection=0.0)
+    body = "def prog_name(self):\n    if self.module:\n        return f\"``python -m {self.module}``\"\n"
+    outer = cand("o", "Usage.prog_name", body, file="u.py", start_line=10)
+    inner = cand("i", "prog_name", body, file="u.py", start_line=10)
+    shown = [RankedPassage(candidate=c, scores=strong, verdict="include", rank_score=0.8) for c in (outer, inner)]
+    text = extractive("python module name", shown).text
+    assert text.count("(u.py:12)") == 1
+    assert "line 12: ``` return f\"``python -m {self.module}``\" ``` (u.py:12)" in text
+    source = cand("f", "pkg/mod.py", "", kind="file", file="pkg/mod.py", signature="file pkg/mod.py")
+    assert "is defined as" not in extractive("mod", [RankedPassage(candidate=source, scores=strong, verdict="include",
+                                                                   rank_score=0.5)]).text
+
+
 def test_judge_none_is_the_anchor_lexical_rerank() -> None:
     th = default_thresholds("none", top_k=2)
     a = cand("a", "alpha", "def alpha():\n    pass\n", distance=0.8, fused_rank=1)

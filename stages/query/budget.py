@@ -52,13 +52,17 @@ def fit(blocks: list[list[str]], max_tokens: int | None, more: str = "{n} more l
     kept: list[str] = []
     used = 0
     costs = count_many(lines)
+    heads = {sum(map(len, blocks[:b])) for b, block in enumerate(blocks) if len(block) > 1}  # a block's heading line
     reserve = count_tokens(more.format(n=len(lines))) + 1  # the longest count it can show
     for i, line in enumerate(lines):
-        note = more.format(n=len(lines) - i)
         cost = costs[i] + 1
         if used + cost + reserve > max_tokens:
             if not kept:  # not even the first line fits: it and the count anyway, over the budget
                 return "\n".join([line, more.format(n=len(lines) - 1)]) if len(lines) > 1 else line
+            if len(kept) > 1 and i - 1 in heads:  # a heading whose first row did not fit ("Sources:" alone) goes too
+                kept.pop()
+                i -= 1
+            note = more.format(n=len(lines) - i)
             return "\n".join([*kept, note]) if used + reserve <= max_tokens else "\n".join(kept)
         kept.append(line)
         used += cost

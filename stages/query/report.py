@@ -111,7 +111,7 @@ def render_text(report: QueryReport, max_dropped_rows: int = 10, max_tokens: int
     if max_tokens is None or count_tokens(text) <= max_tokens:
         return text
     return fit([answer, assessment, advice, sources, evidence, LEGEND.splitlines()], max_tokens,
-               more="{n} more report line(s) not shown: ask again with a larger max_tokens, or use --json")
+               more="{n} more report line(s) not shown: ask again with a larger max_tokens (the JSON report holds them all)")
 
 
 def guard_lines(g: GuardReport) -> list[str]:

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import re
+
 from assay.stages.core.artifacts import Answer, LLMCall, PremiseFinding, RankedPassage
 from assay.stages.core.redact import redact
 from assay.stages.index.languages import CONTAINER_KINDS
@@ -40,25 +42,38 @@ def first_sentence(text: str) -> str:
     return flat[:240]
 
 
+def code_span(text: str) -> str:
+    """Inline code that may hold backticks itself: fenced by one more backtick than its longest run (CommonMark),
+    so ``python -m name`` quoted from the code does not end the span early."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence, pad = "`" * (longest + 1), " " if longest else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def extractive(question: str, passages: list[RankedPassage], max_lines: int = 3) -> Answer:
     if not passages:
         return Answer(text=NO_EVIDENCE, backend="extractive")
     terms = set(tokenize(question))
     sentences: list[str] = []
+    quoted: set[tuple[str, int]] = set()  # nested passages (a method inside an included class part) share lines
     for rp in passages:
         c = rp.candidate
         what = f"`{c.entity}` ({c.kind}, part {c.part + 1} of {c.parts})" if c.part else f"`{c.entity}` ({c.kind})"
         if c.docstring:
             lead = f"{what}: {first_sentence(c.docstring)}"
-        elif c.signature and not c.part:  # a later part's first line is not where the entity is defined
-            lead = f"{what} is defined as `{c.signature[:160]}`"
+        elif c.signature and not c.part and c.kind != "file":  # a later part's first line is not where it is defined;
+            lead = f"{what} is defined as {code_span(c.signature[:160])}"  # a file's signature only repeats its name
         else:
             lead = what
         sentences.append(f"- {lead} ({cite(rp)})")
         if c.kind in CONTAINER_KINDS or c.kind == "file":
             continue  # a container's body is a skeleton, a file's an outline: their offsets are not file lines
         for offset, stripped in telling_lines(c.body, terms, max_lines):
-            sentences.append(f"  - line {c.start_line + offset}: `{stripped[:160]}` ({c.file}:{c.start_line + offset})")
+            line = c.start_line + offset
+            if (c.file, line) in quoted:
+                continue
+            quoted.add((c.file, line))
+            sentences.append(f"  - line {line}: {code_span(stripped[:160])} ({c.file}:{line})")
     return Answer(text="\n".join(sentences), backend="extractive", cited=[cite(rp) for rp in passages])
 
 
