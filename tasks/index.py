@@ -30,8 +30,16 @@ def plan(root: Path, discovery: DiscoveryResult, settings: Settings,
     embedder unless these name one (`kept_embedder`)."""
     previous = previous_manifest(root, settings.chroma_url, rebuild)
     settings = kept_embedder(settings, previous.embedder if previous is not None else None)
-    held = Catalog(root).count() if previous is not None and not rebuild else None  # a lost catalog re-parses all
+    held = _catalog_size(root) if previous is not None and not rebuild else None  # a lost catalog re-parses all
     return previous, incremental.plan_index(discovery, previous, embedder_for(settings).name, rebuild, held), settings
+
+
+def _catalog_size(root: Path) -> int:
+    catalog = Catalog(root)
+    try:
+        return catalog.count()
+    finally:
+        catalog.close()
 
 
 @task(name="parse")
