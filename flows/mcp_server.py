@@ -282,21 +282,16 @@ def _budget(max_tokens: int | None) -> int | None:
     return max_tokens
 
 
-EMPTY_QUERY = "the question is empty: ask what you want to know about the code"  # the words `ask` refuses one with
-
-
 @server.tool(description=("Retrieval only: the k best entities with file:line. query: words, a name, or a pasted error "
                           "message, log line or stack frame. max_tokens: whole entities best-first within it; outline: signatures only."))
 async def search(query: str, path: str, ctx: Context, k: int = 10, max_tokens: int | None = None, outline: bool = False) -> CallToolResult:
     from assay.stages.query.rank import explain
+    from assay.stages.query.retrieve import check_query_text
     from assay.stages.query.retrieve import search as search_stage
 
     try:
         root = workspace(path)
-        if not query.strip():
-            raise ValueError(EMPTY_QUERY)  # else BM25 and the embedder rank arbitrary rows
-        if k < 1:
-            raise ValueError(f"k must be 1 or more (got {k})")  # the graph tools' and the CLI's bound
+        check_query_text(query, "question")  # an empty one in the words `ask` refuses it with (the stage checks k)
         budget = _budget(max_tokens) or None  # 0: no limit, as for ask
         res = await _run(lambda: search_stage(root, query, _settings(), k=min(k, 100)), ctx, "searching")
     except Exception as exc:  # noqa: BLE001
@@ -391,9 +386,7 @@ def _changed_since_indexing(root: Path, manifest: Any, file: str) -> bool:
     except FileNotFoundError:
         raise ValueError(f"{file} was deleted since indexing; run index_workspace") from None
     record = manifest.files.get(file)
-    if record is None:
-        return False
-    return st.st_size != record.size or bool(record.mtime_ns and st.st_mtime_ns != record.mtime_ns)
+    return record is not None and record.stat_differs(st)
 
 
 def _graph(command: str, path: str, name: str, depth: int = 3, limit: int = 50) -> CallToolResult:
@@ -532,8 +525,7 @@ def _indexing(root: Path) -> bool:
     job = _jobs.get(str(root))
     if job is not None and job.is_alive():
         return True
-    state = prog.read_status(root)  # a dead process's run reads "interrupted"
-    return state is not None and state.get("state") == "running"
+    return prog.run_under_way(root)
 
 
 def _stop_watcher(root: Path) -> None:

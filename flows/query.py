@@ -36,9 +36,7 @@ def check_local_mode(settings: Settings) -> None:
 
 
 def query_pipeline(workspace: str, question: str, settings: Settings, call: Caller = prefect_call) -> QueryReport:
-    if not question.strip():
-        raise ValueError("the question is empty: ask what you want to know about the code")
-    check_query_text(question, "question")
+    check_query_text(question, "question")  # empty or past the length limit: one line
     question = " ".join(question.split())
     check_local_mode(settings)
     root = resolve_workspace(workspace)

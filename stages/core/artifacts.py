@@ -6,6 +6,7 @@ a Prefect task can pass them between processes without custom serialisation.
 
 from __future__ import annotations
 
+import os
 import re
 from functools import lru_cache
 from typing import Literal
@@ -176,6 +177,11 @@ class FileRecord(BaseModel):
     entity_ids: list[str]
     partial: bool = False
     mtime_ns: int = 0
+
+    def stat_differs(self, st: os.stat_result) -> bool:
+        """The file's size or modification time is not what the index recorded: cheap, nothing re-hashed (a time
+        that moved while the bytes did not reads as changed; a time never recorded, as the same)."""
+        return st.st_size != self.size or bool(self.mtime_ns and st.st_mtime_ns != self.mtime_ns)
 
 
 class IndexManifest(BaseModel):

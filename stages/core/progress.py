@@ -181,6 +181,12 @@ def read_status(root: Path) -> dict | None:
     return state
 
 
+def run_under_way(root: Path) -> bool:
+    """Whether a live process is indexing the workspace now (by its status file; a dead one's run is interrupted)."""
+    state = read_status(root)
+    return state is not None and state.get("state") == "running"
+
+
 _NUMBER = (int, float)
 _STATUS_FIELDS: dict[str, tuple[type, ...]] = {
     "state": (str,), "stage": (str,), "last_error": (str,), "pid": (int, type(None)), "summary": (dict,),

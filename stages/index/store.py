@@ -23,6 +23,7 @@ from filelock import FileLock, Timeout
 
 from assay.stages.core.artifacts import Edge, EmbeddedBatch, Entity, IndexManifest, ParseResult
 from assay.stages.core.errors import DISK_FULL_ADVICE, disk_full, one_line
+from assay.stages.core.progress import run_under_way
 from assay.stages.core.workspace import collection_name, make_state_dir, not_writable, state_dir, writable
 from assay.stages.core.writer import clear_writer, other_writer, record_writer
 from assay.stages.index.lexical import LexicalIndex
@@ -686,19 +687,11 @@ class NotIndexed(StoreError):
 def require_manifest(root: Path) -> IndexManifest:
     manifest = load_manifest(root)
     if manifest is None:
-        if _first_run_under_way(root):  # asking to start it again would only hear "already indexing"
+        if run_under_way(root):  # no manifest yet, a live run: asking to start it again would only hear "already indexing"
             raise NotIndexed(f"indexing in progress for {root} (its first run has not committed anything yet); retry "
                              "shortly: `assay status` or the index_status tool shows its progress")
         raise NotIndexed(f"{root} is not indexed yet; index it first (`assay index {root}` or the index_workspace tool)")
     return manifest
-
-
-def _first_run_under_way(root: Path) -> bool:
-    """Whether a live index run is building a workspace that has no manifest yet (its status file says so)."""
-    from assay.stages.core.progress import read_status
-
-    state = read_status(root)
-    return state is not None and state.get("state") == "running"
 
 
 _READ_MANIFESTS: dict[Path, tuple[object, IndexManifest]] = {}

@@ -89,7 +89,7 @@ def check(root: Path, manifest: IndexManifest) -> tuple[Freshness, set[str]]:
             continue
         except OSError:
             continue
-        if st.st_size != record.size or (record.mtime_ns and st.st_mtime_ns != record.mtime_ns):
+        if record.stat_differs(st):
             changed.append(path)
     commit, branch = git_head(root)
     fresh = Freshness(indexed_at=manifest.updated_at, indexed_commit=manifest.git_commit, indexed_branch=manifest.git_branch,

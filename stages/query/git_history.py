@@ -185,9 +185,8 @@ def stale_files(root: Path, files: set[str], indexed: dict[str, FileRecord]) -> 
         if record is None:
             continue
         try:
-            st = (root / file).stat()
-            if st.st_size == record.size and record.mtime_ns and st.st_mtime_ns == record.mtime_ns:
-                continue
+            if record.mtime_ns and not record.stat_differs((root / file).stat()):
+                continue  # size and time as indexed: unchanged, without reading it
             if file_hash((root / file).read_bytes()) != record.content_hash:
                 stale.add(file)
         except OSError:

@@ -11,17 +11,17 @@ from pathlib import Path
 from assay.stages.core.artifacts import Entity
 from assay.stages.index.store import Catalog, require_manifest
 from assay.stages.query.git_history import ChangedSymbols, History, changed_symbols, history, stale_files
-from assay.stages.query.graph import Graph
+from assay.stages.query.graph import Graph, named_targets
 
 
 def resolve_definition(catalog, name: str) -> Entity:
     """The one definition a name means, resolved as the graph commands do (`name`, `Class.method`,
     `path/to/file.py:name`); a one-line error naming the candidates when several definitions match."""
-    found: dict[tuple[str, str], Entity] = {}
-    for e in Graph(catalog).targets(name.strip()):
-        found.setdefault((e.file, e.qualname), e)
-    if not name.strip() or not found:
+    if not name.strip():
         raise ValueError(f"no definition named {name!r} in the index")
+    found: dict[tuple[str, str], Entity] = {}
+    for e in named_targets(Graph(catalog), name.strip()):  # none: the graph commands' one-line error
+        found.setdefault((e.file, e.qualname), e)
     if len(found) > 1:
         listed = sorted(found.values(), key=lambda e: (e.file, e.start_line))
         shown = ", ".join(f"{e.qualname} ({e.file}:{e.start_line})" for e in listed[:8]) + (" ..." if len(listed) > 8 else "")

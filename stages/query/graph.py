@@ -467,7 +467,7 @@ def _finish(command: str, query: str, targets: list[Entity], rows: list[GraphRow
                        tests_total=len(tests), note=note)
 
 
-def _targets(graph: Graph, query: str) -> list[Entity]:
+def named_targets(graph: Graph, query: str) -> list[Entity]:
     """The definitions a query names; a name with none is an error, so a typo never reads as "no callers"."""
     targets = graph.targets(query)
     if not targets:
@@ -477,21 +477,21 @@ def _targets(graph: Graph, query: str) -> list[Entity]:
 
 def callers(catalog, query: str, limit: int = 50, unresolved: bool = True) -> GraphResult:
     graph = Graph(catalog)
-    targets = _targets(graph, query)
+    targets = named_targets(graph, query)
     rows = [row for t in targets for row, _ in _sites(graph, t, ("call",), unresolved)]
     return _finish("callers", query, targets, rows, limit)
 
 
 def references(catalog, query: str, limit: int = 50, unresolved: bool = True) -> GraphResult:
     graph = Graph(catalog)
-    targets = _targets(graph, query)
+    targets = named_targets(graph, query)
     rows = [row for t in targets for row, _ in _sites(graph, t, ("call", "import", "inherit", "ref"), unresolved)]
     return _finish("references", query, targets, rows, limit)
 
 
 def callees(catalog, query: str, limit: int = 50) -> GraphResult:
     graph = Graph(catalog)
-    targets = _targets(graph, query)
+    targets = named_targets(graph, query)
     rows: list[GraphRow] = []
     for t in targets:
         for file, edge, h in graph.calls_from(t):
@@ -556,7 +556,7 @@ def impact(catalog, query: str, depth: int = 3, limit: int = 100) -> GraphResult
     """Transitive resolved callers up to `depth`, and the tests among everything that reaches the target
     (test functions that call it, directly or through callers, and test files that import it)."""
     graph = Graph(catalog)
-    targets = _targets(graph, query)
+    targets = named_targets(graph, query)
     rows, frontier, seen = _walk_callers(graph, targets, depth)
     tests = [r for r in rows if r.is_test]
     for t in targets:  # a test file that imports the target tests it even if no call was resolved

@@ -154,11 +154,14 @@ def check_search_request(k: int, mode: str) -> str:
 MAX_QUERY_CHARS = 20_000  # a long traceback fits; a pasted log or blob gets a line saying what to paste instead
 
 
+_ASK_FOR = {"question": "ask what you want to know about the code", "query": "say what you are looking for in the code"}
+
+
 def check_query_text(text: str, what: str = "query") -> None:
-    """A one-line error for an empty query or one past `MAX_QUERY_CHARS` (a 200 KB paste took 4 s to search, and
-    the search door holds up the MCP server's other calls while it runs)."""
+    """A one-line error for an empty `what` (a query or a question) or one past `MAX_QUERY_CHARS` (a 200 KB paste
+    took 4 s to search, and the search door holds up the MCP server's other calls while it runs)."""
     if not text.strip():
-        raise ValueError(f"the {what} is empty: say what you are looking for in the code")
+        raise ValueError(f"the {what} is empty: {_ASK_FOR[what]}")
     if len(text) > MAX_QUERY_CHARS:
         raise ValueError(f"the {what} is {len(text):,} characters; the limit is {MAX_QUERY_CHARS:,}: paste the error line "
                          "and the frames or lines that matter")
