@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import date, datetime, timezone
 from pathlib import Path
 
 from assay.flows import runtime  # noqa: F401
 
+from assay.flows.query import check_local_mode
 from assay.flows.runtime import Caller, flow_exports, lazy_flow, prefect_call, run_flow
 from assay.stages.audit import stats as audit_stats
 from assay.stages.audit.charts import calibration_heatmap, reliability_diagram, score_histograms, verdict_bars
@@ -17,6 +19,15 @@ from assay.tasks import audit as t
 from assay.tasks.artifacts import publish_markdown
 
 
+def check_judges_local_mode(settings: Settings, judges: Iterable[str | None]) -> None:
+    """Local mode binds a batch job's judges (audit, eval) as it binds `ask`'s: a cloud judge, or an Ollama / System One
+    server off loopback, is refused with `ask`'s one line before any passage is sent. These jobs write no answer and
+    run no guard, so the settings' writer and guard are left out of the check."""
+    for backend in judges:
+        if backend:
+            check_local_mode(settings.model_copy(update={"judge": backend, "synth": "extractive", "guard": "local"}))
+
+
 def audit_pipeline(
     workspace: str, settings: Settings, start: date | None = None, end: date | None = None,
     rejudge: str | None = None, labels: str | None = None, baseline_n: int = 50, judge: str | None = None,
@@ -24,30 +35,37 @@ def audit_pipeline(
 ) -> dict:
     from assay.stages.index.store import require_manifest
 
+    used = judge or settings.judge
+    if start and end and start > end:
+        raise ValueError(f"--since {start} is after --until {end}: no day lies between them; swap the two days")
+    check_judges_local_mode(settings, [rejudge, used])  # before a snapshot is read or a passage sent
+    if labels:  # a bad or empty labels file is named before any passage is re-judged
+        audit_stats.load_labels(Path(labels))
     root = resolve_workspace(workspace)
     require_manifest(root)  # its snapshots and baseline come from an index; a folder never indexed gets no `.assay/`
     table = call(t.load, root, start, end)
-    rejudged = 0
+    summary: dict | None = None
     if rejudge:
-        rejudged = call(t.rejudge, root, table, rejudge, settings)
+        audit_stats.check_rejudge(table, rejudge, ranged=bool(start or end))
+        summary = call(t.rejudge, root, table, rejudge, settings)
         table = call(t.load, root, start, end)
     rows = table.to_pylist()
-    backends = sorted({r["judge_backend"] for r in rows})
     data: dict = {
         "workspace": str(root), "snapshots": {"passages": len(rows), "queries": len({r["query_id"] for r in rows}),
-                                              "unreadable": audit_stats.unreadable_snapshots(table)},
-        "distributions": audit_stats.distributions(table), "rejudged_queries": rejudged,
+                                              "unreadable": audit_stats.unreadable_snapshots(table),
+                                              "ranged": bool(start or end)},
+        "distributions": audit_stats.distributions(table), "rejudged_queries": summary["queries"] if summary else 0,
     }
-    if rejudge and len(backends) > 1:
-        original = max((b for b in backends if b != rejudge), key=lambda b: sum(r["judge_backend"] == b for r in rows))
-        data["agreement"] = audit_stats.agreement(table, original, rejudge)
-    used = judge or settings.judge
+    if rejudge and summary:
+        data["rejudge"] = summary
+        data["agreement"] = audit_stats.agreement(table, _original_backend(rows, rejudge), rejudge)
     if used == "none":  # nothing is scored, so there is nothing to calibrate or guard
         data["calibration"] = {"judge": "none", "labelled": 0, "scored": 0, "grid": [], "best": None}
         data["injection_baseline"] = {"judge": "none", "functions": 0, "limit": audit_stats.INJECTION_BASELINE_MAX,
                                       "max": 0.0, "mean": 0.0, "offenders": [], "passed": True, "judge_failure": ""}
     else:
-        data["calibration"] = call(t.calibrate, Path(labels) if labels else DATA_DIR / "calibration.jsonl", used, settings)
+        labelled = Path(labels) if labels else DATA_DIR / "calibration.jsonl"
+        data["calibration"] = call(t.calibrate, root, labelled, used, settings)
         data["injection_baseline"] = call(t.baseline, root, used, baseline_n, settings)
     folder = state_dir(root) / "audits" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
     folder.mkdir(parents=True, exist_ok=True)
@@ -66,6 +84,13 @@ def audit_pipeline(
     data["passed"] = data["injection_baseline"]["passed"]
     publish_markdown("judgment-audit", markdown, "Assay judgment audit")
     return data
+
+
+def _original_backend(rows: list[dict], rejudge: str) -> str:
+    """The judge the re-judge is compared with: the backend, other than the re-judge's, that judged most passages
+    (`check_rejudge` made sure there is one)."""
+    others = [r["judge_backend"] for r in rows if r["judge_backend"] != rejudge]
+    return max(sorted(set(others)), key=others.count)
 
 
 @lazy_flow("assay-audit")

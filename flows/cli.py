@@ -41,10 +41,23 @@ PathArg = typer.Argument(".", help="workspace folder (default: current directory
 
 
 def _settings(**overrides):
+    """The environment's settings with the command's flags on top, each flag checked as its variable would be
+    (`--synth olama` used to fall back to the extractive writer without a word; `ASSAY_SYNTH=olama` is an error)."""
+    from pydantic import ValidationError
+
     from assay.stages.core.config import Settings
 
-    base = Settings()
-    return base.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+    settings = Settings().model_copy()
+    for name, value in overrides.items():
+        if value is None:
+            continue
+        try:
+            Settings.__pydantic_validator__.validate_assignment(settings, name, value)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            msg = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+            raise ValueError(f"--{name.replace('_', '-')}: {msg} (got {value!r})") from None
+    return settings
 
 
 def _fail(exc: BaseException) -> None:
@@ -613,16 +626,18 @@ def evaluate(
                               "| judge (premise checks and injection detection of the local judge) | faithfulness "
                               "(the answer guard on planted faults)"),
     corpus: list[str] = typer.Option([], help="swe-qa: any <name>.jsonl of the questions folder, e.g. requests, pytest, sphinx, "
-                                     "pylint, xarray (default: requests, pytest); semble: names in repos.json (default: all of them); "
+                                     "pylint, xarray (default: requests and pytest where the folder has them, else every set "
+                                     "in it); semble: names in repos.json (default: all of them); "
                                      "faithfulness: PyPI pins NAME==VERSION (default: tenacity, boltons)"),
     judge: list[str] = typer.Option(["local", "none"], help="swe-qa: judges to compare; judge: judges to calibrate "
                                     "(local, none, ollama, cloud, systemone)"),
-    limit: Optional[int] = typer.Option(None, help="only the first N questions of each corpus (faithfulness: N cases per "
+    limit: Optional[int] = typer.Option(None, min=1, help="only the first N questions of each corpus (faithfulness: N cases per "
                                         "fault kind and corpus, default 40)"),
-    questions: Optional[Path] = typer.Option(None, help="swe-qa: folder with <corpus>.jsonl (default: $ASSAY_EVAL_QUESTIONS, else "
-                                             "../shared/eval/swe-qa beside the checkout or the current directory); "
-                                             "semble: folder with repos.json and annotations/ (default: ../shared/eval/semble); "
-                                             "judge: folder of labelled pairs (default: the checkout's tests/benchmarks/judge_labels)"),
+    questions: Optional[Path] = typer.Option(None, help="swe-qa: the folder (not a file) with <corpus>.jsonl (default: "
+                                             "$ASSAY_EVAL_QUESTIONS, else ../shared/eval/swe-qa beside the checkout or the current "
+                                             "directory); semble: folder with repos.json and annotations/ (default: "
+                                             "../shared/eval/semble); judge: folder of labelled pairs, every <name>.jsonl in it "
+                                             "(default: the checkout's tests/benchmarks/judge_labels)"),
     ablate: bool = typer.Option(True, help="semble: also score Assay with each ranking signal switched off"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -631,7 +646,10 @@ def evaluate(
     [bold]swe-qa[/bold]: SWE-QA questions over the PyPI sdists their rows' `package` field pins. Prints hit@1/5/10, MRR
     (by qualified name and by line overlap), entity and file recall@10 per configuration, the same for all, named and
     paraphrased questions beside a stock BM25 over the same passages, primaries missing from the index, judge keep/drop
-    precision and recall, injection detection on planted BIPIA attacks, and answer cost in tokens.
+    precision and recall, injection detection on planted BIPIA attacks, and answer cost in tokens. Each row of a set:
+    a unique `id`, the `question`, `package` NAME==VERSION, and a `primary_entity` {file, qualname, start_line,
+    end_line} and/or `gold_entities` [{file, qualname}] and `gold_files`; every set is checked before any download.
+    A figure no question can measure (no gold files, no line spans, no BIPIA attacks) prints "-" (null in --json).
 
     [bold]judge[/bold]: premise checking on false/true question twins generated from the `ast` facts of httpx, click,
     rich and starlette (recall and false alarms per premise kind, for tuned and held-back phrasings); injection
@@ -679,7 +697,7 @@ def evaluate(
         elif suite == "swe-qa":
             from assay.flows.evaluate import run_evaluate
 
-            data = run_evaluate(_settings(), corpora=corpus or ["requests", "pytest"], judges=judge, limit=limit,
+            data = run_evaluate(_settings(), corpora=corpus or None, judges=judge, limit=limit,  # None: the flow picks
                                 questions_dir=str(questions) if questions else None)
         else:
             raise ValueError(f"unknown suite {suite!r}; use swe-qa, semble, judge or faithfulness")
@@ -713,6 +731,8 @@ def server(
     from assay.stages.core.llm_clients import require_loopback
 
     try:
+        if not 1 <= port <= 65535:  # 0 would ask the OS for a port whose number the commands never learn
+            raise ValueError(f"--port must be 1-65535 (got {port})")
         if _settings().mode == "local":
             require_loopback(f"http://{host}:{port}", "the Prefect server")
         url = api.api_url(host, port)
@@ -731,7 +751,9 @@ def server(
         api.write_record(url, proc.pid)
         console.print(f"Prefect server for Assay at {url} (UI http://{host}:{port}); Ctrl-C stops it")
         api.stop_on_signals()  # SIGTERM/SIGHUP as Ctrl-C (a background job ignores SIGINT)
-        proc.wait()
+        code = proc.wait()  # returns only when the server died on its own: a supervisor must notice
+        _fail(RuntimeError(f"the Prefect server exited (code {code}); commands now run without recording: "
+                           "run `assay server` again"))
     except KeyboardInterrupt:
         proc.terminate()
         proc.wait(30)

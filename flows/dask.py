@@ -37,6 +37,21 @@ def spread_for(spec: str) -> Spread:
     raise ValueError(f"ASSAY_DASK={spec!r} is neither local:N (N worker processes here) nor tcp://host:port (a scheduler)")
 
 
+def check_scheduler(spec: str) -> None:
+    """A `tcp://` scheduler must accept a connection before the run starts: Dask retries a refused one for 30 s and
+    then names no fix, and a run with nothing to submit would never notice it is gone."""
+    from urllib.parse import urlsplit
+
+    from assay.flows.prefect_api import answers
+
+    url = spec.strip().replace("tcp://", "http://", 1)
+    if ":" not in urlsplit(url).netloc.rsplit("]", 1)[-1]:
+        url += ":8786"  # Dask's default scheduler port
+    if spread_for(spec).workers is None and not answers(url, timeout=2.0):
+        raise RuntimeError(f"the Dask scheduler at {spec.strip()} does not answer (ASSAY_DASK): start it "
+                           "(`dask scheduler`), or unset ASSAY_DASK to index in this process")
+
+
 def task_runner(spec: str) -> Any:
     """Prefect's DaskTaskRunner for the spec: a LocalCluster it starts and stops, or the scheduler at the address."""
     if not os.environ.get("ASSAY_DEBUG"):  # Dask's INFO lines (scheduler, nanny, workers) are not for a user's terminal

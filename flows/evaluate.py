@@ -60,24 +60,35 @@ def corpora_in(folder: Path) -> dict[str, str]:
     """Every `<name>.jsonl` there is a corpus, scored against the sdist its rows' `package` field pins."""
     from assay.stages.evaluate.metrics import discover_corpora
 
+    if folder.is_file():
+        raise ValueError(f"{folder} is a file; --questions takes the folder that holds <corpus>.jsonl "
+                         f"(here: --questions {folder.parent} --corpus {folder.stem})")
     if not folder.is_dir():
         raise FileNotFoundError(f"no such questions folder: {folder}")
-    return discover_corpora(folder)
+    found = discover_corpora(folder)
+    if not found:
+        raise ValueError(f"no question sets in {folder}: it holds no <corpus>.jsonl")
+    return found
 
 
 def evaluate_pipeline(
     settings: Settings, corpora: list[str] | None, questions_dir: str | None = None, judges: list[str] | None = None,
     limit: int | None = None, bipia_dir: str | None = None, call: Caller = prefect_call,
 ) -> dict:
+    from assay.flows.audit import check_judges_local_mode
     from assay.stages.evaluate.runs import question_counts
 
+    check_judges_local_mode(settings, judges or [])  # a cloud or off-loopback judge is refused before any corpus work
     home = eval_home()
     qdir = Path(questions_dir) if questions_dir else default_questions_dir()
     available = corpora_in(qdir)
     corpora = list(corpora or [c for c in DEFAULT_CORPORA if c in available] or available)
     unknown = [c for c in corpora if c not in available]
     if unknown:
-        raise ValueError(f"no question set {', '.join(unknown)} in {qdir} (there: {', '.join(available) or 'none'})")
+        raise ValueError(f"no question set {', '.join(unknown)} in {qdir} (there: {', '.join(available)}); "
+                         "pass one of those as --corpus")
+    # every chosen set is read and checked before any corpus is downloaded or indexed: a bad row costs seconds, not a run
+    sets = {name: call(t.load_questions, qdir / f"{name}.jsonl", limit) for name in corpora}
     bipia = Path(bipia_dir) if bipia_dir else qdir.parent / "bipia"
     judges = judges or ["local", "none"]
     results: dict = {"created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "settings": {
@@ -86,13 +97,13 @@ def evaluate_pipeline(
     for name in corpora:
         root = call(t.prepare_corpus, available[name], home)
         index_report = index_pipeline(str(root), measured(settings), call=call)
-        questions = call(t.load_questions, qdir / f"{name}.jsonl", limit)
+        questions = sets[name]
         retrieval, per_q = call(t.evaluate_retrieval, root, questions, settings, judges)
         injection = call(t.evaluate_injection, root, bipia, settings)
         cost = call(t.evaluate_cost, root, questions, lambda q: query_pipeline(str(root), q, settings, call=direct_call))
         results["corpora"][name] = {"package": available[name], "entities": index_report.entities_total,
                                     "files": index_report.files_parsed + index_report.files_unchanged,
-                                    "questions": question_counts(qdir / f"{name}.jsonl"),
+                                    "questions": question_counts(qdir / f"{name}.jsonl", limit),  # what was run
                                     "retrieval": retrieval, "injection": injection, "cost": cost}
         rows.extend({"corpus": name, **r} for r in per_q)
     return save_results(home, "", results, rows, "per_question.parquet", call(t.render, results))
@@ -137,22 +148,30 @@ def evaluate_semble_pipeline(
 
     home = eval_home()
     folder = Path(semble_dir) if semble_dir else default_semble_dir()
+    if folder.is_file():
+        raise ValueError(f"{folder} is a file; --questions takes the folder that holds repos.json and annotations/")
     specs = sb.load_repos(folder)
     unknown = [r for r in repos or [] if r not in specs]
     if unknown:
         raise ValueError(f"no such repository in {folder / 'repos.json'}: {', '.join(unknown)}")
+    # every annotation file is read and checked before any repository is fetched or indexed; a repository with none
+    # is reported beside the others, as one whose source cannot be had is
+    annotations = {name: folder / "annotations" / f"{name}.json" for name in repos or list(specs)}
+    chosen = {name: sb.read_queries(path, name) for name, path in annotations.items() if path.is_file()}
     results: dict = {"created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "suite": "semble",
                      "settings": {"embedder": settings.embedder, "ranking": settings.ranking}, "repos": {}}
     rows: list[dict] = []
-    for name in repos or list(specs):
+    for name in annotations:
         try:
             source = sb.source_for(specs[name])
+            if name not in chosen:
+                raise ValueError(f"no queries: {annotations[name]} does not exist")
             root = call(t.prepare_semble_repo, specs[name], home, source)
         except (RuntimeError, ValueError) as exc:  # one repository the registries lack does not end the run
             results["repos"][name] = {"error": str(exc)}
             continue
         index_pipeline(str(root), measured(settings), call=call)
-        queries = sb.load_queries(folder, name)[:limit] if limit else sb.load_queries(folder, name)
+        queries = chosen[name][:limit] if limit else chosen[name]
         present, total, orphaned = sb.present_targets(root, queries)
         results["repos"][name] = {"source": f"{source.registry} {source.package} {source.version}", "queries": len(queries),
                                   "targets_present": present, "targets_total": total, "orphaned": orphaned}
@@ -188,6 +207,18 @@ def default_labels_dir() -> Path:
     return Path(__file__).resolve().parents[1] / "tests" / "benchmarks" / "judge_labels"
 
 
+def check_labels_dir(folder: Path) -> None:
+    """The judge suite's --questions: a folder holding at least one <name>.jsonl of labelled pairs."""
+    from assay.stages.evaluate.judge_calibration import labelled_sets
+
+    if folder.is_file():
+        raise ValueError(f"{folder} is a file; --questions (judge) takes the folder that holds it (here: {folder.parent})")
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no such labels folder: {folder}")
+    if not labelled_sets(folder):
+        raise ValueError(f"no labelled pairs in {folder}: it holds no <name>.jsonl")
+
+
 def evaluate_judge_pipeline(settings: Settings, bipia_dir: str | None = None, call: Caller = prefect_call,
                             judges: list[str] | None = None, labels_dir: str | None = None) -> dict:
     """The judges: premise checks on sets generated from third-party sdists, injection detection on attacks planted
@@ -197,7 +228,11 @@ def evaluate_judge_pipeline(settings: Settings, bipia_dir: str | None = None, ca
     from assay.stages.evaluate import judge_calibration
     from assay.stages.evaluate import planted_attacks as injection_eval
     from assay.stages.evaluate import premise_set as premise_eval
+    from assay.flows.audit import check_judges_local_mode
 
+    check_judges_local_mode(settings, judges or [])  # a cloud or off-loopback judge is refused before any corpus work
+    if labels_dir:  # a folder the user named is checked before any sdist is fetched
+        check_labels_dir(Path(labels_dir))
     home = eval_home()
     bipia = Path(bipia_dir) if bipia_dir else _default_bipia()
     roots = {req.split("==")[0]: call(t.prepare_corpus, req, home) for req in premise_eval.PREMISE_CORPORA}

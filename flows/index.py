@@ -14,7 +14,9 @@ from assay.stages.core.llm_clients import require_local_stores
 from assay.stages.core.progress import ProgressSink, StatusSink, progress_for, status_run
 from assay.stages.core.workspace import collection_name, resolve_workspace
 from assay.stages.index.embed import check_switch, embedder_for
-from assay.stages.index.incremental import build_report, carried_pending, merge_shares, next_collection, next_manifest, shares
+from assay.stages.index.incremental import (
+    build_report, carried_pending, merge_shares, moved_reason, next_collection, next_manifest, shares,
+)
 from assay.stages.index.store import Catalog, VectorStore, mark_embedded, write_lock
 from assay.stages.index.vector_cache import EmbedCache, remember, split_cached
 from assay.tasks import index as t
@@ -54,11 +56,13 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
         lap("plan")
         parsed = _parse_spread(root, plan.to_parse, settings, spread) if spread else call(t.parse, root, plan, settings)
         lap("parse")
-        collection = next_collection(previous, plan, collection_name(root))
+        collection = next_collection(previous, plan, root, shared=bool(settings.chroma_url))
+        if moved := moved_reason(root, previous, plan, collection):
+            plan = plan.model_copy(update={"rebuild_reason": moved})
         entities = [e for pf in parsed.files for e in pf.entities]
         if plan.rebuild and previous is not None and previous.notes:
             entities.extend(Catalog(root).get(previous.notes).values())
-        carried = carried_pending(previous, plan)
+        carried = carried_pending(previous, plan, collection)
         embedder = embedder_for(settings)
         sources = {f.path: f for f in discovery.files}
         manifest = next_manifest(root, previous, plan, parsed, sources, embedder.name, embedder.dimension, collection,
@@ -80,9 +84,7 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
             lap("embed")
         else:
             manifest, truncated, cached = _embed_in_slices(root, collection, pending, settings, call, lap, manifest)
-        # every other collection of the workspace, not only the previous run's: one a rebuild cut short after its
-        # switch would otherwise stay, a full copy of the vectors, since the resuming run's previous is the new one
-        VectorStore(root, settings.chroma_url).drop_others(collection, collection_name(root))
+        _drop_replaced(root, settings, previous, collection)
         call(t.finish_scan, root, scan)
         lap("scan")
     catalog = Catalog(root)
@@ -91,6 +93,17 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
         catalog.counts("kind"), catalog.counts("language"),
     )
     return call(t.report, data.model_copy(update={"embed_cached": cached}))
+
+
+def _drop_replaced(root, settings: Settings, previous, collection: str) -> None:
+    """Delete the collections this run replaced, never another workspace's. Every other collection named for this
+    workspace goes, not only the previous run's: one a rebuild cut short after its switch would otherwise stay, a full
+    copy of the vectors, since the resuming run's previous is the new one. A collection named for another workspace
+    (the manifest came with a copied folder) is dropped only from the embedded store, which the copy owns."""
+    store = VectorStore(root, settings.chroma_url)
+    store.drop_others(collection, collection_name(root))
+    if not settings.chroma_url and previous is not None and previous.collection not in ("", collection):
+        store.drop(previous.collection)
 
 
 def _embed_in_slices(root, collection: str, pending: list, settings: Settings, call: Caller, lap, manifest):
@@ -166,14 +179,18 @@ def run_index(workspace: str, settings: Settings | None = None, rebuild: bool = 
     root = resolve_workspace(workspace)
     if s.dask and orchestration_mode() == "direct":
         raise ValueError("ASSAY_DASK spreads the index over Prefect tasks: unset ASSAY_ORCHESTRATION=direct")
+    if s.dask:
+        from assay.flows.dask import check_scheduler
+
+        check_scheduler(s.dask)  # before the run: Dask retries a refused scheduler for 30 s, then names no fix
     require_local_stores(s)  # local mode: a Chroma server or Ollama embedder beyond loopback, refused before any socket
     with status_run(root, watcher, status) as tracked:
         if s.dask:  # a Prefect run on a DaskTaskRunner, recorded by an API its workers reach too
             from assay.flows.dask import task_runner
             from assay.flows.prefect_api import api_for_workers
-            from assay.flows.runtime import quiet_prefect
+            from assay.flows.runtime import api_watch, quiet_prefect
 
-            with api_for_workers(), quiet_prefect():
+            with api_for_workers(), quiet_prefect(), api_watch():
                 report = _index_flow.prefect.with_options(task_runner=task_runner(s.dask))(workspace, rebuild=rebuild, settings=s)
         else:
             report = run_flow(_index_flow, lambda workspace, rebuild, settings, call: index_pipeline(workspace, settings, rebuild, call),

@@ -12,6 +12,7 @@ workspaces and `..` or symlink tricks are refused.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -31,7 +32,7 @@ from assay.stages.core import registry
 from assay.stages.core.errors import one_line
 from assay.stages.core import progress as prog
 from assay.stages.core.config import Settings
-from assay.stages.core.workspace import WorkspaceError, check_allowed, inside, parse_roots, resolve_workspace, state_dir
+from assay.stages.core.workspace import WorkspaceError, check_allowed, inside, owns_collection, parse_roots, resolve_workspace, state_dir
 
 INSTRUCTIONS = (
     "Assay is this workspace's code memory. Call index_workspace once (it returns at once; poll index_status), "
@@ -104,6 +105,10 @@ def _version() -> str:
 
 
 server = AssayServer("assay", instructions=INSTRUCTIONS, version=_version())
+# the SDK puts an INFO handler on the root logger: httpx then logged every Prefect API request (~10 a tool call)
+# to the IDE's MCP log
+for _chatty in ("httpx", "httpcore"):
+    logging.getLogger(_chatty).setLevel(logging.WARNING)
 _jobs: dict[str, threading.Thread] = {}
 _jobs_lock = threading.Lock()
 
@@ -554,7 +559,8 @@ def _delete_state(root: Path) -> None:
     with write_lock(root):
         manifest = load_manifest(root)
         s = _settings()
-        if manifest is not None and manifest.collection and s.chroma_url:
+        # a copied workspace's manifest names the original's server collection, which is not this one's to drop
+        if manifest is not None and manifest.collection and s.chroma_url and owns_collection(root, manifest.collection):
             VectorStore(root, s.chroma_url).drop(manifest.collection)
         for child in state_dir(root).iterdir():
             if child.name not in _KEPT_STATE:

@@ -64,10 +64,49 @@ def answers(url: str, timeout: float = 0.2) -> bool:
     """True when the URL's host and port accept a TCP connection (a loopback check: ~0.1 ms)."""
     parts = urlsplit(url)
     try:
-        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 80), timeout=timeout):
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=timeout):
             return True
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a port out of range
         return False
+
+
+def serves_prefect(url: str, timeout: float = 5.0) -> bool:
+    """True when a Prefect API answers at the URL: its port accepts a connection and `<url>/health` says 200 (a
+    plain web server on that port is no API). Loopback only: a remote API is trusted as configured, since checking
+    it would resolve its name (a lookup) and it may want a key."""
+    from assay.stages.core.llm_clients import is_loopback_url
+
+    if not is_loopback_url(url):
+        return True
+    if not answers(url):  # refused: no need to wait on HTTP
+        return False
+    import http.client
+
+    parts = urlsplit(url)
+    kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    conn = kind(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
+    try:
+        conn.request("GET", parts.path.rstrip("/") + "/health")
+        return conn.getresponse().status == 200
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        conn.close()
+
+
+def configured_source(url: str) -> str:
+    """The configured URL and where `configured_api()` found it, in the words a user changes it by."""
+    if os.environ.get("PREFECT_API_URL", "").strip():
+        return f"PREFECT_API_URL={url}"
+    return f"PREFECT_API_URL={url} (the active Prefect profile's)"
+
+
+def configured_fix() -> str:
+    """How to stop using the configured URL."""
+    if os.environ.get("PREFECT_API_URL", "").strip():
+        return "unset PREFECT_API_URL"
+    return "run `prefect config unset PREFECT_API_URL`"
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -247,6 +286,8 @@ def api_for_workers() -> Iterator[None]:
 
     orchestrated()  # checks a configured API (loopback in local mode) and hands `assay server`'s URL to Prefect
     current = current_api()
+    if current and not serves_prefect(current):  # `auto` past a dead configured API: a server of the run's own
+        current = None
     started = None if current else _private_server()
     if not current and started is None:
         raise RuntimeError("the Prefect server for the Dask run did not start; set PREFECT_API_URL or run `assay server`")

@@ -178,7 +178,7 @@ def _loop_agreement(rows: list[dict], first: str, second: str) -> tuple[int, flo
     for k in shared:
         confusion[by[first][k]][by[second][k]] += 1
     agree = sum(by[first][k] == by[second][k] for k in shared)
-    return len(shared), round(agree / len(shared), 4) if shared else 0.0, confusion
+    return len(shared), round(agree / len(shared), 4) if shared else None, confusion  # None: nothing was measured
 
 
 def test_pandas_tables_match_plain_loops_on_a_random_snapshot_table() -> None:

@@ -104,3 +104,22 @@ def test_a_server_that_dies_mid_index_gives_one_line_and_the_next_run_completes(
         assert "retry" in " ".join(_names(project, "retry with exponential backoff", settings))
     finally:
         server.stop()
+
+
+def test_a_loopback_server_is_reached_without_the_environment_proxy(chroma: ChromaServer, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """chromadb's own HTTP client reads HTTP_PROXY: every passage stored on a loopback server went through the proxy."""
+    from tests.test_settings_doors import Proxy
+
+    proxy = Proxy()
+    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.setenv(name, proxy.url)
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    project = _copy_project(tmp_path, "proxied")
+    settings = Settings(chroma_url=chroma.url)
+    report = run_index(str(project), settings)
+    assert report.entities_embedded == report.entities_total > 0 and report.dense_pending == 0
+    assert search(project, "retry with exponential backoff", settings, k=3, mode="dense").candidates
+    proxy.sock.close()
+    assert proxy.hits == 0

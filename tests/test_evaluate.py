@@ -38,7 +38,7 @@ def test_aggregate_means_ignore_missing_metrics() -> None:
 def test_keep_drop_precision_recall_by_hand() -> None:
     m = keep_drop_prf([True, True, False, False, True], [True, False, True, False, True])
     assert m == {"precision": 0.6667, "recall": 0.6667, "f1": 0.6667, "passages": 5}
-    assert keep_drop_prf([], [])["f1"] == 0.0
+    assert keep_drop_prf([], [])["f1"] is None  # nothing kept or gold: not measured, not 0
 
 
 def test_auroc_and_trust_summary_by_hand() -> None:
@@ -144,7 +144,7 @@ def test_aggregate_matches_plain_means_on_random_questions() -> None:
     agg = aggregate(rows)
     for k in keys:
         vals = [r[k] for r in rows if r.get(k) is not None]
-        assert agg["mrr" if k == "rr" else k] == (round(sum(vals) / len(vals), 4) if vals else 0.0)
+        assert agg["mrr" if k == "rr" else k] == (round(sum(vals) / len(vals), 4) if vals else None)
 
 
 def test_the_semble_suite_without_its_benchmark_says_where_it_looked_and_what_to_pass(

@@ -51,13 +51,16 @@ def test_direct_and_prefect_are_obeyed_and_a_typo_is_an_error(clean_env: Path, m
 
 
 def test_auto_uses_an_api_from_the_environment_or_the_active_profile(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:4200/api")
-    assert orchestrated()
-    monkeypatch.delenv("PREFECT_API_URL")
-    profiles = clean_env / "prefect" / "profiles.toml"
-    profiles.parent.mkdir(parents=True)
-    profiles.write_text('active = "team"\n[profiles.ephemeral]\n[profiles.team]\nPREFECT_API_URL = "http://127.0.0.1:4300/api"\n')
-    assert prefect_api.configured_api() == "http://127.0.0.1:4300/api" and orchestrated()
+    from tests.test_orchestration_faults import web_server
+
+    with web_server(200) as url:  # an API that answers (a dead one: tests/test_orchestration_faults.py)
+        monkeypatch.setenv("PREFECT_API_URL", url)
+        assert orchestrated()
+        monkeypatch.delenv("PREFECT_API_URL")
+        profiles = clean_env / "prefect" / "profiles.toml"
+        profiles.parent.mkdir(parents=True)
+        profiles.write_text(f'active = "team"\n[profiles.ephemeral]\n[profiles.team]\nPREFECT_API_URL = "{url}"\n')
+        assert prefect_api.configured_api() == url and orchestrated()
     profiles.write_text('active = "ephemeral"\n[profiles.ephemeral]\nPREFECT_SERVER_ALLOW_EPHEMERAL_MODE = "true"\n')
     assert not orchestrated()
 

@@ -40,7 +40,7 @@ EXPECTED = {
         ("method", "Calculator.Calculator"): (7, 7), ("interface", "Op"): (15, 17), ("enum", "Mode"): (19, 19),
     },
     "sample.c": {
-        ("constant", "BUF_SIZE"): (3, 3), ("struct", "point"): (5, 8), ("type", "color_t"): (10, 10),
+        ("constant", "BUF_SIZE"): (3, 3), ("struct", "point"): (5, 8), ("enum", "color_t"): (10, 10),
         ("function", "add"): (13, 15), ("function", "make_buffer"): (17, 19),
     },
     "sample.cpp": {  # a namespace names its members but is no entity of its own

@@ -6,15 +6,17 @@ held (the Prefect task holds the `gpu` slot around it).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
 
 from assay.stages.audit import stats as audit_stats
-from assay.stages.audit.snapshots import selection_rows, write_rows
-from assay.stages.core.artifacts import Candidate, Entity, Judgment
+from assay.stages.audit.snapshots import judgments_dir, selection_rows, write_rows
+from assay.stages.core.artifacts import Candidate, Entity, Judgment, LLMCall
+from assay.stages.query.ledger import record_calls
 from assay.stages.query.report import status_of
 from assay.stages.query.retrieve import to_candidate
 from assay.stages.query.threshold import default_thresholds, select
@@ -23,13 +25,33 @@ Judge = Callable[[str, list[Candidate]], Judgment]
 BASELINE_QUESTION = "Describe what this code does."
 
 
-def rejudge(root: Path, table: pa.Table, backend: str, judge: Judge, thresholds_file: str | None, top_k: int) -> int:
-    """Re-score every stored query's passages with another judge; write its snapshots beside the originals."""
-    by_query: dict[str, list[dict]] = {}
-    for r in table.to_pylist():
-        if r["judge_backend"] != backend:
-            by_query.setdefault(r["query_id"], []).append(r)
+@contextmanager
+def ledgered(judge: Judge, root: Path, key: str, prices: dict[str, list[float]]) -> Iterator[Judge]:
+    """The judge, its model calls written to the workspace's usage ledger under `key` when the job ends, failed or
+    not: an audit's Ollama and cloud calls cost what an answer's do, and `assay usage` must show them."""
+    calls: list[LLMCall] = []
+
+    def recording(question: str, candidates: list[Candidate]) -> Judgment:
+        judgment = judge(question, candidates)
+        calls.extend(judgment.usage)
+        return judgment
+
+    try:
+        yield recording
+    finally:
+        record_calls(root, key, calls, prices)
+
+
+def rejudge(root: Path, table: pa.Table, backend: str, judge: Judge, thresholds_file: str | None, top_k: int) -> dict:
+    """Re-score every stored query's passages with another judge; write its snapshots beside the originals.
+    Each query's passages come from its original snapshot (never from earlier re-judgments, which hold the same
+    passages again), and a query `backend` already judged is skipped: one candidate per (query, passage), once.
+    Only passages the judge scored are written: a failed judge's fail-open rows are lexical order, not its verdicts,
+    and stored they would count as its judgments in every later audit. Returns what was sent, scored and stored."""
+    originals = audit_stats.load_snapshots(judgments_dir(root), rejudged=False)
+    by_query = audit_stats.rejudge_pending(table, originals, backend)
     th = default_thresholds(backend, thresholds_file, top_k)
+    summary = {"backend": backend, "pending": len(by_query), "queries": 0, "passages": 0, "stored": 0, "failure": ""}
     for qid, items in sorted(by_query.items()):
         question = items[0]["query"]
         candidates = audit_stats.rows_to_candidates(items)
@@ -37,8 +59,14 @@ def rejudge(root: Path, table: pa.Table, backend: str, judge: Judge, thresholds_
         selection = select(candidates, judgment, th, question)
         status, _ = status_of(selection, judgment, question)
         when = items[0]["timestamp"].astimezone(timezone.utc) if items[0]["timestamp"] else datetime.now(timezone.utc)
-        write_rows(root, selection_rows(qid, question, judgment, selection, status, when), qid, when, f"-rejudge-{backend}")
-    return len(by_query)
+        rows = [r for r in selection_rows(qid, question, judgment, selection, status, when) if audit_stats.holds_judgment(r)]
+        summary["passages"] += len(candidates)
+        summary["stored"] += len(rows)
+        summary["failure"] = summary["failure"] or judgment.failure
+        if rows:
+            write_rows(root, rows, qid, when, f"{audit_stats.REJUDGE_TAG}{backend}")
+            summary["queries"] += 1
+    return summary
 
 
 def calibrate(labels: Path, backend: str, judge: Judge, embedder, thresholds_file: str | None) -> dict:
@@ -48,9 +76,10 @@ def calibrate(labels: Path, backend: str, judge: Judge, embedder, thresholds_fil
     for it in items:
         by_q.setdefault(it.question, []).append(it.candidate)
     th = default_thresholds(backend, thresholds_file)
-    result = audit_stats.calibrate(items, {q: judge(q, cands) for q, cands in by_q.items()},
-                                   current=(th.relevance_min, th.evidence_min))
-    result.update({"judge": backend, "labels": str(labels)})
+    judgments = {q: judge(q, cands) for q, cands in by_q.items()}
+    result = audit_stats.calibrate(items, judgments, current=(th.relevance_min, th.evidence_min))
+    failure = next((j.failure for j in judgments.values() if j.failure), "")
+    result.update({"judge": backend, "labels": str(labels), "judge_failure": failure})
     return result
 
 

@@ -7,22 +7,14 @@ def render_markdown(data: dict, charts: dict[str, str]) -> str:
     lines = [f"# Assay judgment audit: {data['workspace']}", "",
              f"{data['snapshots']['passages']} judged passages over {data['snapshots']['queries']} queries.", ""]
     lines += [f"Left out, not a readable snapshot file: `{f}` (move it away)." for f in data["snapshots"].get("unreadable", [])]
-    lines += ["## Score distributions", "", "| judge | passages | " + " | ".join(f"{s} mean (p50)" for s in
-              ("relevance", "evidence", "contradicts", "injection")) + " | verdicts |", "|---" * 7 + "|"]
-    for key, e in data["distributions"].items():
-        cells = [f"{e[s]['mean']:.2f} ({e[s]['p50']:.2f})" if e[s].get("n") else "-" for s in
-                 ("relevance", "evidence", "contradicts", "injection")]
-        verdicts = ", ".join(f"{k} {v}" for k, v in e["verdicts"].items())
-        lines.append(f"| {key} | {e['passages']} | " + " | ".join(cells) + f" | {verdicts} |")
+    lines += _distributions(data)
     if data.get("agreement"):
-        a = data["agreement"]
-        c = a["confusion"]
-        lines += ["", f"## Agreement: {a['first']} vs {a['second']}", "",
-                  f"{a['pairs']} shared passages; verdict agreement {a['agreement']:.1%} (the anchor's bar {a.get('bar', 0.7):.0%}: "
-                  f"{'met' if a.get('meets_bar') else 'not met'}); Cohen's kappa {a['kappa']:.3f}", "",
-                  f"| {a['first']} \\ {a['second']} | keep | drop |", "|---|---|---|",
-                  f"| keep | {c['keep']['keep']} | {c['keep']['drop']} |", f"| drop | {c['drop']['keep']} | {c['drop']['drop']} |"]
+        lines += _agreement(data["agreement"], data.get("rejudge"))
     cal = data.get("calibration")
+    if cal and cal.get("labelled") and not cal.get("best"):
+        failure = f" ({cal['judge_failure']})" if cal.get("judge_failure") else ""
+        lines += ["", f"## Calibration ({cal['judge']} judge, {cal['labelled']} labelled passages)", "",
+                  f"The {cal['judge']} judge scored none of the labelled passages{failure}: calibration skipped."]
     if cal and cal.get("best"):
         b = cal["best"]
         lines += ["", f"## Calibration ({cal['judge']} judge, {cal['labelled']} labelled passages)", "",
@@ -46,3 +38,38 @@ def render_markdown(data: dict, charts: dict[str, str]) -> str:
     for title, path in charts.items():
         lines += ["", f"![{title}]({path})"]
     return "\n".join(lines) + "\n"
+
+
+def _distributions(data: dict) -> list[str]:
+    """The score-distribution table; with no snapshots, the line that says where judgments come from."""
+    if not data["distributions"]:
+        where = "in that date range" if data["snapshots"].get("ranged") else "yet"
+        return [f"No judgments stored {where}: each `assay ask` records one, so ask a question first "
+                "(the calibration and the injection baseline below need none)."]
+    lines = ["## Score distributions", "", "| judge | passages | " + " | ".join(f"{s} mean (p50)" for s in
+             ("relevance", "evidence", "contradicts", "injection")) + " | verdicts |", "|---" * 7 + "|"]
+    for key, e in data["distributions"].items():
+        cells = [f"{e[s]['mean']:.2f} ({e[s]['p50']:.2f})" if e[s].get("n") else "-" for s in
+                 ("relevance", "evidence", "contradicts", "injection")]
+        verdicts = ", ".join(f"{k} {v}" for k, v in e["verdicts"].items())
+        lines.append(f"| {key} | {e['passages']} | " + " | ".join(cells) + f" | {verdicts} |")
+    return lines
+
+
+def _agreement(a: dict, rejudge: dict | None) -> list[str]:
+    """Agreement of the re-judge with the original judge; '-' with the reason when no passage was scored by both,
+    and the re-judge's failures said outright (its failed passages are not stored)."""
+    lines = ["", f"## Agreement: {a['first']} vs {a['second']}", ""]
+    if rejudge and rejudge["stored"] < rejudge["passages"]:
+        why = f" ({rejudge['failure']})" if rejudge["failure"] else ""
+        lines += [f"{rejudge['backend']} scored {rejudge['stored']} of the {rejudge['passages']} passages sent{why}; "
+                  "the unscored ones were not stored as its judgments.", ""]
+    if a["agreement"] is None:
+        return lines + [f"{a['pairs']} shared passages; verdict agreement - ({a.get('reason') or 'nothing to compare'}); "
+                        "Cohen's kappa -"]
+    c = a["confusion"]
+    return lines + [
+        f"{a['pairs']} shared passages; verdict agreement {a['agreement']:.1%} (the anchor's bar {a.get('bar', 0.7):.0%}: "
+        f"{'met' if a.get('meets_bar') else 'not met'}); Cohen's kappa {a['kappa']:.3f}", "",
+        f"| {a['first']} \\ {a['second']} | keep | drop |", "|---|---|---|",
+        f"| keep | {c['keep']['keep']} | {c['keep']['drop']} |", f"| drop | {c['drop']['keep']} | {c['drop']['drop']} |"]

@@ -23,13 +23,15 @@ from assay.stages.evaluate.calibration import ece, ece_floor, reliability
 
 SCORES = ("relevance", "evidence", "contradicts", "injection")
 INJECTION_BASELINE_MAX = 0.15
+REJUDGE_TAG = "-rejudge-"  # in the file name of a re-judged snapshot: `<time>-<query_id>-rejudge-<backend>.parquet`
 
 
-def load_snapshots(folder: Path, start: date | None = None, end: date | None = None) -> pa.Table:
-    """All snapshot rows under a judgments folder (hive-partitioned by date), optionally a date range."""
+def load_snapshots(folder: Path, start: date | None = None, end: date | None = None, rejudged: bool = True) -> pa.Table:
+    """All snapshot rows under a judgments folder (hive-partitioned by date), optionally a date range.
+    `rejudged=False`: the original snapshots only, without the files `assay audit --rejudge` wrote beside them."""
     files, damaged = [], []
     for p in sorted(folder.rglob("*.parquet")):
-        if not p.name.startswith("."):
+        if not p.name.startswith(".") and (rejudged or REJUDGE_TAG not in p.name):
             (files if _readable(p) else damaged).append(p)
     if not files:
         table = SNAPSHOT_SCHEMA.empty_table()
@@ -108,9 +110,25 @@ def keep_label(verdict: str) -> str:
 AGREEMENT_BAR = 0.70  # the anchor's bar (issue 46): one judge stands in for another at >= 70% verdict agreement
 
 
+def holds_judgment(row: dict) -> bool:
+    """Whether a snapshot row is its judge's verdict: a passage the judge failed to score (fail-open, no scores) was
+    kept in lexical order by the threshold stage, so its verdict says nothing about the judge. Judge `none` scores
+    nothing by design and never fails open."""
+    return not (row.get("fail_open") and row.get("relevance") is None)
+
+
+def _judged(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of `frame` that hold a judgment (`holds_judgment`, over a table)."""
+    return frame[~(frame["fail_open"].fillna(False).astype(bool) & frame["relevance"].isna())]
+
+
 def agreement(table: pa.Table, first: str, second: str) -> dict:
-    """Verdict agreement between two judge backends on the same (query, passage) pairs, against the anchor's bar."""
-    frame = table.select(["judge_backend", "query_id", "passage_id", "verdict"]).to_pandas()
+    """Verdict agreement between two judge backends on the same (query, passage) pairs, against the anchor's bar.
+    Only passages both judges scored count; with none, agreement and kappa are None and `reason` says why."""
+    frame = table.select(["judge_backend", "query_id", "passage_id", "verdict", "fail_open", "relevance"]).to_pandas()
+    unscored = {b: int((frame["judge_backend"] == b).sum() - (_judged(frame)["judge_backend"] == b).sum())
+                for b in (first, second)}
+    frame = _judged(frame).copy()
     frame["label"] = frame["verdict"].map(keep_label)
     pair = ["query_id", "passage_id"]
     # a later snapshot of the same pair by the same backend replaces an earlier one
@@ -121,16 +139,56 @@ def agreement(table: pa.Table, first: str, second: str) -> dict:
     confusion = pd.crosstab(pd.Categorical(shared["label_a"], labels), pd.Categorical(shared["label_b"], labels),
                             dropna=False).reindex(index=labels, columns=labels, fill_value=0)
     a, b = shared["label_a"].tolist(), shared["label_b"].tolist()
-    agree = round(float((shared["label_a"] == shared["label_b"]).mean()), 4) if len(shared) else 0.0
-    return {"first": first, "second": second, "pairs": len(shared), "agreement": agree, "kappa": cohen_kappa(a, b),
-            "bar": AGREEMENT_BAR, "meets_bar": bool(len(shared)) and agree >= AGREEMENT_BAR,
+    measured = bool(len(shared))
+    agree = round(float((shared["label_a"] == shared["label_b"]).mean()), 4) if measured else None
+    return {"first": first, "second": second, "pairs": len(shared), "agreement": agree,
+            "kappa": cohen_kappa(a, b) if measured else None, "bar": AGREEMENT_BAR,
+            "meets_bar": measured and agree >= AGREEMENT_BAR, "unscored": unscored,
+            "reason": "" if measured else _no_pairs_reason(first, second, unscored),
             "confusion": {x: {y: int(confusion.loc[x, y]) for y in labels} for x in labels}}
 
 
+def _no_pairs_reason(first: str, second: str, unscored: dict[str, int]) -> str:
+    failed = [f"{b} failed to score {n} stored passage(s)" for b, n in unscored.items() if n]
+    return "no passage scored by both judges" + (f": {'; '.join(failed)}" if failed else "")
+
+
+def rejudge_pending(table: pa.Table, originals: pa.Table, backend: str) -> dict[str, list[dict]]:
+    """Per query of `table` that `backend` has not judged yet (originally or in an earlier re-judge): the rows of its
+    original snapshot, from `originals` (the snapshots without re-judged files). A query whose stored rows by
+    `backend` are all failed (unscored) is pending again: its judge never judged it."""
+    seen = table.select(["query_id", "judge_backend", "fail_open", "relevance"]).to_pylist()
+    queries = {r["query_id"] for r in seen}
+    done = {r["query_id"] for r in seen if r["judge_backend"] == backend and holds_judgment(r)}
+    pending: dict[str, list[dict]] = {}
+    for r in originals.to_pylist():
+        if r["query_id"] in queries and r["query_id"] not in done:
+            pending.setdefault(r["query_id"], []).append(r)
+    return pending
+
+
+def check_rejudge(table: pa.Table, backend: str, ranged: bool) -> None:
+    """A re-judge must have another judge's verdicts to compare with; otherwise a one-line error before any call:
+    the report used to look like a plain audit, with no agreement and no word why."""
+    backends = set(table.column("judge_backend").to_pylist())
+    if not backends:
+        where = "in that date range" if ranged else "yet"
+        raise ValueError(f"--rejudge {backend}: no judgments stored {where}; each `assay ask` records one, "
+                         "so ask a question first")
+    if backends == {backend}:
+        others = ", ".join(b for b in ("local", "ollama", "cloud", "systemone", "none") if b != backend)
+        raise ValueError(f"--rejudge {backend}: every stored judgment is already {backend}'s, so there is nothing to "
+                         f"compare; re-judge with another backend ({others})")
+
+
 def rows_to_candidates(rows: list[dict]) -> list[Candidate]:
-    """Rebuild the judged passages of one snapshot (for re-judging with another backend)."""
-    out = []
+    """Rebuild the judged passages of one snapshot (for re-judging with another backend), each passage once: a
+    passage sent twice costs twice and could get two different scores."""
+    out, seen = [], set()
     for r in sorted(rows, key=lambda r: r["fused_rank"]):
+        if r["passage_id"] in seen:
+            continue
+        seen.add(r["passage_id"])
         out.append(Candidate(
             id=r["passage_id"], file=r["file"], start_line=r["start_line"], end_line=r["end_line"], entity=r["entity"],
             kind=r["kind"], language=r["language"] or "", body=r["body"] or "", distance=r["distance"], bm25=r["bm25"],
@@ -146,40 +204,90 @@ class LabelledPassage:
     relevant: bool
 
 
-def load_labels(path: Path) -> list[LabelledPassage]:
-    """JSONL or CSV rows with question, file, entity, kind, body (signature, docstring...) and relevant."""
-    import csv
+LABELS_FORM = "each row needs question, relevant (true or false) and the passage (file, entity, body...)"
+_TRUTH = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
 
-    raw: list[dict] = []
-    if path.suffix == ".csv":
-        with open(path, newline="", encoding="utf-8") as fh:
-            raw = list(csv.DictReader(fh))
-    else:
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                raw.append(json.loads(line))
-            except ValueError as exc:
-                raise ValueError(f"{path} line {number}: not a JSON object ({exc}); one labelled passage a line") from None
-    out = []
-    for i, r in enumerate(raw):
-        if not isinstance(r, dict) or not r.get("question"):
-            raise ValueError(f"{path}: labelled passage {i + 1} has no question; each needs question, relevant and the passage")
-        rel = r.get("relevant")
-        relevant = rel if isinstance(rel, bool) else str(rel).strip().lower() in ("1", "true", "yes")
+
+def load_labels(path: Path) -> list[LabelledPassage]:
+    """JSONL or CSV rows with question, file, entity, kind, body (signature, docstring...) and relevant.
+    Every problem is one line naming the file and the row's line, before any passage is judged; a file with no
+    rows is an error too (a sweep over nothing printed a 'best' threshold)."""
+    rows = _label_rows(path)
+    if not rows:
+        raise ValueError(f"labels file {path} holds no labelled passages; {LABELS_FORM}")
+    return [_labelled(path, where, i, r) for i, (where, r) in enumerate(rows)]
+
+
+def _label_rows(path: Path) -> list[tuple[str, object]]:
+    """(`line N`, raw row) for each row of the file."""
+    import csv
+    import io
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"labels file {path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+                         f"{exc.start}); save it as UTF-8") from None
+    except OSError as exc:
+        raise ValueError(f"labels file {path}: cannot read it ({exc.strerror or type(exc).__name__}); "
+                         "give a CSV or JSONL file of labelled passages") from None
+    if path.suffix.lower() == ".csv":
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        try:
+            return [(f"line {reader.line_num}", row) for row in reader]
+        except csv.Error as exc:
+            raise ValueError(f"{path} line {reader.line_num}: not a CSV row ({exc})") from None
+    rows: list[tuple[str, object]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append((f"line {number}", json.loads(line)))
+        except ValueError as exc:
+            raise ValueError(f"{path} line {number}: not a JSON object ({exc}); one labelled passage a line") from None
+    return rows
+
+
+def _labelled(path: Path, where: str, i: int, r: object) -> LabelledPassage:
+    """One row as a labelled passage, or a one-line error naming the file, the line and the field."""
+    from pydantic import ValidationError
+
+    if not isinstance(r, dict):
+        raise ValueError(f"{path} {where}: not a JSON object; one labelled passage a line")
+    if not r.get("question") or not isinstance(r["question"], str):
+        raise ValueError(f"{path} {where}: labelled passage {i + 1} has no question; {LABELS_FORM}")
+    rel = r.get("relevant")
+    relevant = rel if isinstance(rel, bool) else _TRUTH.get(str(rel).strip().lower()) if rel is not None else None
+    if relevant is None:
+        raise ValueError(f"{path} {where}: relevant must be true or false (got {json.dumps(rel)}); {LABELS_FORM}")
+    try:
         if isinstance(r.get("candidate"), dict):  # a pair as retrieval handed it to the judge (tests/benchmarks/judge_labels)
             cand = Candidate(**r["candidate"])
         else:
             cand = Candidate(
-                id=f"label-{i}", file=r.get("file", ""), start_line=int(r.get("start_line") or 1),
-                end_line=int(r.get("end_line") or 1), entity=r.get("entity", ""), kind=r.get("kind", "function"),
-                language=r.get("language", "python"), signature=r.get("signature", ""), docstring=r.get("docstring", ""),
-                body=r.get("body", ""), bases=list(r.get("bases") or []), params=list(r.get("params") or []),
-                fused_rank=1, fused_score=1 / 61,
+                id=f"label-{i}", file=r.get("file", ""), start_line=_line_number(path, where, r, "start_line"),
+                end_line=_line_number(path, where, r, "end_line"), entity=r.get("entity", ""),
+                kind=r.get("kind", "function"), language=r.get("language", "python"), signature=r.get("signature", ""),
+                docstring=r.get("docstring", ""), body=r.get("body", ""), bases=list(r.get("bases") or []),
+                params=list(r.get("params") or []), fused_rank=1, fused_score=1 / 61,
             )
-        out.append(LabelledPassage(r["question"], cand, relevant))
-    return out
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ("candidate." if isinstance(r.get("candidate"), dict) else "") + ".".join(map(str, first.get("loc", ())))
+        got = "" if first.get("type") == "missing" else f" (got {first.get('input')!r})"
+        raise ValueError(f"{path} {where}: {field}: {first.get('msg', 'invalid')}{got}") from None
+    return LabelledPassage(r["question"], cand, relevant)
+
+
+def _line_number(path: Path, where: str, r: dict, key: str) -> int:
+    """A row's start_line/end_line: 1 when left out, else a whole number from 1."""
+    value = r.get(key)
+    if value in (None, "", 0):
+        return 1
+    text = str(value).strip()
+    if isinstance(value, bool) or not (isinstance(value, int) or text.isdigit()) or int(text) < 1:
+        raise ValueError(f"{path} {where}: {key} must be a line number, a whole number from 1 (got {json.dumps(value)})")
+    return int(text)
 
 
 def with_retrieval_signals(items: list[LabelledPassage], embedder) -> list[LabelledPassage]:
@@ -227,6 +335,9 @@ def calibrate(items: list[LabelledPassage], judgments: dict[str, Judgment], inje
         if s is not None:
             scored.append((s, it.relevant))
     gold = [g for _, g in scored]
+    if not scored:  # a sweep over no scores would name a 'best' threshold out of all-zero F1s
+        return {"labelled": len(items), "scored": 0, "grid": [], "best": None, "ece": None, "ece_floor": None,
+                "reliability": []}
 
     def keep(rel: float, evid: float) -> dict:
         pred = [s.relevance >= rel and s.evidence >= evid and s.injection < injection_max for s, _ in scored]

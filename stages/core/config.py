@@ -84,7 +84,7 @@ class Settings(BaseSettings):
         description="JSON {model or backend: [input, output, cached input]}, USD per million tokens, for the usage ledger",
     )
     llm_timeout: float = Field(60.0, gt=0, description="seconds per LLM call")
-    llm_retries: int = Field(2, ge=0, description="retries on timeouts, 429 and 5xx")
+    llm_retries: int = Field(2, ge=0, description="retries: 429/5xx, cloud timeouts")
     thresholds: str | None = Field(None, description="JSON file overriding data/thresholds.json")
     allowed_roots: str | None = Field(
         None, description="os.pathsep-separated roots the MCP server may touch (default: its working directory)"

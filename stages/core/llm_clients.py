@@ -6,22 +6,57 @@ endpoint that is not on the loopback interface, so nothing leaves the machine.
 
 from __future__ import annotations
 
+import contextvars
 import ipaddress
+import math
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlparse
 
 import httpx
 
+if TYPE_CHECKING:
+    from assay.stages.core.artifacts import LLMCall
+
 
 class LLMError(RuntimeError):
-    """A model call failed (down, slow, refused, malformed); the message is one line."""
+    """A model call failed (down, slow, refused, malformed); the message is one line. `attempts`: the requests it
+    sent (retries included), which the ledger counts."""
+
+    def __init__(self, message: str, attempts: int = 1) -> None:
+        super().__init__(message)
+        self.attempts = attempts
 
 
-class LocalModeViolation(LLMError):
+class NotSent(LLMError):
+    """The call failed before anything left this machine (a host that timed out earlier in the query, no API key, a
+    refused address): the usage ledger and the report's call counts leave it out."""
+
+
+def failed_calls(exc: LLMError, purpose: str, backend: str, model: str) -> list[LLMCall]:
+    """The ledger rows of a failed call: one per request it sent (none when it was never sent)."""
+    from assay.stages.core.artifacts import LLMCall
+
+    sent = 0 if isinstance(exc, NotSent) else max(1, exc.attempts)
+    return [LLMCall(purpose=purpose, backend=backend, model=model, ok=False) for _ in range(sent)]  # type: ignore[arg-type]
+
+
+def sent_calls(reply: ChatResult, purpose: str, backend: str) -> list[LLMCall]:
+    """The ledger rows of a call that succeeded after `reply.calls` requests: one failed row per retried request,
+    then the answered one, so the ledger counts what the server received (as the report's call count does)."""
+    from assay.stages.core.artifacts import LLMCall
+
+    retried = [LLMCall(purpose=purpose, backend=backend, model=reply.model, ok=False)  # type: ignore[arg-type]
+               for _ in range(reply.calls - 1)]
+    return [*retried, reply.as_call(purpose, backend)]
+
+
+class LocalModeViolation(NotSent):
     """Local mode was asked to reach a non-loopback address."""
 
 
@@ -76,7 +111,7 @@ def skip_timed_out(host: str, what: str) -> None:
     """Raise at once when `host` already timed out in this query (the caller fails open, as it would on a timeout)."""
     down = _timed_out.get()
     if down is not None and _host_key(host) in down:
-        raise LLMError(f"{what} skipped: its server timed out earlier in this query ({down[_host_key(host)]})")
+        raise NotSent(f"{what} skipped: its server timed out earlier in this query ({down[_host_key(host)]})")
 
 
 def note_timeout(host: str, message: str) -> None:
@@ -87,6 +122,69 @@ def note_timeout(host: str, message: str) -> None:
 
 def _host_key(url: str) -> str:
     return url.strip().rstrip("/").lower()
+
+
+T = TypeVar("T")
+
+# The connection was made and then cut before the reply was complete: the server was reached, so this is no
+# "not reachable"; like a 5xx it is worth another attempt (a restarting or overloaded server drops connections).
+DROPPED: tuple[type[Exception], ...] = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+
+
+class CallOverdue(TimeoutError):
+    """A call ran past its total time budget."""
+
+
+def run_within(seconds: float, call: Callable[[], T]) -> T:
+    """Return `call()`'s result, or raise CallOverdue once `seconds` have passed in total.
+
+    HTTP clients' timeouts bound each socket read, not the reply: a server that drips a byte a second would hold the
+    caller as long as it liked. So the call runs in a daemon thread (in a copy of this context) that the caller stops
+    waiting for; an overdue thread ends by itself when the reply ends or its client's read timeout fires."""
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, which decides what it means
+            box["error"] = exc
+
+    worker = threading.Thread(target=contextvars.copy_context().run, args=(work,), name="assay-model-call", daemon=True)
+    worker.start()
+    worker.join(max(0.0, seconds))
+    if worker.is_alive():
+        raise CallOverdue(f"no complete reply within {seconds:g}s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def scrub(text: str, *secrets: str) -> str:
+    """`text` with the given keys and anything the redaction patterns catch replaced: some endpoints echo the key
+    they refused, and error text ends up in reports an agent reads. Keys under 4 characters are no credential."""
+    from assay.stages.core.redact import PLACEHOLDER, redact
+
+    for secret in secrets:
+        if len(secret) >= 4:
+            text = text.replace(secret, PLACEHOLDER)
+    return redact(text)[0]
+
+
+def reply_excerpt(body: str, *secrets: str, limit: int = 160) -> str:
+    """One scrubbed line of at most `limit` characters from a server's reply body, for an error message.
+    Scrubbed before it is cut, so a key cut in two cannot slip past both the literal match and the patterns."""
+    line = " ".join(body.split())[:65536]
+    return scrub(line, *secrets)[:limit]
+
+
+def token_count(value: object) -> int:
+    """A token count as a server reported it; 0 when it is missing or unreadable (null, text, negative, absurd):
+    the call still counts, only its bookkeeping is unknown."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0
+    if not math.isfinite(value) or value != int(value) or not 0 <= value < 10**12:
+        return 0
+    return int(value)
 
 
 @dataclass
@@ -108,8 +206,13 @@ class ChatResult:
 
 @dataclass
 class OllamaBackend:
+    """The official client. Each attempt has `timeout` seconds in total; 429, 5xx and a dropped connection are tried
+    again (`retries`, like the cloud), a timeout is not: the breaker then skips the host for the rest of the query."""
+
     host: str
     timeout: float = 60.0
+    retries: int = 2
+    max_retry_wait: float = 30.0
 
     def __post_init__(self) -> None:
         import ollama
@@ -128,32 +231,40 @@ class OllamaBackend:
         options: dict = {"temperature": 0, "seed": 0}
         if num_ctx:
             options["num_ctx"] = num_ctx
-        try:
-            reply = self._client.chat(
-                model=model,
-                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-                format=schema, options=options, keep_alive=keep_alive, stream=False,
+        request: dict = {"model": model, "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+                         "format": schema, "options": options, "keep_alive": keep_alive, "stream": False}
+        last = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(_backoff(attempt - 1, self.max_retry_wait))
+            try:
+                reply = run_within(self.timeout, lambda: self._client.chat(**request))
+            except ollama.ResponseError as exc:
+                last = f"Ollama {model} answered {exc.status_code}: {reply_excerpt(str(exc.error))}"
+                if exc.status_code == 429 or exc.status_code >= 500:
+                    continue
+                raise LLMError(last, attempt + 1) from exc
+            except (httpx.TimeoutException, CallOverdue) as exc:
+                note_timeout(self.host, f"after {self.timeout:g}s")
+                raise LLMError(f"Ollama {model} timed out after {self.timeout:g}s", attempt + 1) from exc
+            except DROPPED as exc:
+                last = f"Ollama at {self.host} closed the connection before its reply was complete ({type(exc).__name__})"
+                continue
+            except (httpx.HTTPError, ConnectionError) as exc:
+                raise LLMError(f"Ollama is not reachable at {self.host} ({type(exc).__name__})", attempt + 1) from exc
+            except Exception as exc:  # noqa: BLE001 - the client can raise pydantic errors on odd replies
+                raise LLMError(f"Ollama {model} returned an unreadable reply ({type(exc).__name__})", attempt + 1) from exc
+            return ChatResult(
+                text=reply.message.content or "", model=model, prompt_tokens=token_count(reply.prompt_eval_count),
+                completion_tokens=token_count(reply.eval_count), calls=attempt + 1, latency_s=time.perf_counter() - started,
             )
-        except ollama.ResponseError as exc:
-            raise LLMError(f"Ollama {model} answered {exc.status_code}: {str(exc.error)[:160]}") from exc
-        except httpx.TimeoutException as exc:
-            note_timeout(self.host, f"after {self.timeout:g}s")
-            raise LLMError(f"Ollama {model} timed out after {self.timeout:g}s") from exc
-        except (httpx.HTTPError, ConnectionError) as exc:
-            raise LLMError(f"Ollama is not reachable at {self.host} ({type(exc).__name__})") from exc
-        except Exception as exc:  # noqa: BLE001 - the client can raise pydantic errors on odd replies
-            raise LLMError(f"Ollama {model} returned an unreadable reply ({type(exc).__name__})") from exc
-        return ChatResult(
-            text=reply.message.content or "", model=model,
-            prompt_tokens=reply.prompt_eval_count or 0, completion_tokens=reply.eval_count or 0,
-            latency_s=time.perf_counter() - started,
-        )
+        raise LLMError(f"{last} after {self.retries + 1} attempts", self.retries + 1)
 
     def release(self, model: str) -> None:
         """Unload a model now (keep_alive=0) so the next one has the GPU to itself."""
         try:
             skip_timed_out(self.host, "Ollama")  # a hung server would hold this up for a whole timeout
-            self._client.generate(model=model, prompt="", keep_alive=0, stream=False)
+            run_within(self.timeout, lambda: self._client.generate(model=model, prompt="", keep_alive=0, stream=False))
         except Exception:  # noqa: BLE001 - releasing is best effort; the server evicts anyway
             pass
 
@@ -170,7 +281,7 @@ class CloudBackend:
 
     def chat(self, model: str, system: str, user: str, json_output: bool = False) -> ChatResult:
         if not self.api_key:
-            raise LLMError("no cloud API key configured (ASSAY_CLOUD_API_KEY)")
+            raise NotSent("no cloud API key configured (ASSAY_CLOUD_API_KEY)")
         body: dict = {
             "model": model, "temperature": 0,
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
@@ -181,38 +292,57 @@ class CloudBackend:
         headers = {"Authorization": f"Bearer {self.api_key}"}
         skip_timed_out(self.base_url, "the cloud endpoint")
         started = time.perf_counter()
-        last = ""
-        with httpx.Client(timeout=self.timeout, trust_env=not proxy_free(self.base_url)) as client:
-            for attempt in range(self.retries + 1):
-                try:
-                    resp = client.post(url, json=body, headers=headers)
-                except httpx.TimeoutException:
-                    last = f"cloud endpoint timed out after {self.timeout:.0f}s"
-                    continue
-                except httpx.HTTPError as exc:
-                    raise LLMError(f"cloud endpoint not reachable ({type(exc).__name__})") from exc
-                if resp.status_code == 429 or resp.status_code >= 500:
-                    last = f"cloud endpoint answered {resp.status_code}"
-                    if attempt < self.retries:
-                        time.sleep(_retry_after(resp, attempt, self.max_retry_wait))
-                    continue
-                if resp.status_code >= 400:
-                    raise LLMError(f"cloud endpoint answered {resp.status_code}: {resp.text[:160]}")
-                try:
-                    data = resp.json()
-                    text = data["choices"][0]["message"]["content"] or ""
-                except (ValueError, KeyError, IndexError, TypeError) as exc:
-                    raise LLMError("cloud endpoint returned a reply without choices[0].message.content") from exc
-                usage = data.get("usage") or {}
-                cached = usage.get("prompt_cache_hit_tokens") or (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-                return ChatResult(
-                    text=text, model=data.get("model", model), prompt_tokens=usage.get("prompt_tokens", 0),
-                    completion_tokens=usage.get("completion_tokens", 0), cached_tokens=cached, calls=attempt + 1,
-                    latency_s=time.perf_counter() - started,
-                )
+        last, wait = "", 0.0
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(wait)
+            try:
+                resp = run_within(self.timeout, lambda: self._post(url, body, headers))
+            except (httpx.TimeoutException, CallOverdue):
+                last, wait = f"cloud endpoint timed out after {self.timeout:g}s", 0.0
+                continue
+            except DROPPED as exc:
+                last = f"cloud endpoint closed the connection before its reply was complete ({type(exc).__name__})"
+                wait = _backoff(attempt, self.max_retry_wait)
+                continue
+            except httpx.HTTPError as exc:
+                raise LLMError(f"cloud endpoint not reachable ({type(exc).__name__})", attempt + 1) from exc
+            if resp.status_code == 429 or resp.status_code >= 500:
+                last, wait = f"cloud endpoint answered {resp.status_code}", _retry_after(resp, attempt, self.max_retry_wait)
+                continue
+            if resp.status_code >= 400:
+                raise LLMError(f"cloud endpoint answered {resp.status_code}: {reply_excerpt(resp.text, self.api_key)}",
+                               attempt + 1)
+            return _cloud_result(resp, model, attempt + 1, time.perf_counter() - started)
         if last.startswith("cloud endpoint timed out"):
             note_timeout(self.base_url, f"after {self.timeout:g}s")
-        raise LLMError(f"{last} after {self.retries + 1} attempts")
+        raise LLMError(f"{last} after {self.retries + 1} attempts", self.retries + 1)
+
+    def _post(self, url: str, body: dict, headers: dict[str, str]) -> httpx.Response:
+        """One request on a client of its own: an attempt abandoned by `run_within` closes only what it opened."""
+        with httpx.Client(timeout=self.timeout, trust_env=not proxy_free(self.base_url)) as client:
+            return client.post(url, json=body, headers=headers)
+
+
+def _cloud_result(resp: httpx.Response, model: str, calls: int, latency: float) -> ChatResult:
+    """The reply's text, strictly; its bookkeeping (usage, model) leniently: odd fields there cost the ledger its
+    token counts, never the answer."""
+    try:
+        data = resp.json()
+        text = data["choices"][0]["message"]["content"] or ""
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise LLMError("cloud endpoint returned a reply without choices[0].message.content") from exc
+    if not isinstance(text, str):
+        raise LLMError(f"cloud endpoint returned a reply whose choices[0].message.content is not text ({type(text).__name__})")
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    details = usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
+    cached = token_count(usage.get("prompt_cache_hit_tokens")) or token_count(details.get("cached_tokens"))
+    named = data.get("model")
+    return ChatResult(
+        text=text, model=named.strip() if isinstance(named, str) and named.strip() else model,
+        prompt_tokens=token_count(usage.get("prompt_tokens")), completion_tokens=token_count(usage.get("completion_tokens")),
+        cached_tokens=cached, calls=calls, latency_s=latency,
+    )
 
 
 def _retry_after(resp: httpx.Response, attempt: int, cap: float) -> float:
@@ -222,4 +352,9 @@ def _retry_after(resp: httpx.Response, attempt: int, cap: float) -> float:
             return min(cap, max(0.0, float(header)))
         except ValueError:
             pass
+    return _backoff(attempt, cap)
+
+
+def _backoff(attempt: int, cap: float) -> float:
+    """0.5 s doubling per attempt, at most `cap`."""
     return min(cap, 0.5 * (2**attempt))

@@ -1,8 +1,9 @@
 """System One (Jev) client: one `POST /v1/systemone` through the official `typesafe-sdk`, inside a hard time budget.
 
 The SDK is imported only here and only when a call is made (its import costs ~0.6 s of every cold start).
-Its own retries are switched off: each attempt gets what is left of the budget as its timeout, so a server
-that accepts and never answers fails within the configured seconds, not after retries of a full timeout.
+Its own retries are switched off: each attempt gets what is left of the budget, in total (`run_within`: the SDK's
+timeout bounds each socket read, which a server dripping bytes never trips), so a server that accepts and never
+answers, or answers too slowly, fails within the configured seconds, not after retries of a full timeout.
 Request compression (zstd) is left to the SDK only for TypeSafe's own API; local servers and other hosts of
 the wire cannot read it (the jevcompat mock answers 422). Every failure is an LLMError of one line.
 """
@@ -15,7 +16,9 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
-from assay.stages.core.llm_clients import LLMError, is_loopback_url, note_timeout, proxy_free, skip_timed_out
+from assay.stages.core.llm_clients import (
+    CallOverdue, LLMError, is_loopback_url, note_timeout, proxy_free, reply_excerpt, run_within, skip_timed_out,
+)
 
 TYPESAFE_HOST = "api.typesafe.ai"
 LOOPBACK_KEY = "assay-local"  # the SDK needs a key even for a local server, which ignores it
@@ -90,30 +93,30 @@ class SystemOneBackend:
                                         retry=sdk.RetryPolicy(max_retries=0), compression=self.compression(),
                                         transport=self.transport())
         except sdk.TypeSafeError as exc:
-            raise LLMError(f"System One client refused its settings: {_line(exc)}") from exc
+            raise LLMError(f"System One client refused its settings: {_line(exc, self.api_key)}") from exc
         with client:
             while self.attempts <= self.retries:
                 left = deadline - time.perf_counter()
                 if left < MIN_ATTEMPT_S:
                     break
                 self.attempts += 1
-                try:
-                    response = client.system_one(state, questions, timeout=left)
-                except sdk.TypeSafeAPITimeoutError:
+                try:  # the SDK's timeout bounds each socket read; run_within bounds the attempt
+                    response = run_within(left, lambda left=left: client.system_one(state, questions, timeout=left))
+                except (sdk.TypeSafeAPITimeoutError, CallOverdue):
                     last = f"System One at {self.base_url} timed out after {self.budget_s:g} s"
                     continue
                 except sdk.TypeSafeAPIConnectionError as exc:
-                    last = f"System One is not reachable at {self.base_url} ({_line(exc)})"
+                    last = f"System One is not reachable at {self.base_url} ({_line(exc, self.api_key)})"
                     wait = _backoff(self.attempts, None)
                 except sdk.TypeSafeAPIResponseValidationError as exc:
-                    raise LLMError(f"System One returned a malformed reply ({_line(exc)})") from exc
+                    raise LLMError(f"System One returned a malformed reply ({_line(exc, self.api_key)})") from exc
                 except sdk.TypeSafeAPIError as exc:
-                    last = f"System One answered {exc.status}: {_line(exc)}"
+                    last = f"System One answered {exc.status}: {_line(exc, self.api_key)}"
                     if exc.status not in (408, 429) and exc.status < 500:
                         raise LLMError(last) from exc
                     wait = _backoff(self.attempts, _retry_after(exc))
                 except sdk.TypeSafeError as exc:
-                    raise LLMError(f"System One call refused: {_line(exc)}") from exc
+                    raise LLMError(f"System One call refused: {_line(exc, self.api_key)}") from exc
                 else:
                     return _reply(response, self.attempts, time.perf_counter() - started)
                 if time.perf_counter() + wait + MIN_ATTEMPT_S >= deadline:
@@ -152,6 +155,6 @@ def _backoff(attempt: int, retry_after: float | None) -> float:
     return base * (1 - 0.25 * random.random())
 
 
-def _line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text[:160]
+def _line(exc: BaseException, *secrets: str) -> str:
+    """The error's text on one line, scrubbed of the key and anything credential-like (a server may echo them)."""
+    return reply_excerpt(str(exc), *secrets) or type(exc).__name__

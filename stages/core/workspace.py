@@ -16,7 +16,12 @@ STATE_DIR = ".assay"
 
 
 def resolve_workspace(path: str | os.PathLike[str]) -> Path:
-    """Return the real, absolute directory for a workspace, or raise a one-line error."""
+    """Return the real, absolute directory for a workspace, or raise a one-line error. An empty path is an error,
+    not the working folder: it is what an unset variable gives (`{{ $ASSAY_WORKSPACE }}` in prefect.yaml), and a
+    deployment's working folder is wherever `prefect deploy` ran, often the Assay checkout itself."""
+    if not str(path).strip():
+        raise WorkspaceError("no workspace given (the path is empty): pass the folder to use; prefect.yaml's "
+                             "deployments take it from ASSAY_WORKSPACE, set when `prefect deploy` runs")
     real = Path(os.path.realpath(os.path.expanduser(str(path))))
     if not real.exists():
         given = os.path.expanduser(str(path))
@@ -76,6 +81,13 @@ def workspace_id(root: Path) -> str:
 
 def collection_name(root: Path) -> str:
     return f"assay_{workspace_id(root)}"
+
+
+def owns_collection(root: Path, name: str) -> bool:
+    """Whether a collection is this workspace's (named for its path, any generation `_g<n>`). A copied or moved
+    workspace's manifest names the original's: on a shared Chroma server that one is not the copy's to change."""
+    base = collection_name(root)
+    return name == base or name.startswith(f"{base}_g")
 
 
 def parse_roots(spec: str | None, default: Path) -> list[Path]:

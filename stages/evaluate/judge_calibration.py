@@ -135,7 +135,8 @@ def render(results: dict[str, dict]) -> str:
         lines.append(
             f"| {c} | {m['pairs']} | {m['relevant']} | {m['ece_relevance']:.3f} ({m['ece_relevance_before']:.3f}) [{m['ece_floor']:.3f}] | "
             f"{m['ece_evidence']:.3f} | {m['precision_at_recall']:.3f} ({m['precision_at_recall_before']:.3f}) | "
-            f"{m['keep_precision']:.3f} / {m['keep_recall']:.3f} ({m['keep_precision_before']:.3f} / {m['keep_recall_before']:.3f}) | "
+            f"{_fig(m['keep_precision'])} / {_fig(m['keep_recall'])} ({_fig(m['keep_precision_before'])} / "
+            f"{_fig(m['keep_recall_before'])}) | "
             f"{m['questions']} | {m['trust_high']} | {m['primary_when_high']} | {auc} |")
     rel = [p for m in results.values() for p in m["_scores"][0]]
     lab = [y for m in results.values() for y in m["_scores"][1]]
@@ -148,6 +149,11 @@ def render(results: dict[str, dict]) -> str:
     lines.append("reliability (pooled): " + ", ".join(f"{b['low']:.1f}-{b['high']:.1f}: n {b['n']} pred {b['predicted']:.2f} obs {b['observed']:.2f}"
                                               for b in cal.reliability(rel, lab)))
     return "\n".join(lines)
+
+
+def _fig(value: float | None) -> str:
+    """A measured figure to three places; "-" where none was measured (no passage kept, none relevant)."""
+    return "-" if value is None else f"{value:.3f}"
 
 
 def model_json(fitted: dict) -> str:
@@ -196,10 +202,17 @@ def _scores_summary(pairs: int, rel: list[float], lab_r: list[bool], evid: list[
             "reliability": cal.reliability(rel, lab_r)}
 
 
+def labelled_sets(folder: Path) -> list[str]:
+    """Every `<name>.jsonl` in the labels folder (a user's own labels need no SWE-QA name); the five shipped ones
+    first, in the order the shipped fit was made in, so the default folder's figures do not move."""
+    present = {p.stem for p in folder.glob("*.jsonl") if p.is_file()} if folder.is_dir() else set()
+    return [c for c in CORPORA if c in present] + sorted(present - set(CORPORA))
+
+
 def evaluate(folder: Path, judges: dict[str, Callable[[str, list[Candidate]], Judgment]]) -> dict:
     """The judge suite's calibration section: each backend's ECE and reliability on every labelled repository, and
     the local judge refitted leaving each repository out (its honest, out-of-repo figures)."""
-    rows_by = {c: load(folder, c) for c in CORPORA if (folder / f"{c}.jsonl").exists()}
+    rows_by = {c: load(folder, c) for c in labelled_sets(folder)}
     if not rows_by:
         return {"labels": str(folder), "pairs": 0}
     out: dict = {"labels": str(folder), "pairs": sum(map(len, rows_by.values())),
@@ -213,7 +226,8 @@ def evaluate(folder: Path, judges: dict[str, Callable[[str, list[Candidate]], Ju
 
 def render_section(result: dict) -> str:
     if not result.get("pairs"):
-        return f"## Calibration\n\nNo labelled pairs in {result['labels']} (a checkout's tests/benchmarks/judge_labels).\n"
+        return (f"## Calibration\n\nNo labelled pairs in {result['labels']}: it holds no <name>.jsonl of them (a checkout's "
+                "tests/benchmarks/judge_labels does).\n")
     lines = ["## Calibration", "", f"{result['pairs']} labelled (question, passage) pairs ({result['labels']}). ECE: "
              "the count-weighted gap between predicted and observed rate over ten bins (lower is better); P@R0.85: the "
              "best keep precision at keep recall 0.85. The local judge's rows are in-sample (its shipped fit saw these "

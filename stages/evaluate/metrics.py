@@ -41,30 +41,105 @@ class Question:
 Ranked = tuple[str, str] | tuple[str, str, int, int]
 
 
-def load_questions(path: Path) -> list[Question]:
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+ROW_SHAPE = ("each row needs id, question, package and a primary_entity {file, qualname} or gold_entities / gold_files")
+
+
+def read_rows(path: Path) -> list[tuple[int, dict]]:
+    """(line number, row) for each non-blank line of a JSON-lines question set; what is not UTF-8, not JSON or not
+    an object is a one-line error naming the file and line (the user wrote it: say where to look)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise ValueError(f"{path} line {line}: not UTF-8 text (byte {exc.object[exc.start]:#04x}); save the file as UTF-8") from None
+    rows = []
+    for number, line in enumerate(text.split("\n"), start=1):  # not splitlines: U+2028 may sit inside a JSON string
         if not line.strip():
             continue
-        r = json.loads(line)
-        p = r.get("primary_entity")
-        span = (int(p["start_line"]), int(p["end_line"])) if p and p.get("start_line") and p.get("end_line") else None
-        named = r.get("question_names_code_identifier")
-        out.append(Question(
-            id=r["id"], text=r["question"], primary=GoldEntity(p["file"], p["qualname"]) if p else None,
-            gold_entities=tuple(GoldEntity(g["file"], g["qualname"]) for g in r.get("gold_entities") or []),
-            gold_files=tuple(r.get("gold_files") or []),
-            named=bool(named) if named is not None else None, primary_span=span,
-        ))
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path} line {number}: not JSON ({exc.msg}, column {exc.colno}); {ROW_SHAPE}") from None
+        if not isinstance(row, dict):
+            raise ValueError(f"{path} line {number}: not a JSON object (a {type(row).__name__}); {ROW_SHAPE}")
+        rows.append((number, row))
+    return rows
+
+
+def load_questions(path: Path) -> list[Question]:
+    """Every question of a set, all checked before any is scored: a bad row or a reused id is a one-line error naming
+    the file, line and id (the flow reads every set before any corpus is downloaded or indexed)."""
+    out: list[Question] = []
+    first_line: dict[str, int] = {}
+    for number, row in read_rows(path):
+        q = question_of(row, f"{path} line {number}")
+        if q.id in first_line:  # results are keyed by id: a reused one would score one question's ranking for another
+            raise ValueError(f"{path} line {number}: id {q.id!r} is used again (first on line {first_line[q.id]}); "
+                             "give each question its own id")
+        first_line[q.id] = number
+        out.append(q)
     return out
+
+
+def question_of(r: dict, where: str) -> Question:
+    """One row as a Question; `where` ("FILE line N") starts any error, which says what to fix."""
+    qid = r.get("id")
+    if isinstance(qid, bool) or not isinstance(qid, (str, int)) or not str(qid).strip():
+        raise ValueError(f"{where}: no \"id\" field (or an empty one); {ROW_SHAPE}")
+    where = f"{where} (id {qid})"
+    text = r.get("question")
+    if text is None:
+        raise ValueError(f"{where}: no \"question\" field; {ROW_SHAPE}")
+    if not isinstance(text, str):
+        raise ValueError(f"{where}: the question must be text (got {type(text).__name__} {text!r})")
+    if not text.strip():
+        raise ValueError(f"{where}: the question is empty; the row needs the question text")
+    raw = r.get("primary_entity")
+    golds, files = r.get("gold_entities") or [], r.get("gold_files") or []
+    if not isinstance(golds, list):
+        raise ValueError(f"{where}: gold_entities must be a list of {{file, qualname}} (got {type(golds).__name__})")
+    if not isinstance(files, list) or not all(isinstance(f, str) and f for f in files):
+        raise ValueError(f"{where}: gold_files must be a list of file paths (got {str(files)[:80]})")
+    named = r.get("question_names_code_identifier")
+    return Question(id=str(qid), text=text, primary=_gold(raw, f"{where}: primary_entity"),
+                    gold_entities=tuple(_gold(g, f"{where}: gold_entities[{i}]") for i, g in enumerate(golds)),
+                    gold_files=tuple(files), named=bool(named) if named is not None else None,
+                    primary_span=_span(raw, f"{where}: primary_entity"))
+
+
+def _gold(raw, where: str) -> GoldEntity | None:
+    """A {file, qualname} object as a GoldEntity (None stays None: a question may have no primary)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where} must be an object {{file, qualname}} (got {type(raw).__name__})")
+    for key in ("file", "qualname"):
+        if not isinstance(raw.get(key), str) or not raw[key].strip():
+            raise ValueError(f"{where} has no \"{key}\" text; give it {{file, qualname}}")
+    return GoldEntity(raw["file"], raw["qualname"])
+
+
+def _span(raw, where: str) -> tuple[int, int] | None:
+    """The primary's (start_line, end_line) where both are given; a value that is no line number is an error."""
+    if not isinstance(raw, dict) or not raw.get("start_line") or not raw.get("end_line"):
+        return None
+    lines = []
+    for key in ("start_line", "end_line"):
+        value = raw[key]
+        if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit())):
+            raise ValueError(f"{where}.{key} must be a line number (got {value!r})")
+        lines.append(int(value))
+    if lines[0] > lines[1]:
+        raise ValueError(f"{where}: start_line {lines[0]} is after end_line {lines[1]}")
+    return lines[0], lines[1]
 
 
 def question_set_package(path: Path) -> str:
     """The `name==version` pin a question set is scored against: its rows' `package` field, which all rows share."""
-    packages = {json.loads(line).get("package") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()}
+    packages = {p if p is None or isinstance(p, str) else json.dumps(p) for p in (row.get("package") for _, row in read_rows(path))}
     if len(packages) != 1 or not next(iter(packages)) or "==" not in str(next(iter(packages))):
         found = ", ".join(sorted(map(str, packages))) or "no rows"
-        raise ValueError(f"{path.name}: every row needs one `package` field of the form name==version (found: {found})")
+        raise ValueError(f"{path}: every row needs one `package` field of the form name==version (found: {found})")
     return str(next(iter(packages)))
 
 
@@ -127,11 +202,13 @@ def question_metrics(ranked: list[Ranked], q: Question) -> dict[str, float | Non
     return out
 
 
-def aggregate(per_question: list[dict[str, float | None]]) -> dict[str, float]:
-    """Mean of each metric over the questions that have it (a question without a primary entity has no hit@k)."""
+def aggregate(per_question: list[dict[str, float | None]]) -> dict[str, float | None]:
+    """Mean of each metric over the questions that have it (a question without a primary entity has no hit@k); None
+    where no question has it (no gold files, no line span): not measured, which is not 0."""
     keys = ("hit@1", "hit@5", "hit@10", "rr", "entity_recall@10", "file_recall@10", "line_hit@10", "line_rr")
     means = pd.DataFrame(per_question, columns=list(keys), dtype=float).mean()  # NaN (missing) is skipped
-    out = {_MEAN_NAMES.get(k, k): round(float(means[k]), 4) if pd.notna(means[k]) else 0.0 for k in keys}
+    out: dict[str, float | None] = {_MEAN_NAMES.get(k, k): round(float(means[k]), 4) if pd.notna(means[k]) else None
+                                    for k in keys}
     out["questions"] = len(per_question)
     return out
 
@@ -153,14 +230,20 @@ def split_summary(per_question: list[dict[str, float | None]], questions: list[Q
     return out
 
 
-def keep_drop_prf(kept: list[bool], gold: list[bool]) -> dict[str, float]:
+def keep_drop_prf(kept: list[bool], gold: list[bool]) -> dict[str, float | None]:
+    """Keep precision, recall and F1 against gold; precision is None when nothing was kept and recall None when
+    nothing is gold (not measured, which is not 0), and F1 then None too."""
     tp = sum(k and g for k, g in zip(kept, gold))
     fp = sum(k and not g for k, g in zip(kept, gold))
     fn = sum(g and not k for k, g in zip(kept, gold))
-    p = tp / (tp + fp) if tp + fp else 0.0
-    r = tp / (tp + fn) if tp + fn else 0.0
-    return {"precision": round(p, 4), "recall": round(r, 4), "f1": round(2 * p * r / (p + r), 4) if p + r else 0.0,
-            "passages": len(kept)}
+    p = tp / (tp + fp) if tp + fp else None
+    r = tp / (tp + fn) if tp + fn else None
+    f1 = None if p is None or r is None else (2 * p * r / (p + r) if p + r else 0.0)
+    return {"precision": _round(p), "recall": _round(r), "f1": _round(f1), "passages": len(kept)}
+
+
+def _round(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else round(value, digits)
 
 
 class AnchorIndex:

@@ -35,13 +35,26 @@ def _scorable(q: ev.Question) -> bool:
     return q.primary is not None or bool(q.gold_entities or q.gold_files)
 
 
-def question_counts(path: Path) -> dict[str, int]:
-    """What a question set holds: all its questions, those scored (any gold), those with no primary entity (kind
-    `none`: no hit figure), and the named / paraphrased split of those with one."""
-    qs = ev.load_questions(path)
+def question_counts(path: Path, limit: int | None = None) -> dict[str, int]:
+    """What the run read of a question set: its questions, those scored (any gold), those with no primary entity
+    (kind `none`: no hit figure), and the named / paraphrased split of those with one. With `limit`, the questions up
+    to the limit-th scored one (what `answerable_questions` ran), and `in_file` the whole set's count."""
+    every = ev.load_questions(path)
+    qs = every[: _prefix_length(every, limit)] if limit else every
     with_primary = [q for q in qs if q.primary is not None]
-    return {"questions": len(qs), "scored": sum(map(_scorable, qs)), "primary_none": len(qs) - len(with_primary),
-            "named": sum(q.named is True for q in with_primary), "paraphrased": sum(q.named is False for q in with_primary)}
+    counts = {"questions": len(qs), "scored": sum(map(_scorable, qs)), "primary_none": len(qs) - len(with_primary),
+              "named": sum(q.named is True for q in with_primary), "paraphrased": sum(q.named is False for q in with_primary)}
+    return {**counts, "in_file": len(every)} if limit else counts
+
+
+def _prefix_length(qs: list[ev.Question], limit: int) -> int:
+    """How many leading questions hold the first `limit` scorable ones."""
+    scored = 0
+    for i, q in enumerate(qs, start=1):
+        scored += _scorable(q)
+        if scored >= limit:
+            return i
+    return len(qs)
 
 
 def primary_coverage(entities: list, questions: list[ev.Question]) -> dict:
@@ -175,8 +188,10 @@ def evaluate_injection(root: Path, bipia: Path, settings: Settings) -> dict:
                 attacks.extend(strings)
     funcs = sorted((e for e in Catalog(root).all() if e.kind in ("function", "method") and e.language == "python" and e.part == 0
                     and e.body.count("\n") >= 1), key=lambda e: e.id)
-    if not attacks or not funcs:
-        return {"attacks": len(attacks), "note": "no attack strings or no functions"}
+    if not attacks or not funcs:  # nothing measured: null figures, and the reason, never a detection rate of 0
+        why = f"no BIPIA attacks in {bipia}" if not attacks else "no Python functions in the corpus to plant them in"
+        return {"attacks": len(attacks), "clean_functions": len(funcs), "detection_rate": None, "false_positive_rate": None,
+                "note": f"not run: {why}"}
     th = default_thresholds("local", settings.thresholds)
     clean = [passage_injection(to_candidate(e, fused_rank=1, fused_score=0.01))[0] for e in funcs]
     step = max(1, len(funcs) // len(attacks))
@@ -194,7 +209,7 @@ def evaluate_injection(root: Path, bipia: Path, settings: Settings) -> dict:
         "detection_rate": round(sum(detected) / len(detected), 4),
         "false_positive_rate": round(sum(s >= th.injection_max for s in clean) / len(clean), 4),
         "clean_above_0.15": sum(s > 0.15 for s in clean),
-        "detection_by_host": {k: round(sum(v) / len(v), 4) if v else 0.0 for k, v in by_host.items()},
+        "detection_by_host": {k: round(sum(v) / len(v), 4) if v else None for k, v in by_host.items()},
     }
 
 
@@ -206,7 +221,9 @@ def evaluate_cost(root: Path, questions: list[ev.Question], answer: Callable[[st
         report_tokens.append(ev.estimate_tokens(report.text))
         files = {rp.candidate.file for rp in report.selection.included}
         file_tokens.append(sum(ev.estimate_tokens((root / f).read_text(errors="replace")) for f in files if (root / f).exists()))
-    n = len(report_tokens) or 1
+    if not report_tokens:  # no question answered: no cost measured
+        return {"answers": 0, "report_tokens_mean": None, "cited_files_tokens_mean": None, "ratio": None}
+    n = len(report_tokens)
     mean_r, mean_f = sum(report_tokens) / n, sum(file_tokens) / n
     return {"answers": len(report_tokens), "report_tokens_mean": round(mean_r), "cited_files_tokens_mean": round(mean_f),
             "ratio": round(mean_r / mean_f, 3) if mean_f else None}
@@ -217,9 +234,14 @@ CONFIG_LABELS = {PLAIN_BM25: "plain BM25 (stock bm25s, baseline)", "bm25": "bm25
 
 
 def _beside(m: dict, base: dict | None, key: str, digits: int) -> str:
-    """A figure with the plain BM25's beside it in parentheses."""
-    own = f"{m[key]:.{digits}f}"
-    return own if base is None or base is m else f"{own} ({base[key]:.{digits}f})"
+    """A figure with the plain BM25's beside it in parentheses ("-" for one not measured)."""
+    own = _figure(m.get(key), digits)
+    return own if base is None or base is m else f"{own} ({_figure(base.get(key), digits)})"
+
+
+def _figure(value: float | None, digits: int) -> str:
+    """A measured figure; "-" where none was measured (no question had that gold, nothing was run), never 0."""
+    return "-" if value is None else f"{value:.{digits}f}"
 
 
 def render_split(results: dict) -> str:
@@ -243,7 +265,8 @@ def render_split(results: dict) -> str:
     for name, data in results["corpora"].items():
         c, cov = data.get("questions") or {}, data["retrieval"].get("coverage") or {}
         if c:
-            lines.append(f"- {name} ({data.get('package')}): {c['questions']} questions, {c['questions'] - c['primary_none']} with a "
+            read = f" (the first of {c['in_file']} in the set: --limit)" if c.get("in_file", c["questions"]) != c["questions"] else ""
+            lines.append(f"- {name} ({data.get('package')}): {c['questions']} questions{read}, {c['questions'] - c['primary_none']} with a "
                          f"primary entity ({c['named']} named, {c['paraphrased']} paraphrased), {c['primary_none']} without "
                          f"(kind none: excluded from hit figures), {c['scored']} scored for recall.")
         if cov:
@@ -259,14 +282,16 @@ def render(results: dict) -> str:
              "|---|---|---|---|---|---|---|---|---|---|"]
     for name, data in results["corpora"].items():
         for config, m in data["retrieval"]["retrieval"].items():
-            lines.append(f"| {name} | {CONFIG_LABELS.get(config, config)} | {m['hit@1']:.2f} | {m['hit@5']:.2f} | {m['hit@10']:.2f} | "
-                         f"{m['mrr']:.3f} | {m.get('line_hit@10', 0.0):.2f} | {m.get('line_mrr', 0.0):.3f} | "
-                         f"{m['entity_recall@10']:.2f} | {m['file_recall@10']:.2f} |")
+            cells = [_figure(m.get(key), digits) for key, digits in (
+                ("hit@1", 2), ("hit@5", 2), ("hit@10", 2), ("mrr", 3), ("line_hit@10", 2), ("line_mrr", 3),
+                ("entity_recall@10", 2), ("file_recall@10", 2))]
+            lines.append(f"| {name} | {CONFIG_LABELS.get(config, config)} | {' | '.join(cells)} |")
     lines += ["", render_split(results).rstrip("\n")]
     lines += ["", "| corpus | judge | keep precision | keep recall | F1 | passages |", "|---|---|---|---|---|---|"]
     for name, data in results["corpora"].items():
         for judge, m in data["retrieval"]["judges"].items():
-            lines.append(f"| {name} | {judge} | {m['precision']:.2f} | {m['recall']:.2f} | {m['f1']:.2f} | {m['passages']} |")
+            lines.append(f"| {name} | {judge} | {_figure(m['precision'], 2)} | {_figure(m['recall'], 2)} | "
+                         f"{_figure(m['f1'], 2)} | {m['passages']} |")
     lines += ["", "| corpus | judge | answers | trust high | primary included when high | otherwise | AUROC of answerable |",
               "|---|---|---|---|---|---|---|"]
     for name, data in results["corpora"].items():
@@ -277,9 +302,16 @@ def render(results: dict) -> str:
               "|---|---|---|---|---|---|---|"]
     for name, data in results["corpora"].items():
         inj, cost = data["injection"], data["cost"]
-        lines.append(f"| {name} | {inj.get('attacks')} | {inj.get('detection_rate', 0):.2f} | {inj.get('false_positive_rate', 0):.3f} | "
-                     f"{cost['report_tokens_mean']} | {cost['cited_files_tokens_mean']} | {cost['ratio']} |")
-    return "\n".join(lines) + "\n"
+        lines.append(f"| {name} | {inj.get('attacks')} | {_figure(inj.get('detection_rate'), 2)} | "
+                     f"{_figure(inj.get('false_positive_rate'), 3)} | {_cell(cost['report_tokens_mean'])} | "
+                     f"{_cell(cost['cited_files_tokens_mean'])} | {_cell(cost['ratio'])} |")
+    notes = [f"- {name}: injection {data['injection']['note']}" for name, data in results["corpora"].items()
+             if data["injection"].get("note")]
+    return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
+
+
+def _cell(value) -> str:
+    return "-" if value is None else str(value)
 
 
 def _share(value: float | None) -> str:

@@ -151,14 +151,47 @@ class Hit:
     end_line: int
 
 
-def _target(raw) -> Target:
-    if isinstance(raw, str):
+REPOS_SHAPE = "repos.json is a list of {name, benchmark_root, and registry, path or url + revision}"
+QUERIES_SHAPE = "an annotation file is a list of {query, category, relevant: [path or {path, start_line, end_line}]}"
+
+
+def _target(raw, where: str) -> Target:
+    if isinstance(raw, str) and raw:
         return Target(raw)
+    if not isinstance(raw, dict) or not isinstance(raw.get("path"), str) or not raw["path"]:
+        raise ValueError(f"{where}: a target must be a path or {{path, start_line, end_line}} (got {str(raw)[:60]})")
     return Target(raw["path"], raw.get("start_line"), raw.get("end_line"))
 
 
+def _read_json(path: Path, shape: str):
+    """A benchmark file's JSON; a missing, non-UTF-8 or malformed file is a one-line error naming it and its shape."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file; {shape}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 text; save it as UTF-8") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} line {exc.lineno}: not JSON ({exc.msg}); {shape}") from None
+
+
 def load_repos(folder: Path) -> dict[str, dict]:
-    return {r["name"]: r for r in json.loads((folder / "repos.json").read_text())}
+    """name -> repository entry of `repos.json`, every entry checked for the fields the run needs."""
+    path = folder / "repos.json"
+    entries = _read_json(path, REPOS_SHAPE)
+    if not isinstance(entries, list):
+        raise ValueError(f"{path}: not a list; {REPOS_SHAPE}")
+    out: dict[str, dict] = {}
+    for i, r in enumerate(entries, start=1):
+        name = r.get("name") if isinstance(r, dict) else None
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"{path} entry {i}: no \"name\"; {REPOS_SHAPE}")
+        if not isinstance(r.get("benchmark_root"), str) or not r["benchmark_root"].strip("/ "):
+            raise ValueError(f"{path} entry {i} ({name}): no \"benchmark_root\" (the folder to index, e.g. src/pkg); {REPOS_SHAPE}")
+        out[name] = r
+    return out
 
 
 def load_queries(folder: Path, repo: str) -> list[SembleQuery]:
@@ -167,10 +200,21 @@ def load_queries(folder: Path, repo: str) -> list[SembleQuery]:
 
 def read_queries(path: Path, repo: str) -> list[SembleQuery]:
     """One annotation file (a list of `{query, relevant, secondary, category}`) as the repository's queries."""
-    return [
-        SembleQuery(repo, r["query"], r["category"], tuple(_target(t) for t in [*r["relevant"], *r.get("secondary", [])]))
-        for r in json.loads(path.read_text())
-    ]
+    entries = _read_json(path, QUERIES_SHAPE)
+    if not isinstance(entries, list):
+        raise ValueError(f"{path}: not a list; {QUERIES_SHAPE}")
+    return [_query(r, repo, f"{path} entry {i}") for i, r in enumerate(entries, start=1)]
+
+
+def _query(r, repo: str, where: str) -> SembleQuery:
+    if not isinstance(r, dict) or not isinstance(r.get("query"), str) or not r["query"].strip():
+        raise ValueError(f"{where}: no \"query\" text; {QUERIES_SHAPE}")
+    if not isinstance(r.get("category"), str):
+        raise ValueError(f"{where}: no \"category\" (one of {', '.join(CATEGORIES)})")
+    if not isinstance(r.get("relevant"), list) or not isinstance(r.get("secondary") or [], list):
+        raise ValueError(f"{where}: \"relevant\" (and \"secondary\") must be lists; {QUERIES_SHAPE}")
+    targets = [*r["relevant"], *(r.get("secondary") or [])]
+    return SembleQuery(repo, r["query"], r["category"], tuple(_target(t, where) for t in targets))
 
 
 def target_ranks(hits: list[Hit], targets: tuple[Target, ...]) -> list[int | None]:

@@ -23,6 +23,27 @@ from assay.stages.core.artifacts import DEFINITION_KINDS, Edge, Entity
 from assay.stages.index.idioms import elixir_form
 from assay.stages.index.languages import node_text
 
+def _cpp_qualified_calls(depth: int = 3) -> tuple[str, ...]:
+    """C++'s `app::run()`, `app::ident<int>()`, `Matrix<T>::identity()` and `a::b::f()`, nested up to `depth` scopes.
+    The grammar nests `a::b::f` as `a :: (b :: f)`, so no one node spans `a::b`: the receiver is the innermost scope
+    (`b`), which names the class of `Outer::Inner::make()` and, from inside `a`, the namespace `a.b`."""
+    scope = "scope: [(namespace_identifier) @recv (template_type name: (type_identifier) @recv)]"
+    names = ("(identifier) @name", "(template_function name: (identifier) @name)")
+    return tuple(
+        "(call_expression function: " + "(qualified_identifier name: " * outer
+        + f"(qualified_identifier {scope} name: {name})" + ")" * outer + ") @site"
+        for outer in range(depth) for name in names
+    )
+
+
+# JSX: rendering `<Header />` calls the component; a lower-case `<div>` is an HTML element, no name of the code's
+_JSX_CALLS = (
+    '(jsx_self_closing_element name: (identifier) @name (#match? @name "^[A-Z]")) @site',
+    '(jsx_opening_element name: (identifier) @name (#match? @name "^[A-Z]")) @site',
+    "(jsx_self_closing_element name: (member_expression object: (_) @recv property: (property_identifier) @name)) @site",
+    "(jsx_opening_element name: (member_expression object: (_) @recv property: (property_identifier) @name)) @site",
+)
+
 _CALLS: dict[str, tuple[str, ...]] = {
     "python": ("(call function: (identifier) @name) @site",
                "(call function: (attribute object: (_) @recv attribute: (identifier) @name)) @site"),
@@ -39,7 +60,12 @@ _CALLS: dict[str, tuple[str, ...]] = {
              "(object_creation_expression type: (type_identifier) @name) @site"),
     "c": ("(call_expression function: (identifier) @name) @site",),
     "cpp": ("(call_expression function: (identifier) @name) @site",
-            "(call_expression function: (field_expression argument: (_) @recv field: (field_identifier) @name)) @site"),
+            "(call_expression function: (field_expression argument: (_) @recv field: (field_identifier) @name)) @site",
+            # `ident<long>(3)`, `w.put<int>(1)`, `::f()`
+            "(call_expression function: (template_function name: (identifier) @name)) @site",
+            "(call_expression function: (field_expression argument: (_) @recv field: (template_method name: (field_identifier) @name))) @site",
+            "(call_expression function: (qualified_identifier !scope name: (identifier) @name)) @site",
+            *_cpp_qualified_calls()),
     "csharp": ("(invocation_expression function: (identifier) @name) @site",
                "(invocation_expression function: (member_access_expression expression: (_) @recv name: (identifier) @name)) @site",
                '(invocation_expression function: (member_access_expression expression: "this" @recv name: (identifier) @name)) @site',
@@ -70,7 +96,8 @@ _CALLS: dict[str, tuple[str, ...]] = {
              "(_ [(identifier) (this)] @recv . (selector (unconditional_assignable_selector (identifier) @name)) . (selector (argument_part)) @site)",
              "(_ (selector) @recv . (selector (unconditional_assignable_selector (identifier) @name)) . (selector (argument_part)) @site)"),
 }
-_CALLS["typescript"] = _CALLS["tsx"] = _CALLS["javascript"]
+_CALLS["typescript"] = _CALLS["javascript"]  # `.ts` has no JSX (`<T>x` is a cast there)
+_CALLS["javascript"] = _CALLS["tsx"] = _CALLS["javascript"] + _JSX_CALLS  # `.js` and `.jsx` share one grammar
 
 _REFS: dict[str, tuple[str, ...]] = {
     "python": ("(argument_list (identifier) @ref)", "(keyword_argument value: (identifier) @ref)",
@@ -149,28 +176,41 @@ def _query(language: str) -> tuple[Query | None, dict[int, str]]:
 
 
 
-def definition_spans(entities: list[Entity]) -> dict[tuple[str, str], list]:
-    """Each definition's whole span over its parts: (kind, qualname) -> [start, end, id of part 0]."""
-    spans: dict[tuple[str, str], list] = {}
+def own_spans(entities: list[Entity]) -> dict[str, tuple[str, str, int, int]]:
+    """Each definition's own span over its parts: id of part 0 -> (kind, qualname, start, end). Overloads
+    (Java's `add(String)` and `add(Item)`, a Python `if/else` redefinition) share a qualname, not an id: each
+    keeps its own lines, so a call in the second overload is the second's."""
+    spans: dict[str, tuple[str, str, int, int]] = {}
     for e in entities:
         if e.kind not in DEFINITION_KINDS:
             continue
-        key = (e.kind, e.qualname)
-        if key not in spans:
-            spans[key] = [e.start_line, e.end_line, e.id.split("-")[0]]
+        eid = e.id.split("-")[0]
+        _, _, start, end = spans.get(eid, (e.kind, e.qualname, e.start_line, e.end_line))
+        spans[eid] = (e.kind, e.qualname, min(start, e.start_line), max(end, e.end_line))
+    return spans
+
+
+def definition_spans(entities: list[Entity]) -> dict[tuple[str, str], list]:
+    """Each named definition's whole span, its overloads merged: (kind, qualname) -> [start, end, id of the first's
+    part 0]. For reports by name (a diff's touched definitions); the call graph's scopes use `own_spans`."""
+    spans: dict[tuple[str, str], list] = {}
+    for eid, (kind, qual, start, end) in own_spans(entities).items():
+        if (kind, qual) not in spans:
+            spans[(kind, qual)] = [start, end, eid]
         else:
-            spans[key][0] = min(spans[key][0], e.start_line)
-            spans[key][1] = max(spans[key][1], e.end_line)
+            spans[(kind, qual)][0] = min(spans[(kind, qual)][0], start)
+            spans[(kind, qual)][1] = max(spans[(kind, qual)][1], end)
     return spans
 
 
 class _Scopes:
-    """Innermost enclosing definition of each line, painted once per file: outer spans first, inner ones over them."""
+    """Innermost enclosing definition of each line, painted once per file: outer spans first, inner ones over them
+    (equal spans keep the parse order, parent before child, so the child wins)."""
 
     def __init__(self, entities: list[Entity]) -> None:
         self.owner: dict[int, tuple[str, str]] = {}
-        spans = sorted(definition_spans(entities).items(), key=lambda kv: kv[1][0] - kv[1][1])  # widest first
-        for (_, qual), (start, end, eid) in spans:
+        spans = sorted(own_spans(entities).items(), key=lambda kv: kv[1][2] - kv[1][3])  # widest first
+        for eid, (_, qual, start, end) in spans:
             for line in range(start, end + 1):
                 self.owner[line] = (qual, eid)
 

@@ -16,6 +16,7 @@ from assay.stages.core.artifacts import (
     DiscoveryResult, FileRecord, IndexManifest, IndexPlan, IndexReport, ParseResult, SkippedFile, SourceFile,
 )
 from assay.stages.core.workers import worker_pool
+from assay.stages.core.workspace import collection_name, owns_collection
 from assay.stages.index.discover import file_hash
 from assay.stages.index.tokens import token_string
 from assay.stages.index.parse import PARSER_VERSION, parse_source
@@ -148,14 +149,31 @@ def parse_share(root: Path, files: list[SourceFile], max_lines: int, max_chars: 
     return ParseResult(files=parsed, skipped=skipped)
 
 
-def next_collection(previous: IndexManifest | None, plan: IndexPlan, base: str) -> str:
-    """Same collection for an incremental run; a fresh generation for a rebuild, swapped in by the manifest."""
-    if previous is not None and previous.collection and not plan.rebuild:
-        return previous.collection
-    if previous is None or not previous.collection:
+def next_collection(previous: IndexManifest | None, plan: IndexPlan, root: Path, shared: bool) -> str:
+    """Same collection for an incremental run; a fresh generation for a rebuild, swapped in by the manifest. On a
+    shared Chroma server (`shared`) a collection the manifest names but another workspace owns (the manifest came
+    with a copy of its folder) is never reused: this run starts its own and stores every vector there
+    (`carried_pending`). An embedded store came with the copy too, so every collection in it is the copy's."""
+    base = collection_name(root)
+    reusable = previous is not None and bool(previous.collection) and (
+        not shared or owns_collection(root, previous.collection))
+    if not reusable:
         return f"{base}_g1"
+    assert previous is not None
+    if not plan.rebuild:
+        return previous.collection
     gen = int(previous.collection.rsplit("_g", 1)[1]) if "_g" in previous.collection else 0
     return f"{base}_g{gen + 1}"
+
+
+def moved_reason(root: Path, previous: IndexManifest | None, plan: IndexPlan, collection: str) -> str:
+    """Why an incremental run stores every vector again: it left the manifest's collection ('' when it did not)."""
+    if previous is None or plan.rebuild or collection == previous.collection:
+        return ""
+    own = f"storing every vector in this workspace's own collection {collection}"
+    if previous.workspace == str(root):
+        return own
+    return f"the index came from {previous.workspace} (copied or moved), whose collection stays untouched: {own}"
 
 
 def next_manifest(
@@ -195,12 +213,17 @@ def next_manifest(
     return manifest
 
 
-def carried_pending(previous: IndexManifest | None, plan: IndexPlan) -> list[str]:
-    """Ids an interrupted dense fill left without vectors, in files this run keeps as they are."""
-    if previous is None or plan.rebuild or not previous.dense_pending:
+def carried_pending(previous: IndexManifest | None, plan: IndexPlan, collection: str | None = None) -> list[str]:
+    """Ids in files this run keeps as they are whose vectors `collection` lacks: those an interrupted dense fill
+    left without, or every kept id and note when the run moves to another collection than the manifest's (a copied
+    workspace starting its own; the embedding cache, copied too, supplies most vectors)."""
+    moved = collection is not None and previous is not None and collection != previous.collection
+    if previous is None or plan.rebuild or not (moved or previous.dense_pending):
         return []
     kept = {i for path in plan.unchanged + plan.kept_unreadable if path in previous.files
             for i in previous.files[path].entity_ids}
+    if moved:
+        return sorted(kept | set(previous.notes))
     return [i for i in previous.dense_pending if i in kept or i in previous.notes]
 
 

@@ -159,6 +159,11 @@ _JS_DEFS = {
     "class_declaration": "class",
     "abstract_class_declaration": "class",
     "method_definition": "method",
+    # declarations without a body (`.d.ts`, `declare function`, an interface's or an abstract method) define names
+    # as Go interface methods and Rust trait signatures do; parse folds overload signatures into their implementation
+    "function_signature": "function",
+    "method_signature": "method",
+    "abstract_method_signature": "method",
     "variable_declarator": "function",  # only when its value is a function (checked in parse)
     "interface_declaration": "interface",
     "type_alias_declaration": "type",

@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from assay.stages.core.artifacts import Entity, IndexManifest
+from assay.stages.core.workspace import owns_collection
 from assay.stages.index.embed import Embedder, embed_entities
 from assay.stages.index.store import Catalog, VectorStore, load_manifest, rebuild_lexical, require_manifest, write_lock, write_manifest
 
@@ -35,6 +36,9 @@ def add_note(root: Path, text: str, embedder: Embedder, chroma_url: str | None =
         raise ValueError(f"the note is {len(text)} characters; the limit is {MAX_NOTE_CHARS}")
     with write_lock(root):
         manifest = require_manifest(root)
+        if chroma_url and not owns_collection(root, manifest.collection):
+            raise ValueError(f"this workspace's index came from {manifest.workspace} (copied or moved), and its Chroma "
+                             "server collection is that workspace's: run `assay index` here first, then add the note")
         note = make_note(text)
         batch = embed_entities([note], embedder)
         VectorStore(root, chroma_url, manifest.collection).upsert(batch)

@@ -53,7 +53,10 @@ from assay.stages.index.source_text import source_lines, utf8_source
 # endings only (a form feed or U+2028 had shifted passage text), a Python file decoded by its coding line, a UTF-8 or
 # UTF-16 byte-order mark honoured and dropped; 34: the parts of a long container's outline span the file lines their
 # text is on, not offsets into the outline, which pointed a class's later parts at its first methods' bodies).
-PARSER_VERSION = 34
+PARSER_VERSION = 35  # 35: each overload owns the calls in its own lines (edges.own_spans), not the first overload
+# (35 also: a C `typedef struct x {...} x_t;` one definition; TypeScript signatures (`.d.ts`, `declare`, interface
+# and abstract methods) definitions, overload signatures and member decorators lines of their definition; C++
+# `ns::f()` and `f<T>()` and JSX `<Header />` call edges)
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -66,6 +69,13 @@ _BASE_TYPES = frozenset(
      "delegation_specifier", "inheritance_specifier", "interfaces", "mixins"}
 )
 _CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum"})
+# a C-family type with a body of its own, which a typedef may define in place
+_TAG_SPECIFIERS = frozenset({"struct_specifier", "union_specifier", "enum_specifier", "class_specifier"})
+_JS_LANGUAGES = frozenset({"javascript", "typescript", "tsx"})
+_JS_WRAPPERS = frozenset({"export_statement", "ambient_declaration"})  # `export` / `declare`: the doc sits above them
+_JS_SIGNATURES = frozenset({"function_signature", "method_signature", "abstract_method_signature"})
+_JS_OVERLOADABLE = _JS_SIGNATURES | {"function_declaration", "method_definition"}
+_JS_MEMBER_BODIES = frozenset({"interface_body", "class_body"})  # not an inline object type's `{ run(): void }`
 # a definition named with its owner's path (C++'s `Frame::Throw` out of its class, Ruby's `class Api::Users`,
 # Lua's `function M.find` and `M:method`) is its own name under that owner, as when written inside it
 _OWNER_SEPARATORS = {"cpp": "::", "ruby": "::", "lua": "."}
@@ -185,7 +195,7 @@ class _Extractor:
             return None  # `mod parser;` points at another file, as an import does: no definition here
         if t == "impl_item":
             return node_text(node.child_by_field_name("type")) or None
-        if t == "method_signature":  # Dart: the signature inside names the method
+        if t == "method_signature" and lang == "dart":  # the signature inside names the method
             inner = node.named_children[0] if node.named_children else None
             if inner is not None and inner.type in ("factory_constructor_signature", "constructor_signature"):
                 idents = [c for c in inner.named_children if c.type == "identifier"]  # `factory A.named()`: named
@@ -346,6 +356,7 @@ class _Extractor:
         if self.language == "objc":  # `@interface Store : NSObject <NSCopying>`: the superclass, then the protocols
             protocols = child_of(node, frozenset({"parameterized_arguments", "protocol_qualifiers"}))
             return [w for w in (node_text(node.child_by_field_name("superclass")), *_WORD.findall(node_text(protocols))) if w]
+        node = self._typedef_body(node) or node  # `typedef struct A : B {...} A_t;`: the struct's bases
         for child in node.children:
             if child.type in _BASE_TYPES:
                 text = node_text(child)
@@ -367,7 +378,7 @@ class _Extractor:
         items = [c for c in node.named_children if c.type in self.spec.param_items]
         if items:  # Swift `parameter`, Objective-C `method_parameter`: direct children, no list around them
             return [node_text(c.child_by_field_name("name")) or _first_identifier(c) for c in items]
-        if node.type == "method_signature" and node.named_children:
+        if node.type == "method_signature" and self.language == "dart" and node.named_children:
             node = node.named_children[0]  # Dart: the parameters sit in the signature inside
         params = node.child_by_field_name("parameters") or child_of(node, self.spec.param_types)
         if params is None and node.type == "variable_declarator":
@@ -392,9 +403,56 @@ class _Extractor:
         return names
 
     # -- walk --------------------------------------------------------------------
+    def _typedef_body(self, node: Node) -> Node | None:
+        """The struct, union or enum a C-family typedef defines in place (`typedef struct ring {...} ring_t;`)."""
+        if node.type != "type_definition" or self.language not in _PREPROCESSED:
+            return None
+        inner = node.child_by_field_name("type")
+        if inner is None or inner.type not in _TAG_SPECIFIERS or inner.child_by_field_name("body") is None:
+            return None
+        return inner
+
+    def _overload_ahead(self, node: Node) -> bool:
+        """A TypeScript overload signature: the next declaration is another signature or the implementation of the
+        same name, which takes this one's lines (Java's overloads each have a body; these are one function)."""
+        nxt = _js_outer(node).next_named_sibling
+        while nxt is not None and nxt.type in ("comment", "decorator"):
+            nxt = nxt.next_named_sibling
+        other = _js_declared(nxt)
+        return other is not None and other.type in _JS_OVERLOADABLE and self._name(other) == self._name(node)
+
+    def _js_lead(self, node: Node) -> Node | None:
+        """The first of the decorators and overload signatures right above a TypeScript function or member (None:
+        there are none). They are its lines, as a Python decorator and a TS class decorator are their definition's:
+        the grammar puts a member's decorators beside it in the class body, not in it."""
+        lead, prev = None, _js_outer(node).prev_named_sibling
+        while prev is not None:
+            declared = _js_declared(prev)
+            if prev.type == "decorator" or (
+                declared is not None and declared.type in _JS_SIGNATURES and self._name(declared) == self._name(node)
+            ):
+                lead = prev
+            elif prev.type != "comment":  # a comment between them is theirs; one above them is the doc
+                break
+            prev = prev.prev_named_sibling
+        return lead
+
     def _def_kind(self, node: Node, in_container: bool) -> str | None:
         kind = self.spec.defs.get(node.type)
         if kind is None:
+            return None
+        # `typedef struct ring {...} ring_t;` is one definition, `ring_t`, of the struct's kind: as two, the struct
+        # was `ring_t.ring` over the same lines and search spent its budget on those lines twice
+        typedef_body = self._typedef_body(node)
+        if typedef_body is not None:
+            kind = self.spec.defs.get(typedef_body.type, kind)
+        elif node.type in _TAG_SPECIFIERS and node.parent is not None and self._typedef_body(node.parent) == node \
+                and self._name(node.parent):
+            return None
+        if node.type in _JS_SIGNATURES and self.language in _JS_LANGUAGES and (
+            (node.type == "method_signature" and (node.parent is None or node.parent.type not in _JS_MEMBER_BODIES))
+            or self._overload_ahead(node)
+        ):
             return None
         if self.language == "elixir":
             target = node.child_by_field_name("target")
@@ -465,8 +523,9 @@ class _Extractor:
                     span = child.parent
                     if span.parent is not None and span.parent.type == "export_statement":
                         span = span.parent
-                elif span.parent is not None and span.parent.type == "export_statement":
-                    span = span.parent
+                elif span.parent is not None and span.parent.type in _JS_WRAPPERS:
+                    span = _js_outer(span)
+                lead = self._js_lead(child) if self.language in _JS_LANGUAGES and child.type in _JS_OVERLOADABLE else None
                 own_scope, own_parent = scope, parent
                 receiver = _go_receiver(child) if child.type == "method_declaration" and self.language == "go" else ""
                 if receiver and not scope:
@@ -481,7 +540,7 @@ class _Extractor:
                         own_scope = [*own_scope, *owners]
                         own_parent = self.joiner.join(own_scope)
                 qual = self.joiner.join([*own_scope, name])
-                docstring, doc_row = self._docstring(child, span)
+                docstring, doc_row = self._docstring(child, lead or span)  # a decorated member's doc is above `@`
                 earlier = self._earlier_clause(child, kind, name, docstring, sink)
                 if earlier is not None:
                     earlier.tail = child
@@ -492,7 +551,7 @@ class _Extractor:
                     signature=self._signature(child), docstring=docstring, doc_row=doc_row,
                     bases=self._bases(child) if kind in CONTAINER_KINDS else [],
                     params=self._params(child) if kind in ("function", "method") else [],
-                    children=[], head=self._type_signature(child),
+                    children=[], head=self._type_signature(child) or lead,
                 )
                 tail = child.next_named_sibling
                 if tail is not None and tail.type in self.spec.body_sibling:
@@ -570,6 +629,20 @@ class _Extractor:
                 doc, row = self._docstring(decl, decl.parent if exported else decl)  # the doc sits above `export`
                 parent = self.joiner.join(scope) or None
                 out.append(_Draft(decl, decl, "constant", name, list(scope), parent, _first_line(node_text(decl)), doc, [], [], [], doc_row=row))
+
+
+def _js_outer(node: Node) -> Node:
+    """A declaration with the `export` / `declare` around it, which its doc comment and its siblings sit beside."""
+    while node.parent is not None and node.parent.type in _JS_WRAPPERS:
+        node = node.parent
+    return node
+
+
+def _js_declared(node: Node | None) -> Node | None:
+    """What an `export` / `declare` statement declares (the node itself when it is no such statement)."""
+    while node is not None and node.type in _JS_WRAPPERS:
+        node = node.child_by_field_name("declaration") or next((c for c in node.named_children if c.type != "comment"), None)
+    return node
 
 
 def _without_type_arguments(name: str) -> str:

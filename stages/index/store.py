@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlparse
 
 from filelock import FileLock, Timeout
 
@@ -99,14 +98,10 @@ def _open_chroma_client(root: Path, url: str | None):
     import chromadb
 
     if url:
-        parsed = urlparse(url if "://" in url else f"http://{url}")
+        from assay.stages.index.chroma_http import http_client
+
         try:
-            return chromadb.HttpClient(
-                host=parsed.hostname or "127.0.0.1",
-                port=parsed.port or (443 if parsed.scheme == "https" else 8000),
-                ssl=parsed.scheme == "https",
-                settings=_chroma_settings(),
-            )
+            return http_client(url, _chroma_settings())
         except Exception as exc:  # noqa: BLE001 - chroma raises ValueError for a server that does not answer
             raise unreachable(url, exc) from exc
     path = state_dir(root) / "chroma"
@@ -125,9 +120,12 @@ def _open_chroma_client(root: Path, url: str | None):
 
 
 def unreachable(url: str, exc: BaseException) -> StoreError:
-    """A Chroma server that does not answer: which one, and the two ways on (BM25 search works meanwhile)."""
-    return StoreError(f"the Chroma server at {url} does not answer ({one_line(exc)}); start it (`chroma run --path DIR`) "
-                      "or unset ASSAY_CHROMA_URL, then run `assay index` again to store the missing vectors")
+    """A Chroma server that does not answer: which one, and the two ways on (BM25 search works meanwhile). The error
+    carries the URL (`server_url`), so a search can say so in its own words: an index run's advice is not a reader's."""
+    error = StoreError(f"the Chroma server at {url} does not answer ({one_line(exc)}); start it (`chroma run --path DIR`) "
+                       "or unset ASSAY_CHROMA_URL, then run `assay index` again to store the missing vectors")
+    error.server_url = url  # type: ignore[attr-defined]
+    return error
 
 
 def unopenable(path: Path, exc: BaseException) -> StoreError:
@@ -277,6 +275,7 @@ class Catalog:
     """Entity records by id, in SQLite (atomic transactions, safe for concurrent readers)."""
 
     def __init__(self, root: Path) -> None:
+        self.root = root
         self._db = open_state_db(root, "catalog.sqlite")
         self._db.executescript(_CATALOG_SCHEMA)
 

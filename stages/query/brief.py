@@ -20,8 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from assay.stages.core.workspace import state_dir, state_writable
+from assay.stages.index.languages import NOTEBOOK, SPECS, WINDOW_FILENAMES, language_for
+from assay.stages.query.graph import Graph, sites
 
 if TYPE_CHECKING:
+    from assay.stages.core.artifacts import Entity
     from assay.stages.core.llm_clients import ChatResult
 
 BRIEF_FILE = "brief.md"
@@ -30,6 +33,17 @@ FINGERPRINT_FILE = "brief.fingerprint"
 _CONFIG_NAME = re.compile(r"(^|/)(settings|config|configuration|conf)\.(py|ts|js|go|rs|java)$|(^|/)[^/]*\.(toml|ini|cfg|ya?ml)$|"
                           r"(^|/)\.env\.example$|(^|/)(Dockerfile|docker-compose\.ya?ml|prefect\.yaml)$")
 _TEST_DIR = re.compile(r"(^|/)(tests?|testing|__tests__|spec)/")
+# a file is code when the index read it in a programming language: every language it parses into definitions
+# (markup and style sheets aside), and those it reads as line windows only, so a Perl or Julia project has code too
+_WINDOWED_CODE = frozenset({"batch", "clojure", "cuda", "cython", "elisp", "elm", "erlang", "fsharp", "groovy", "julia",
+                            "nim", "ocaml", "perl", "powershell", "r", "shell", "svelte", "vue"})
+CODE_LANGUAGES = (frozenset(SPECS) - {"markdown", "html", "css"}) | _WINDOWED_CODE
+_CLASS_KINDS = ("class", "struct", "interface", "trait")
+_USE_KINDS = ("call", "import", "inherit", "ref")  # the sites `assay references` lists
+KEY_CLASSES = 10
+# name-matching sites resolved for the key classes, at most: resolving is per site (0.1-0.5 ms each), and the
+# brief is rebuilt on every call; past it, the classes not yet counted are ranked by their methods, uncounted
+MAX_RESOLVED_SITES = 20_000
 
 
 def _first_paragraph(text: str) -> str:
@@ -81,6 +95,93 @@ def _metadata(root: Path) -> dict:
     return meta
 
 
+def _code_files(catalog, files: list[str]) -> dict[str, list[Entity]]:
+    """Each code file outside the tests, in file order, with its entities. Code by the language the index read
+    it in, whatever its extension (`.kt`, `.mjs`, `.hpp`) or lack of one (a `#!/bin/sh` script); build files
+    (`Makefile`, `Gemfile`) are not code. Files whose name already says they are not code are not loaded."""
+    code: dict[str, list[Entity]] = {}
+    for f in files:
+        name = f.rsplit("/", 1)[-1]
+        if _TEST_DIR.search(f) or name in WINDOW_FILENAMES:
+            continue
+        known = language_for(name)
+        if known is not None and known != NOTEBOOK and known not in CODE_LANGUAGES:
+            continue
+        entities = catalog.by_file(f)
+        if any(e.language in CODE_LANGUAGES for e in entities):
+            code[f] = entities
+    return code
+
+
+def _is_main(e: Entity, owners: dict[str, Entity]) -> bool:
+    """A program's entry function: a top-level `main` (C, Go, Rust, Kotlin, Python...), or a `main` method the
+    runtime calls on its class: static in Java and C# (`Main`), `@JvmStatic` in Kotlin, in a Scala `object`."""
+    if e.part != 0:
+        return False
+    if e.kind == "function" and e.parent is None:
+        return e.name == "main"
+    if e.kind != "method" or e.name not in ("main", "Main"):
+        return False
+    owner = owners.get(e.parent or "")
+    in_object = owner is not None and re.match(r"(?:\w+\s+)*object\b", owner.signature) is not None
+    return in_object or re.search(r"\bstatic\b|@JvmStatic\b", e.signature) is not None
+
+
+def _entry_points(code: dict[str, list[Entity]]) -> list[str]:
+    """Scripts (an extensionless file read by its `#!` line, a Python file with a `__main__` guard) and `main`s.
+    The guard is module-level code: in the file entity, or in a top-level window when definitions surround it."""
+    entry: list[str] = []
+    for f, entities in code.items():
+        guarded = not f.endswith(".ipynb") and any(
+            e.kind in ("file", "window") and e.language == "python" and "__main__" in e.body for e in entities)
+        if guarded or "." not in f.rsplit("/", 1)[-1]:
+            entry.append(f"`{f}` (runs as a script)")
+        owners = {e.qualname: e for e in entities if e.part == 0 and e.kind in _CLASS_KINDS}
+        entry += [f"`{f}:{e.start_line}` `{e.name}`" for e in entities if _is_main(e, owners)]
+    return entry
+
+
+def _classes(code: dict[str, list[Entity]]) -> list[Entity]:
+    """The classes, structs, interfaces and traits of the code, each once: an Objective-C `@interface` and its
+    `@implementation`, a Swift type and its `extension` in the same file share a name and are one class here."""
+    seen: dict[tuple[str, str], Entity] = {}
+    for f, entities in code.items():
+        for e in entities:
+            if e.kind in _CLASS_KINDS and e.part == 0:
+                seen.setdefault((f, e.qualname), e)
+    return list(seen.values())
+
+
+def _resolved_uses(catalog, classes: list[Entity], keep: int = KEY_CLASSES) -> dict[str, int]:
+    """Sites that resolve to each class (by id), counted as `assay references` counts them, for the classes that
+    can make the top `keep`. The edges named like a class bound its sites, so classes are resolved by that
+    bound, highest first, until no class left can reach the `keep`-th count or the next would pass the budget of
+    MAX_RESOLVED_SITES sites. Only a site that resolves is counted: a name match is no use of this class. The
+    sites are those `references` lists (its `sites`), so the brief and the graph commands never disagree."""
+    bound = dict(catalog.edge_name_counts(_USE_KINDS))
+    graph = Graph(catalog)
+    uses: dict[str, int] = {}
+    best: list[int] = []  # the counts so far, highest first
+    spent = 0
+    for e in sorted(classes, key=lambda e: (-bound.get(e.name, 0), e.file, e.start_line)):
+        most = bound.get(e.name, 0)
+        spent += most
+        if most == 0 or len(best) >= keep and most < best[keep - 1] or spent > MAX_RESOLVED_SITES:
+            break
+        uses[e.id] = len(sites(graph, e, _USE_KINDS, unresolved=False))
+        best = sorted([*best, uses[e.id]], reverse=True)
+    return uses
+
+
+def _key_classes(code: dict[str, list[Entity]], classes: list[Entity], uses: dict[str, int]) -> list[Entity]:
+    """The most used classes; those the graph cannot see used (a Go or Rust type is built and given methods, not
+    called) by their methods, which every language declares: a type's methods say how central it is."""
+    methods = Counter((e.language, e.parent) for entities in code.values() for e in entities
+                      if e.part == 0 and e.kind in ("method", "function") and e.parent)
+    ranked = sorted(classes, key=lambda e: (-uses.get(e.id, 0), -methods[(e.language, e.qualname)], e.file, e.start_line))
+    return ranked[:KEY_CLASSES]
+
+
 def build(root: Path, catalog, files: list[str]) -> str:
     """The brief's text from the workspace's metadata files and its index (catalog + file list)."""
     meta = _metadata(root)
@@ -88,16 +189,10 @@ def build(root: Path, catalog, files: list[str]) -> str:
     purpose = _first_paragraph(readme.read_text("utf-8", "replace")) if readme is not None else ""
     purpose = purpose or meta.get("description", "") or "(no README or package description found)"
     title = meta.get("name") or root.name
-    code = [f for f in files if not _TEST_DIR.search(f) and re.search(r"\.(py|ts|tsx|js|jsx|go|rs|java|rb|php|cs|c|cc|cpp)$", f)]
+    code = _code_files(catalog, files)
     tests = sorted(f for f in files if _TEST_DIR.search(f))
 
-    entry = list(meta["scripts"])
-    for f in code:
-        for e in catalog.by_file(f):
-            if e.kind == "file" and "__main__" in e.body and f.endswith(".py"):
-                entry.append(f"`{f}` (runs as a script)")
-            if e.kind == "function" and e.name == "main" and e.parent is None:
-                entry.append(f"`{f}:{e.start_line}` `main`")
+    entry = list(meta["scripts"]) + _entry_points(code)
     packages: Counter[str] = Counter(f.split("/")[0] if "/" in f else "(top level)" for f in code)
     roles: list[str] = []
     for pkg, n in packages.most_common(8):
@@ -107,11 +202,10 @@ def build(root: Path, catalog, files: list[str]) -> str:
             if doc:
                 break
         roles.append(f"- `{pkg}/` ({n} code files)" + (f": {_sentence(doc)}" if doc else ""))
-    uses: Counter[str] = Counter(dict(catalog.edge_name_counts(("call", "inherit", "ref"))))
-    classes = [e for f in code for e in catalog.by_file(f) if e.kind in ("class", "struct", "interface", "trait") and e.part == 0]
-    ranked = sorted(classes, key=lambda e: (-uses.get(e.name, 0), e.file, e.start_line))[:10]
-    key = [f"- `{e.qualname}` ({e.file}:{e.start_line}, used {uses.get(e.name, 0)}x)" + (f": {_sentence(e.docstring)}" if e.docstring else "")
-           for e in ranked]
+    classes = _classes(code)
+    uses = _resolved_uses(catalog, classes)
+    key = [f"- `{e.qualname}` ({e.file}:{e.start_line}" + (f", used {uses[e.id]}x" if uses.get(e.id) else "") + ")"
+           + (f": {_sentence(e.docstring)}" if e.docstring else "") for e in _key_classes(code, classes, uses)]
     config = sorted(f for f in files if _CONFIG_NAME.search(f) and not _TEST_DIR.search(f))[:12]
     settings_classes = [f"`{e.qualname}` ({e.file}:{e.start_line})" for e in classes if re.search(r"(Settings|Config)$", e.name)][:5]
 

@@ -5,8 +5,10 @@ the moment, only where the language makes it sound:
 
 - a bare name: a definition in the caller's own scopes (nested functions first), else a top-level one in the
   same file, else the name an import of that file brings in (module path -> file; aliases followed; a package
-  `__init__` that re-exports it is followed once);
-- `self.m()` / `this.m()` / `cls.m()`: the method of the enclosing class or of its (indexed) ancestors;
+  `__init__` that re-exports it is followed once); a sibling file's in a Go package; in C, a name an included
+  header defines, or declares and the header's own source (or the one definition in the workspace) defines;
+- `self.m()` / `this.m()` / `cls.m()`: the method of the enclosing class or of its (indexed) ancestors; where a
+  type's methods may sit in other files (a Rust `impl`, a Go receiver, C++'s `A::f`), `m` beside the calling method;
 - `mod.f()` / `Class.m()`: `f` in the imported module `mod`, or method `m` of the class `Class`.
 
 Everything else (a call on an arbitrary object) stays *unresolved*: it is listed with its receiver text and
@@ -19,13 +21,16 @@ import math
 import posixpath
 import re
 import threading
+import tomllib
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
+from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from assay.stages.core.artifacts import DEFINITION_KINDS, Edge, Entity
 from assay.stages.core.path_roles import is_test_path
+from assay.stages.index.languages import language_for
 
 CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum"})
 _SELF = frozenset({"self", "this", "cls", "super()", "Self", "$this", "static"})  # PHP's `$this->f()`, `static::f()`
@@ -41,6 +46,17 @@ _C_FAMILY = frozenset({"c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx", "inl", 
 CENTRAL_SOURCES = frozenset({"py", "pyi", "js", "jsx", "mjs", "cjs", "ts", "tsx", "mts", "cts", "go", "rs"})
 _C_SOURCES = ("c", "cc", "cpp", "cxx", "m", "mm")
 _MEMBER_IMPORTS = (".java", ".kt")  # `import a.b.C`: the module `a.b` is a folder, `a.b.C` the file
+# where a type's methods may sit in another file than the type: Rust `impl` blocks, Go receivers, C++ out-of-class
+# definitions, Swift extensions, C# partial classes, Ruby reopened classes, Objective-C categories
+_OPEN_TYPES = (".rs", ".go", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".swift", ".cs", ".rb", ".m", ".mm")
+# languages where a bare `m()` inside a class may call a method of it (an implicit `this`); C: C++ in `.h` headers
+_IMPLICIT_THIS = frozenset({"java", "csharp", "cpp", "c", "kotlin", "swift", "scala", "ruby", "dart", "objc"})
+_FAMILIES = {"typescript": "javascript", "tsx": "javascript", "cpp": "c", "objc": "c"}  # one namespace of names each
+
+
+def family(language: str) -> str:
+    """The language family a name lives in: JS/TS/JSX/TSX call each other, and so do C, C++ and Objective-C."""
+    return _FAMILIES.get(language, language)
 
 
 def _underscore(name: str) -> str:
@@ -99,6 +115,23 @@ class GraphResult(BaseModel):
     note: str = ""
 
 
+def package_dirs(root: Path | None) -> list[tuple[str, str]]:
+    """(import prefix, folder) pairs of pyproject.toml's `[tool.setuptools] package-dir`, longest prefix first; the
+    root mapping (`"" = "src"`) is left out, since a module path's suffix already finds `src/pkg/mod.py`. A missing
+    or unreadable file maps nothing."""
+    if root is None:
+        return []
+    try:
+        table = tomllib.loads((Path(root) / "pyproject.toml").read_text(encoding="utf-8"))
+        mapping = table.get("tool", {}).get("setuptools", {}).get("package-dir", {})
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, AttributeError):
+        return []
+    if not isinstance(mapping, dict):
+        return []
+    pairs = [(k, v) for k, v in mapping.items() if isinstance(k, str) and k and isinstance(v, str) and k != v]
+    return sorted(pairs, key=lambda kv: -len(kv[0]))
+
+
 class Graph:
     """Resolution over a catalog-like object (`edges`, `by_name`, `by_file`, `get`, `files`)."""
 
@@ -108,10 +141,13 @@ class Graph:
         self._keys: dict[str, list[tuple[str, str]]] | None = None
         self._go_folders: dict[str, list[tuple[str, list[str]]]] | None = None
         self._by_basename: dict[str, list[str]] | None = None
+        self._package_dirs: list[tuple[str, str]] | None = None
         self._types: dict[tuple[str, str, str], str] = {}  # (file, receiver, scope) -> the class it holds, or ""
         self.by_file = lru_cache(maxsize=512)(self._by_file)
         self.by_name = lru_cache(maxsize=4096)(self._by_name)
         self.imports = lru_cache(maxsize=512)(self._imports)
+        self.language = lru_cache(maxsize=4096)(self._language)
+        self.declared = lru_cache(maxsize=512)(self._declared)
 
     def _by_file(self, file: str) -> tuple[Entity, ...]:
         return tuple(e for e in self.catalog.by_file(file) if e.part == 0)
@@ -121,6 +157,15 @@ class Graph:
 
     def _imports(self, file: str) -> tuple[Edge, ...]:
         return tuple(e for _, e in self.catalog.edges(file=file, kinds=("import",)))
+
+    def _language(self, file: str) -> str:
+        """A file's language as parsed (an extensionless script's too), else its extension's."""
+        return next((e.language for e in self.by_file(file)), "") or language_for(file.rsplit("/", 1)[-1]) or ""
+
+    def _declared(self, header: str) -> frozenset[str]:
+        """Names a C header declares as callable (`int add_ints(int a, int b);`, a macro): its prototypes sit in
+        the header's line windows, which are no definitions."""
+        return frozenset(n for e in self.by_file(header) for n in re.findall(r"\b([A-Za-z_]\w*)\s*\(", e.body))
 
     @property
     def files(self) -> list[str]:
@@ -162,9 +207,22 @@ class Graph:
             return sorted({f for key, f in self._module_keys().get(base.rsplit("/", 1)[-1], []) if key == base})
         if from_file.endswith(".go"):
             return self._go_package(module)
+        if from_file.endswith((".py", ".pyi")):
+            module = self._package_dir_module(module)
         path = module.replace("::", "/").replace(".", "/").removeprefix("crate/").removeprefix("self/")
         return sorted({f for key, f in self._module_keys().get(path.rsplit("/", 1)[-1], [])
                        if key == path or key.endswith("/" + path)})
+
+    def _package_dir_module(self, module: str) -> str:
+        """A Python import path as the workspace lays it out: setuptools' `package-dir` in pyproject.toml maps import
+        prefixes to folders (`assay.flows` lives in `flows/`), which neither the path nor any suffix of it shows."""
+        if self._package_dirs is None:
+            self._package_dirs = package_dirs(getattr(self.catalog, "root", None))
+        for prefix, folder in self._package_dirs:
+            if module == prefix or module.startswith(prefix + "."):
+                rest = module[len(prefix):].lstrip(".")
+                return ".".join(p for p in (*folder.strip("/").split("/"), rest) if p)
+        return module
 
     def _path_module(self, module: str, from_file: str) -> list[str] | None:
         """Files an import names by path or by namespace, in the languages that do (None for the others):
@@ -280,6 +338,10 @@ class Graph:
             hit = [e for e in local if e.qualname == qual and e.kind in kinds]
             if hit:
                 return hit
+        if file.endswith(_OPEN_TYPES) and self.language(file) in _IMPLICIT_THIS:  # `field(v)` in C++'s `A::get`: `A.field`
+            hit = [e for e in self._sibling_methods(file, scope, name) if e.kind in kinds]
+            if hit:
+                return hit
         for imp in self.imports(file):
             if (imp.alias or imp.name) == name and imp.name != imp.module:
                 files = self.module_files(imp.module, file) or self.module_files(f"{imp.module}.{imp.name}", file)
@@ -288,7 +350,31 @@ class Graph:
             folder = posixpath.dirname(file)
             return [e for e in self.by_name(name) if e.qualname == name and e.kind in kinds and e.file != file
                     and posixpath.dirname(e.file) == folder and (e.kind in CLASS_KINDS or file.endswith(".kt"))]
+        if file.endswith(".go"):  # a Go package is its folder's files: a sibling's names need no import
+            folder = posixpath.dirname(file)
+            return [e for e in self.by_name(name) if e.qualname == name and e.kind in kinds and e.file != file
+                    and e.file.endswith(".go") and posixpath.dirname(e.file) == folder]
+        if file.rsplit(".", 1)[-1] in _C_FAMILY:
+            return self._included(name, file, kinds)
         return []
+
+    def _included(self, name: str, file: str, kinds: frozenset[str]) -> list[Entity]:
+        """A C name an `#include "x.h"` brings in: defined in the header (a macro, an inline function), or declared
+        there and defined in the header's own source (`x.c`) or, C names being global, once in the workspace."""
+        headers = [h for imp in self.imports(file) for h in self.module_files(imp.module, file) if h != file]
+        for header in headers:
+            hit = [e for e in self.by_file(header) if e.qualname == name and e.kind in kinds]
+            if hit:
+                return hit
+        declaring = [h for h in headers if name in self.declared(h)]
+        for header in declaring:
+            hit = [e for f in self.implementations(header) for e in self.by_file(f) if e.qualname == name and e.kind in kinds]
+            if hit:
+                return hit
+        if not declaring:
+            return []
+        anywhere = [e for e in self.by_name(name) if e.qualname == name and e.kind in kinds and family(e.language) == "c"]
+        return anywhere if len(anywhere) == 1 else []
 
     def imported_module(self, file: str, local: str) -> list[str]:
         """Files of a module the file imported under `local` (`import a.b as m`, `from pkg import util`, `* as ns`)."""
@@ -319,14 +405,12 @@ class Graph:
         if not recv:
             return self.resolve_name(edge.name, file, edge.source)
         if recv in _SELF:
-            owner = self._enclosing_class(file, edge.source)
-            return self.members(owner, edge.name) if owner is not None else []
+            return self._own_members(file, edge.source, edge.name)
         head = recv.split(".")[0].split("::")[0]
         holder = self.entity(edge.source_id)
         go_receiver = re.match(r"^func\s*\(\s*(\w+)\s", holder.signature) if holder is not None and file.endswith(".go") else None
         if go_receiver and go_receiver.group(1) == recv:  # `func (b *Base) Run()`: `b` is Go's self
-            owner = self._enclosing_class(file, edge.source)
-            return self.members(owner, edge.name) if owner is not None else []
+            return self._own_members(file, edge.source, edge.name)
         if re.fullmatch(r"[A-Za-z_$][\w$]*", recv.replace("::", "_")):
             module = self.imported_module(file, head)  # `mod.f()`: a module imported whole
             found = self.defined_in(module, edge.name) if module and "." not in recv else []
@@ -392,7 +476,10 @@ class Graph:
                 qualified = imp.module + (f".{rest}" if rest else "")
                 break
         parts = scope.split(".") if scope else []
-        owners = ([qualified] if "." in qualified else []) + [".".join([*parts[:i], qualified]) for i in range(len(parts), 0, -1)]
+        # C++'s `app::run()` is stored with the receiver `app`: in the C family one name may be a namespace or type,
+        # so it is an owner too; elsewhere one name is an object (`session.get()`), whose type is unknown
+        alone = "::" in recv or file.rsplit(".", 1)[-1] in _C_FAMILY
+        owners = ([qualified] if "." in qualified or alone else []) + [".".join([*parts[:i], qualified]) for i in range(len(parts), 0, -1)]
         if not owners:
             return []
         defined = self.by_name(name)
@@ -411,6 +498,30 @@ class Graph:
             if hit:
                 return hit[0]
         return None
+
+    def _own_members(self, file: str, scope: str, name: str) -> list[Entity]:
+        """`self.m()` in a method: `m` of its class or the class's ancestors; where a type's methods may sit in
+        other files (`_OPEN_TYPES`), or its class is not in this file at all, `m` beside the calling method."""
+        owner = self._enclosing_class(file, scope)
+        hit = self.members(owner, name) if owner is not None else []
+        if hit or (owner is not None and not file.endswith(_OPEN_TYPES)):
+            return hit
+        return self._sibling_methods(file, scope, name)
+
+    def _sibling_methods(self, file: str, scope: str, name: str) -> list[Entity]:
+        """`self.evict_one()` in `MemStore.put`: `MemStore.evict_one` by qualified name, in a file of the caller's
+        language (of its package, in Go), the nearest by path where several crates or modules define one."""
+        owner, _, _ = scope.rpartition(".")
+        if not owner:
+            return []
+        lang, folder = family(self.language(file)), posixpath.dirname(file)
+        hits = [e for e in self.by_name(name) if e.qualname == f"{owner}.{name}" and family(e.language) == lang
+                and (not file.endswith(".go") or posixpath.dirname(e.file) == folder)]
+        if len(hits) < 2:
+            return hits
+        shared = {e.id: len(posixpath.commonpath([file, e.file])) for e in hits}
+        best = max(shared.values())
+        return [e for e in hits if shared[e.id] == best]
 
     def targets(self, query: str) -> list[Entity]:
         """Definitions a query names: `Session.send`, `send`, `pkg/mod.py:send`."""
@@ -439,7 +550,7 @@ def _row(holder: Entity | None, file: str, edge: Edge, resolved: bool, depth: in
                     is_test=is_test_path(file))
 
 
-def _sites(graph: Graph, target: Entity, kinds: tuple[str, ...], unresolved: bool) -> list[tuple[GraphRow, str]]:
+def sites(graph: Graph, target: Entity, kinds: tuple[str, ...], unresolved: bool) -> list[tuple[GraphRow, str]]:
     """Sites whose edge names the target: resolved ones that point at it, and (optionally) name matches that
     cannot be resolved. Returns (row, holder id)."""
     out: list[tuple[GraphRow, str]] = []
@@ -452,8 +563,33 @@ def _sites(graph: Graph, target: Entity, kinds: tuple[str, ...], unresolved: boo
         holder = graph.entity(edge.source_id)
         if any(h.id == target.id for h in hits):
             out.append((_row(holder, file, edge, True), edge.source_id))
-        elif not hits and unresolved and (edge.kind == "call" and edge.receiver and edge.receiver not in _SELF):
+        elif not hits and unresolved and _may_reach(graph, target, file, edge):
             out.append((_row(holder, file, edge, False), edge.source_id))
+    return out
+
+
+def _may_reach(graph: Graph, target: Entity, file: str, edge: Edge) -> bool:
+    """Whether an unresolved call named like the target may still be a call of it: never from another language
+    family (a Go `s.Run()` is no caller of a Python `Runner.Run`), nor on `self` (its class lacks the name); a bare
+    `f()` only where it can name the target (a top-level definition, or a method through an implicit `this`)."""
+    if edge.kind != "call" or edge.receiver in _SELF or family(graph.language(file)) != family(target.language):
+        return False
+    return bool(edge.receiver) or target.qualname == target.name or graph.language(file) in _IMPLICIT_THIS
+
+
+def _per_site(rows_by_target: Iterable[list[GraphRow]]) -> list[GraphRow]:
+    """The rows of several same-named targets, one per site: overloads (`add(String)`, `add(Item)`) and same-named
+    definitions find the same edges each. Two calls on one line stay two, as one target lists them."""
+    kept: dict[tuple, int] = {}
+    out: list[GraphRow] = []
+    for rows in rows_by_target:
+        seen: dict[tuple, int] = {}
+        for r in rows:
+            key = (r.site_file, r.site_line, r.relation, r.resolved, r.via, r.entity)
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] > kept.get(key, 0):
+                kept[key] = seen[key]
+                out.append(r)
     return out
 
 
@@ -478,14 +614,14 @@ def named_targets(graph: Graph, query: str) -> list[Entity]:
 def callers(catalog, query: str, limit: int = 50, unresolved: bool = True) -> GraphResult:
     graph = Graph(catalog)
     targets = named_targets(graph, query)
-    rows = [row for t in targets for row, _ in _sites(graph, t, ("call",), unresolved)]
+    rows = _per_site([row for row, _ in sites(graph, t, ("call",), unresolved)] for t in targets)
     return _finish("callers", query, targets, rows, limit)
 
 
 def references(catalog, query: str, limit: int = 50, unresolved: bool = True) -> GraphResult:
     graph = Graph(catalog)
     targets = named_targets(graph, query)
-    rows = [row for t in targets for row, _ in _sites(graph, t, ("call", "import", "inherit", "ref"), unresolved)]
+    rows = _per_site([row for row, _ in sites(graph, t, ("call", "import", "inherit", "ref"), unresolved)] for t in targets)
     return _finish("references", query, targets, rows, limit)
 
 
@@ -531,7 +667,7 @@ def _walk_callers(graph: Graph, targets: list[Entity], depth: int) -> tuple[list
     for level in range(1, depth + 1):
         nxt: list[Entity] = []
         for t in frontier:
-            for row, holder_id in _sites(graph, t, ("call", "ref"), unresolved=False):
+            for row, holder_id in sites(graph, t, ("call", "ref"), unresolved=False):
                 key = holder_id or f"{row.site_file}:{row.site_line}"
                 if key in seen:
                     continue
@@ -549,7 +685,7 @@ def _walk_callers(graph: Graph, targets: list[Entity], depth: int) -> tuple[list
 def _unexplored(graph: Graph, frontier: list[Entity], seen: set[str]) -> bool:
     """Whether any caller of the last level walked has a resolved caller not seen yet (stops at the first)."""
     return any((holder_id or f"{row.site_file}:{row.site_line}") not in seen
-               for t in frontier for row, holder_id in _sites(graph, t, ("call", "ref"), unresolved=False))
+               for t in frontier for row, holder_id in sites(graph, t, ("call", "ref"), unresolved=False))
 
 
 def impact(catalog, query: str, depth: int = 3, limit: int = 100) -> GraphResult:
@@ -560,7 +696,7 @@ def impact(catalog, query: str, depth: int = 3, limit: int = 100) -> GraphResult
     rows, frontier, seen = _walk_callers(graph, targets, depth)
     tests = [r for r in rows if r.is_test]
     for t in targets:  # a test file that imports the target tests it even if no call was resolved
-        for row, _ in _sites(graph, t, ("import",), unresolved=False):
+        for row, _ in sites(graph, t, ("import",), unresolved=False):
             if row.is_test and not any(x.site_file == row.site_file for x in tests):
                 tests.append(row)
     reached = list(targets)
@@ -570,7 +706,7 @@ def impact(catalog, query: str, depth: int = 3, limit: int = 100) -> GraphResult
         if len(graph.by_name(e.name)) != 1 or e.kind not in ("method", "function"):
             continue
         for file, edge in catalog.edges(name=e.name, kinds=("call",)):
-            if is_test_path(file) and edge.receiver and edge.receiver not in _SELF and not graph.resolve(file, edge) \
+            if is_test_path(file) and edge.receiver and _may_reach(graph, e, file, edge) and not graph.resolve(file, edge) \
                     and not any(x.site_file == file and x.site_line == edge.line for x in tests):
                 holder = graph.entity(edge.source_id)
                 tests.append(_row(holder, file, edge, False).model_copy(update={"via": f"{edge.receiver}.{edge.name} (only definition of {e.name})"}))
@@ -761,5 +897,5 @@ def called_by_counts(catalog, entity_ids: list[str], cap: int = 60, memo: tuple[
             if ent is None or ent.kind not in DEFINITION_KINDS or catalog.count_edges(ent.name, ("call",)) > cap:
                 known[eid] = -1  # not counted
                 continue
-            known[eid] = sum(1 for _ in _sites(graph, ent, ("call",), unresolved=False))
+            known[eid] = sum(1 for _ in sites(graph, ent, ("call",), unresolved=False))
         return {eid: known[eid] for eid in entity_ids if known.get(eid, -1) >= 0}

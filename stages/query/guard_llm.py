@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 
-from assay.stages.core.artifacts import Candidate, Claim, GuardReport, LLMCall
+from assay.stages.core.artifacts import Candidate, Claim, GuardReport
 from assay.stages.core.config import Settings
-from assay.stages.core.llm_clients import LLMError
+from assay.stages.core.llm_clients import LLMError, failed_calls, sent_calls
 from assay.stages.core.redact import redact
 from assay.stages.query.claims import Span
 from assay.stages.query.guard import VERDICT_CRITERIA, VERDICTS, IndexFacts, check_local, finish, merge, proofs
-from assay.stages.query.judge.llm import num_ctx_for, render_passage, stable_order
+from assay.stages.query.judge.llm import first_json_object, num_ctx_for, render_passage, stable_order
 
 GUARD_SYSTEM = (
     "You are Assay's faithfulness guard. You receive numbered passages from a codebase, the only material an "
@@ -57,9 +57,8 @@ def build_prompt(passages: list[Candidate], checked: list[tuple[Span, Claim]]) -
 
 def parse_verdicts(text: str, n: int) -> tuple[dict[int, tuple[str, str]], str]:
     """Claim index -> (verdict, evidence), and a failure note for what is missing or unreadable."""
-    start, end = text.find("{"), text.rfind("}")
     try:
-        data = json.loads(text[start : end + 1] if 0 <= start < end else text)
+        data = first_json_object(text, "claims")
     except (ValueError, TypeError):
         return {}, "reply was not JSON"
     items = data.get("claims") if isinstance(data, dict) else None
@@ -103,9 +102,10 @@ def run_guard(backend: str, text: str, passages: list[Candidate], facts: IndexFa
     try:
         reply = call()
     except LLMError as exc:
-        return finish(text, checked, backend=backend, model=model, calls=1, failure=f"{backend} guard: {exc}; local verdicts used",
-                      usage=[LLMCall(purpose="guard", backend=backend, model=model, ok=False)])
+        usage = failed_calls(exc, "guard", backend, model)
+        return finish(text, checked, backend=backend, model=model, calls=len(usage),
+                      failure=f"{backend} guard: {exc}; local verdicts used", usage=usage)
     verdicts, failure = parse_verdicts(reply.text, len(checked))
     note = f"{backend} guard: {failure}; local verdicts used" + (" for those" if verdicts else "") if failure else ""
     return finish(text, merge(checked, verdicts, backend), backend=backend, model=model, calls=reply.calls,
-                  failure=note, usage=[reply.as_call("guard", backend)])
+                  failure=note, usage=sent_calls(reply, "guard", backend))

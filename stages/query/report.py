@@ -30,7 +30,10 @@ def status_of(sel: Selection, judgment: Judgment, question: str = "") -> tuple[s
     "gap: not found in the index" told an agent two things."""
     if not sel.included:
         return "unsupported", 0
-    coverage = judgment.coverage if judgment.coverage is not None else min(3, len(sel.included))
+    # no set-level answer from the judge: one point per included passage it scored (a judge that scored nothing,
+    # failed or `none`, claims no coverage; it was 3/3 beside 'the judge did not score every passage')
+    scored = sum(rp.scores is not None for rp in sel.included)
+    coverage = judgment.coverage if judgment.coverage is not None else min(3, scored)
     low = judgment.answerable is not None and judgment.answerable < sel.thresholds.answerable_min
     unjudged = judgment.backend == "none"
     if sel.conflicts or sel.fail_open or low or coverage < 2 or unjudged or missing_names(question, sel):
@@ -150,13 +153,13 @@ def guidance(report: QueryReport) -> list[str]:
             out.append("action: nothing was judged (judge none); verify the cited lines before relying on them")
         elif missing_names(report.query, sel):
             out.append("action: the question names code the index lacks (gap below); say so, and cite only what exists")
+        elif sel.fail_open:
+            out.append("action: the judge did not score every passage; verify the cited lines before relying on them")
         elif report.coverage == 0:  # the judge expects less than half a relevant passage among those kept
             out.append("action: the passages barely touch the question (coverage 0/3); say the code may not answer it "
                        "and offer them as leads, not as the answer")
         elif sel.conflicts:
             out.append("action: answer is partly grounded; cite evidence directly and note the conflicting support")
-        elif sel.fail_open:
-            out.append("action: the judge did not score every passage; verify the cited lines before relying on them")
         else:
             out.append("action: answer is partly grounded; cite evidence directly and note the coverage gap")
     else:

@@ -73,7 +73,8 @@ def to_candidate(ent: Entity, **signals) -> Candidate:
 
 
 def collapse_parts(root: Path, candidates: list[Candidate]) -> list[Candidate]:
-    """One row per entity for people and agents: the best-ranked part, widened to the entity's whole span."""
+    """One row per entity for people and agents: the best-ranked part, widened to the entity's whole span and
+    text (its parts joined), so a row's body is what its file:line range holds, as `search --max-tokens` prints it."""
     seen: set[tuple[str, str, str]] = set()
     out: list[Candidate] = []
     catalog = Catalog(root)
@@ -86,10 +87,22 @@ def collapse_parts(root: Path, candidates: list[Candidate]) -> list[Candidate]:
             siblings = catalog.parts_of(c.file, c.entity, c.kind)
             if siblings:
                 c = c.model_copy(update={"start_line": min(e.start_line for e in siblings),
-                                         "end_line": max(e.end_line for e in siblings)})
+                                         "end_line": max(e.end_line for e in siblings),
+                                         "body": joined_body(siblings), "part": 0})
         out.append(c)
     catalog.close()
     return out
+
+
+def joined_body(parts: list[Entity]) -> str:
+    """The whole text of an entity stored in parts (line order): a line split by characters across two parts (a
+    minified line) is joined back without a line break."""
+    text = ""
+    for i, part in enumerate(parts):
+        if i:
+            text += "" if part.start_line == parts[i - 1].end_line else "\n"
+        text += part.body
+    return text
 
 
 # a name defined more often than this is no one thing (`get`, `__init__`): the lists decide. 4 and 8 score the same on
@@ -209,6 +222,21 @@ def with_turned_distances(root: Path, chroma_url: str | None, collection: str | 
     return [c.model_copy(update={"turned_distance": turned.get(c.id)}) for c in candidates]
 
 
+def dense_unavailable(exc: BaseException) -> str:
+    """The whole note for a dense search that failed. A Chroma server that does not answer is named with the two ways
+    on for a reader (an index run has nothing to store meanwhile); a store error and a full disk carry their own advice,
+    in full (a rebuild would not mend the latter); anything else is cut short and asks for a rebuild."""
+    server = getattr(exc, "server_url", None)
+    if server:
+        return (f"dense results are missing: the Chroma server at {server} does not answer (start it, or unset "
+                "ASSAY_CHROMA_URL); BM25 only.")
+    if isinstance(exc, StoreError) or disk_full(exc):
+        return f"dense index unavailable ({one_line(exc)}); BM25 only."
+    detail = one_line(exc)
+    detail = detail if len(detail) <= 240 else detail[:239].rstrip() + "…"
+    return f"dense index unavailable ({type(exc).__name__}: {detail}); BM25 only. Run `assay index --rebuild`."
+
+
 def retrieve(
     root: Path, query: str, manifest: IndexManifest, embedder: Embedder, pool: int = 30,
     distance_floor: float | None = None, chroma_url: str | None = None, mode: str = "hybrid",
@@ -242,9 +270,7 @@ def retrieve(
                 dense = [(eid, own.get(eid, d)) for eid, d in dense]
         except Exception as exc:  # noqa: BLE001 - fall back to BM25 and say so
             dense_ok = False
-            # a store error and a full disk carry their own advice; a rebuild would not mend the latter
-            advice = "" if isinstance(exc, StoreError) or disk_full(exc) else " Run `assay index --rebuild`."
-            note = f"dense index unavailable ({type(exc).__name__}: {one_line(exc)[:240]}); BM25 only.{advice}"
+            note = dense_unavailable(exc)
         if dense_ok and manifest.dense_pending:
             note = dense_note(manifest)
         elif dense_ok and not dense and manifest.entity_count:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import re
 
-from assay.stages.core.artifacts import Answer, LLMCall, PremiseFinding, RankedPassage
+from assay.stages.core.artifacts import Answer, PremiseFinding, RankedPassage
 from assay.stages.core.redact import redact
 from assay.stages.index.languages import CONTAINER_KINDS
 from assay.stages.index.source_text import source_lines
 from assay.stages.index.tokens import tokenize
+from assay.stages.query.budget import count_tokens
 
 NO_EVIDENCE = "No passage in this workspace supports an answer to that question."
 
@@ -111,7 +112,7 @@ def build_user_prompt(question: str, passages: list[RankedPassage], for_cloud: b
 def synthesize_with_ollama(backend, model: str, question: str, passages: list[RankedPassage], ceiling: int) -> Answer:
     """Local writer; the context window is sized from the prompt (plus ~600 tokens of answer), capped."""
     from assay.stages.query.judge.llm import num_ctx_for
-    from assay.stages.core.llm_clients import LLMError
+    from assay.stages.core.llm_clients import LLMError, failed_calls
 
     if not passages:
         return Answer(text=NO_EVIDENCE, backend="ollama", model=model)
@@ -121,13 +122,12 @@ def synthesize_with_ollama(backend, model: str, question: str, passages: list[Ra
     except LLMError as exc:
         fallback = extractive(question, passages)
         return fallback.model_copy(update={"failure": f"{exc}; answered extractively instead",
-                                           "usage": [LLMCall(purpose="writer", backend="ollama", model=model, ok=False)]})
-    return Answer(text=reply.text.strip() or NO_EVIDENCE, backend="ollama", model=model, cited=[cite(p) for p in passages],
-                  usage=[reply.as_call("writer", "ollama")])
+                                           "usage": failed_calls(exc, "writer", "ollama", model)})
+    return model_answer(reply, question, passages, "ollama", model, f"Ollama {model}")
 
 
 def synthesize_with_cloud(backend, model: str, question: str, passages: list[RankedPassage]) -> Answer:
-    from assay.stages.core.llm_clients import LLMError
+    from assay.stages.core.llm_clients import LLMError, failed_calls
 
     if not passages:
         return Answer(text=NO_EVIDENCE, backend="cloud", model=model)
@@ -137,9 +137,45 @@ def synthesize_with_cloud(backend, model: str, question: str, passages: list[Ran
     except LLMError as exc:
         fallback = extractive(question, passages)
         return fallback.model_copy(update={"failure": f"{exc}; answered extractively instead", "redactions": redactions,
-                                           "usage": [LLMCall(purpose="writer", backend="cloud", model=model, ok=False)]})
-    return Answer(text=reply.text.strip() or NO_EVIDENCE, backend="cloud", model=reply.model,
-                  redactions=redactions, cited=[cite(p) for p in passages], usage=[reply.as_call("writer", "cloud")])
+                                           "usage": failed_calls(exc, "writer", "cloud", model)})
+    return model_answer(reply, question, passages, "cloud", reply.model, f"cloud {reply.model}", redactions)
+
+
+def model_answer(reply, question: str, passages: list[RankedPassage], backend: str, model: str, who: str,
+                 redactions: int = 0) -> Answer:
+    """The writer's reply as the answer. An empty one is a failed writer (answered extractively: "no passage supports
+    an answer" under a supported assessment contradicted it); an overlong one is cut to fit the report."""
+    from assay.stages.core.llm_clients import sent_calls
+
+    usage = sent_calls(reply, "writer", backend)
+    text = reply.text.strip()
+    if not text:
+        return extractive(question, passages).model_copy(update={
+            "failure": f"{who} returned an empty answer; answered extractively instead", "redactions": redactions, "usage": usage})
+    head = cap_answer(text)
+    cut = f"{who} answered {len(text):,} characters; cut to the first {len(head):,}" if head != text else ""
+    return Answer(text=head + CUT_MARK if cut else text, backend=backend, model=model, redactions=redactions,
+                  cited=[cite(p) for p in passages], failure=cut, usage=usage)
+
+
+ANSWER_CHARS = 4000  # about 1,000 tokens: several times a "short paragraph or a few bullets"
+ANSWER_TOKENS = 1000  # half the default report budget: the Assessment, Guidance and Sources still fit after it
+
+
+# Where a cut answer ends; the counts go in the synthesis line, since a number here would make it a claim to guard.
+CUT_MARK = "\n[answer cut here: see the synthesis line]"
+
+
+def cap_answer(text: str) -> str:
+    """`text`, or the head of it that fits ANSWER_CHARS and ANSWER_TOKENS, ending on a word: the report budget keeps
+    whole lines answer first, so one huge line from a runaway model pushed the whole Assessment out."""
+    head = text[:ANSWER_CHARS]
+    while count_tokens(head) > ANSWER_TOKENS:  # dense text (CJK, symbols) holds more tokens per character
+        head = head[: len(head) * 3 // 4]
+    if len(head) == len(text):
+        return text
+    space = max(head.rfind(" "), head.rfind("\n"))
+    return (head[:space] if space > len(head) // 2 else head).rstrip()
 
 
 def state_corrections(answer: Answer, premises: list[PremiseFinding]) -> Answer:

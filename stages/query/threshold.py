@@ -11,9 +11,10 @@ in lexical (fused) order after the judged ones, and the report says so.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from assay.stages.core.artifacts import Candidate, Judgment, PassageScores, RankedPassage, Selection, Thresholds
 from assay.stages.core.config import DATA_DIR, json_object
@@ -71,7 +72,27 @@ def override_values(path: str, backend: str, top_k_given: bool = True) -> dict:
         if top_k_given and "top_k" in table:  # every caller passes ASSAY_TOP_K (or --top-k), which would replace it
             raise ValueError(f"ASSAY_THRESHOLDS ({path}): {where}top_k is not read from this file; "
                              "set ASSAY_TOP_K or --top-k instead")
+        for key, value in table.items():
+            _check_value(path, f"{where}{key}", key, value)
     return {**flat, **sections.get("default", {}), **sections.get(backend, {})}
+
+
+def _check_value(path: str, name: str, key: str, value: object) -> None:
+    """One file value as Thresholds will read it, in its range: scores are in [0, 1], so a minimum of 1.5 or a
+    maximum of -1 drops every passage, and NaN compares false both ways (`ask` keeps what the audit drops)."""
+    whole = key == "top_k"
+    if isinstance(value, bool):  # JSON true/false: pydantic would read 1.0/0.0
+        raise ValueError(f"ASSAY_THRESHOLDS ({path}): {name}: must be a number (got {json.dumps(value)}); {THRESHOLDS_FORM}")
+    try:
+        number = TypeAdapter(int if whole else float).validate_python(value)
+    except ValidationError as exc:
+        raise ValueError(f"ASSAY_THRESHOLDS ({path}): {name}: {exc.errors()[0].get('msg', 'invalid')} (got {value!r}); "
+                         f"{THRESHOLDS_FORM}") from None
+    if whole and number < 1:
+        raise ValueError(f"ASSAY_THRESHOLDS ({path}): {name}: must be a whole number from 1 (got {value!r})")
+    if not whole and not (math.isfinite(number) and 0.0 <= number <= 1.0):
+        raise ValueError(f"ASSAY_THRESHOLDS ({path}): {name}: must be between 0 and 1 (got {value!r}); "
+                         "judge scores lie in [0, 1]")
 
 
 def _read_override(path: str) -> dict:

@@ -14,7 +14,7 @@ from assay.stages.query.threshold import default_thresholds
 
 
 def ollama_backend(settings: Settings) -> OllamaBackend:
-    return OllamaBackend(settings.ollama_host, timeout=settings.llm_timeout)
+    return OllamaBackend(settings.ollama_host, timeout=settings.llm_timeout, retries=settings.llm_retries)
 
 
 def cloud_backend(settings: Settings) -> CloudBackend:

@@ -127,22 +127,57 @@ def split_batches(question: str, candidates: list[Candidate], ceiling: int) -> l
     return batches
 
 
-def _clamp(v: object) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(float(v)):
+def in_range(v: object, top: float = 1.0) -> float | None:
+    """A finite number in [0, top], else None (no verdict). Clamping would turn a model's 7.5 or -2 into a confident
+    1.0 or 0.0 the model never gave (as stages/query/judge/systemone.py:answer_value rejects them too)."""
+    # the range test also rejects NaN and infinities, and a 400-digit integer (math.isfinite would overflow on it)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= top:
         return None
-    return min(1.0, max(0.0, float(v)))
+    return float(v)
+
+
+JSON_TRIES = 64  # '{' positions tried: each try may scan to the end of a long reply
+
+
+def first_json_object(text: str, key: str = "") -> object:
+    """The reply as JSON, or else the first complete JSON object inside it (prose or a fence around it, braces in
+    the prose after it), preferring one holding `key`. Raises ValueError when there is none."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    decoder = json.JSONDecoder()
+    first: dict | None = None
+    pos, tries = text.find("{"), 0
+    while pos >= 0 and tries < JSON_TRIES:
+        tries += 1
+        try:
+            obj, end = decoder.raw_decode(text, pos)
+        except ValueError:
+            pos = text.find("{", pos + 1)
+            continue
+        if isinstance(obj, dict) and (not key or key in obj):
+            return obj
+        first = first if first is not None else obj
+        pos = text.find("{", end)  # objects inside this one were part of it
+    if first is None:
+        raise ValueError("no JSON object in the reply")
+    return first
+
+
+SCORE_NAMES = ("relevance", "evidence", "contradicts", "injection")
 
 
 def parse_reply(text: str, labels: dict[str, str]) -> tuple[dict[str, PassageScores], dict, str]:
     """Valid scores by candidate id, set-level values, and a failure note for anything missing."""
     try:
-        start, end = text.find("{"), text.rfind("}")
-        data = json.loads(text[start : end + 1]) if start >= 0 and end > start else json.loads(text)
+        data = first_json_object(text, "passages")
     except (ValueError, TypeError):
         return {}, {}, "judge reply was not JSON"
     if not isinstance(data, dict):
         return {}, {}, "judge reply was not a JSON object"
     scores: dict[str, PassageScores] = {}
+    out_of_range = 0
     items = data.get("passages")
     if isinstance(items, dict):  # some models key passages by id
         items = [{"id": k, **v} for k, v in items.items() if isinstance(v, dict)]
@@ -152,23 +187,28 @@ def parse_reply(text: str, labels: dict[str, str]) -> tuple[dict[str, PassageSco
         cid = labels.get(str(item.get("id", "")).strip())
         if cid is None:
             continue
-        vals = {k: _clamp(item.get(k)) for k in ("relevance", "evidence", "contradicts", "injection")}
+        vals = {k: in_range(item.get(k)) for k in SCORE_NAMES}
         if any(v is None for v in vals.values()):
+            out_of_range += any(_is_number(item.get(k)) and vals[k] is None for k in SCORE_NAMES)
             continue
         try:
             scores[cid] = PassageScores(**vals)  # type: ignore[arg-type]
         except ValidationError:
             continue
-    cov = data.get("coverage")
-    valid_cov = isinstance(cov, (int, float)) and not isinstance(cov, bool) and not math.isnan(float(cov))
+    cov = in_range(data.get("coverage"), top=3.0)
     set_level = {
-        "answerable": _clamp(data.get("answerable")),
-        "coverage": int(min(3, max(0, round(float(cov))))) if valid_cov else None,
-        "conflict": _clamp(data.get("conflict")),
+        "answerable": in_range(data.get("answerable")),
+        "coverage": round(cov) if cov is not None else None,
+        "conflict": in_range(data.get("conflict")),
     }
     missing = len(labels) - len(scores)
-    failure = f"judge gave no valid scores for {missing} of {len(labels)} passages" if missing else ""
+    why = f" ({out_of_range} out of range or not finite)" if out_of_range else ""
+    failure = f"judge gave no valid scores for {missing} of {len(labels)} passages{why}" if missing else ""
     return scores, set_level, failure
+
+
+def _is_number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def merge_batches(backend: str, model: str, parts: list[tuple[dict[str, PassageScores], dict, str]], calls: int) -> Judgment:
@@ -193,7 +233,7 @@ def judge_with_ollama(
     facts: list[str] | None = None,
 ) -> Judgment:
     """Batched Ollama judging with structured output; overflowing sets are split, failures fail open."""
-    from assay.stages.core.llm_clients import LLMError
+    from assay.stages.core.llm_clients import LLMError, failed_calls, sent_calls
 
     if not candidates:
         return Judgment(backend="ollama", model=model, scores={}, calls=0)
@@ -205,19 +245,20 @@ def judge_with_ollama(
         ctx = num_ctx_for(JUDGE_SYSTEM, user, len(batch), ceiling)
         try:
             reply = backend.chat(model, JUDGE_SYSTEM, user, schema=JUDGE_SCHEMA, num_ctx=ctx, keep_alive=keep_alive)
-            calls += 1
-            usage.append(reply.as_call("judge", "ollama"))
+            calls += reply.calls
+            usage += sent_calls(reply, "judge", "ollama")
             parts.append(parse_reply(reply.text, labels))
         except LLMError as exc:
-            calls += 1
-            usage.append(LLMCall(purpose="judge", backend="ollama", model=model, ok=False))
+            failed = failed_calls(exc, "judge", "ollama", model)
+            calls += len(failed)
+            usage += failed
             parts.append(({}, {}, str(exc)))
     return merge_batches("ollama", model, parts, calls).model_copy(update={"usage": usage})
 
 
 def judge_with_cloud(backend, model: str, question: str, candidates: list[Candidate], facts: list[str] | None = None) -> Judgment:
     """One JSON-mode call to an OpenAI-compatible endpoint; passages are redacted before they leave."""
-    from assay.stages.core.llm_clients import LLMError
+    from assay.stages.core.llm_clients import LLMError, failed_calls, sent_calls
     from assay.stages.core.redact import redact
 
     if not candidates:
@@ -228,8 +269,8 @@ def judge_with_cloud(backend, model: str, question: str, candidates: list[Candid
         reply = backend.chat(model, JUDGE_SYSTEM + "\nJSON schema: " + json.dumps(JUDGE_SCHEMA), user, json_output=True)
         parts = [parse_reply(reply.text, labels)]
         calls = reply.calls
-        usage = [reply.as_call("judge", "cloud")]
+        usage = sent_calls(reply, "judge", "cloud")
     except LLMError as exc:
-        parts, calls = [({}, {}, str(exc))], 1
-        usage = [LLMCall(purpose="judge", backend="cloud", model=model, ok=False)]
+        usage = failed_calls(exc, "judge", "cloud", model)
+        parts, calls = [({}, {}, str(exc))], len(usage)
     return merge_batches("cloud", model, parts, calls).model_copy(update={"usage": usage})

@@ -169,6 +169,7 @@ def judge_with_systemone(backend: SystemOneBackend, question: str, candidates: l
 
 def fall_back(failed: Judgment, local: Judgment) -> Judgment:
     """A dead or malformed server, or no verdict at all: the local judge decides every passage, and says why."""
-    note = f"systemone failed, the local judge decided every passage: {failed.failure}"
-    return local.model_copy(update={"failure": failed.failure, "calls": failed.calls, "usage": failed.usage,
+    # the calls were System One's (the ledger keeps them); the judge line names the local judge, which makes none
+    note = f"systemone failed, the local judge decided every passage ({failed.calls} System One call(s)): {failed.failure}"
+    return local.model_copy(update={"failure": failed.failure, "calls": 0, "usage": failed.usage,
                                     "notes": [*local.notes, note]})
