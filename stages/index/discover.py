@@ -1,7 +1,8 @@
 """Discover stage: walk a workspace, honour ignore rules, and say why each skipped file was skipped.
 
 Ignored folders are pruned before they are entered (node_modules and .git are never walked).
-`.gitignore` and `.assayignore` files apply with git's own semantics, at every level, through pathspec.
+`.gitignore` and `.assayignore` files apply with git's own semantics, at every level, through pathspec; one that
+is not a regular file inside the workspace (a FIFO, a link out of it) is not read, and is reported as skipped.
 Directory symlinks are never followed (no loops, no escapes); file symlinks are followed only when
 their target stays inside the workspace, and not when the target is indexed itself (the same code twice).
 """
@@ -57,16 +58,61 @@ class _Rules:
     spec: pathspec.PathSpec
 
 
-def _load_rules(directory: Path, rel_dir: str) -> list[_Rules]:
+def _load_rules(root: Path, directory: Path, rel_dir: str, skipped: list[SkippedFile] | None = None) -> list[_Rules]:
+    """The rules of `directory`'s ignore files; one that is refused is listed in `skipped` (when given) with why."""
     rules: list[_Rules] = []
     for name in IGNORE_FILES:
-        f = directory / name
-        try:
-            lines = f.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            continue
-        rules.append(_Rules(rel_dir, pathspec.GitIgnoreSpec.from_lines(lines)))
+        lines, reason = _ignore_lines(root, directory / name)
+        if reason and skipped is not None:
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            skipped.append(SkippedFile(path=rel, reason=reason, detail=_REFUSED_IGNORE_FILE[reason]))
+        if lines is not None:
+            rules.append(_Rules(rel_dir, pathspec.GitIgnoreSpec.from_lines(lines)))
     return rules
+
+
+_REFUSED_IGNORE_FILE = {
+    "ignore_file_not_regular": "a FIFO, device or socket: its rules are not applied (reading it could block)",
+    "ignore_file_symlink_outside": "links outside the workspace: its rules are not applied (nothing outside is read)",
+    "ignore_file_symlink_broken_or_loop": "a broken or looping link: no rules to apply",
+    "ignore_file_unreadable": "could not be read: its rules are not applied",
+}
+
+
+def _ignore_lines(root: Path, path: Path) -> tuple[list[str] | None, str]:
+    """An ignore file's lines (None when there are none to apply) and why it was refused ('' when it was not): it is
+    read only when it is a regular file inside the workspace. Opening a FIFO blocks the walk forever, and a link out
+    of the workspace would let a file outside it (/etc/shadow) decide what is indexed. A folder of that name is no
+    ignore file: the walk enters it."""
+    try:
+        st = os.lstat(path)
+        real = path
+        if stat.S_ISLNK(st.st_mode):
+            reason, target = _check_link(root, path)
+            if reason:
+                return None, f"ignore_file_{reason}"
+            real = root / target
+            st = os.stat(real)
+    except FileNotFoundError:
+        return None, ""
+    except OSError:
+        return None, "ignore_file_unreadable"
+    if stat.S_ISDIR(st.st_mode):
+        return None, ""
+    if not stat.S_ISREG(st.st_mode):  # refused before it is opened: opening a device can act on it
+        return None, "ignore_file_not_regular"
+    try:  # never blocks, never follows a link swapped in since; fstat sees what was opened
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return None, "ignore_file_unreadable"
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None, "ignore_file_not_regular"
+        try:
+            data = handle.read()
+        except OSError:
+            return None, "ignore_file_unreadable"
+    return data.decode("utf-8", errors="replace").splitlines(), ""
 
 
 def _ignored(rel: str, is_dir: bool, stack: list[_Rules]) -> bool:
@@ -85,7 +131,7 @@ def _ignored(rel: str, is_dir: bool, stack: list[_Rules]) -> bool:
 def root_ignore_check(root: Path) -> Callable[[str], bool]:
     """A check for workspace-relative paths: True when an always-pruned folder or the root's ignore files
     exclude it (the watcher's cheap pre-filter; the index run applies the nested ignore files too)."""
-    rules = _load_rules(root, "")
+    rules = _load_rules(root, root, "")
 
     def ignored(rel: str) -> bool:
         parts = rel.split("/")
@@ -98,6 +144,22 @@ def root_ignore_check(root: Path) -> Callable[[str], bool]:
 
 def file_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+# The hash of a file written while discovery read it: it matches no record, so the run parses the file again and
+# records what that read saw (what discovery read may mix two versions, and its stat describes neither).
+UNSETTLED_HASH = ""
+
+
+def held_still(before: os.stat_result, data: bytes, path: Path) -> bool:
+    """Whether `path` stayed as `before` (its stat from before `data` was read) says: the same size and modification
+    time after the read, and that size read. Else it was written meanwhile, so the size and time recorded with the
+    bytes' hash would describe other bytes (and freshness would flag the file STALE for good)."""
+    try:
+        after = path.stat()
+    except OSError:
+        return False
+    return len(data) == before.st_size == after.st_size and before.st_mtime_ns == after.st_mtime_ns
 
 
 def is_binary(head: bytes) -> bool:
@@ -143,7 +205,7 @@ def discover(root: Path, max_file_bytes: int = 1_000_000, index_generated: bool 
     skipped: list[SkippedFile] = []
     unreadable: list[str] = []
     links: list[tuple[str, Path, str, str]] = []  # (path, file, language, target's path): considered after the walk
-    root_rules = _load_rules(root, "")
+    root_rules = _load_rules(root, root, "", skipped)
 
     def walk(directory: Path, rel_dir: str, stack: list[_Rules]) -> None:
         try:
@@ -168,7 +230,7 @@ def discover(root: Path, max_file_bytes: int = 1_000_000, index_generated: bool 
             if is_dir:
                 if entry.name in ALWAYS_PRUNED or _ignored(rel, True, stack):
                     continue
-                walk(Path(entry.path), rel, stack + _load_rules(Path(entry.path), rel))
+                walk(Path(entry.path), rel, stack + _load_rules(root, Path(entry.path), rel, skipped))
                 continue
             if _ignored(rel, False, stack) or entry.name in IGNORE_FILES:
                 continue
@@ -240,7 +302,8 @@ def discover(root: Path, max_file_bytes: int = 1_000_000, index_generated: bool 
         if not index_generated and is_minified(data, language):
             skipped.append(SkippedFile(path=rel, reason="minified"))
             return
-        files.append(SourceFile(path=rel, language=language, size=len(data), content_hash=file_hash(data), mtime_ns=st.st_mtime_ns))
+        digest = file_hash(data) if held_still(st, data, path) else UNSETTLED_HASH
+        files.append(SourceFile(path=rel, language=language, size=len(data), content_hash=digest, mtime_ns=st.st_mtime_ns))
 
     walk(root, "", root_rules)
     indexed = {f.path for f in files}

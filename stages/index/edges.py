@@ -2,8 +2,10 @@
 
 Edges: `call` (a call site: the called name and its receiver text, `self.send` -> name `send`, receiver
 `self`), `import` (module, imported name, alias), `inherit` (class -> base, from the parse stage's bases) and
-`ref` (a name passed or assigned as a value: `hooks=default_hooks`). Each edge records the innermost
-definition it sits in. Names are resolved to entities only when asked (`stages.query.graph`), against the catalog
+`ref` (a name passed or assigned as a value: `hooks=default_hooks`). Building a value of a type (`new X()`, Go's
+`&X{...}`, Rust's `X { .. }`), rendering a JSX component and applying a bare TS decorator count as calls of it;
+calls written in Rust macro arguments (`println!("{}", f(x))`) are read from the token tree. Each edge records the
+innermost definition it sits in. Names are resolved to entities only when asked (`stages.query.graph`), against the catalog
 of the moment, so an edit in one file never leaves stale resolutions in another.
 
 Supported: Python, JavaScript, TypeScript/TSX, Go, Rust, Java (calls, imports, inheritance, references);
@@ -44,17 +46,31 @@ _JSX_CALLS = (
     "(jsx_opening_element name: (member_expression object: (_) @recv property: (property_identifier) @name)) @site",
 )
 
+# A bare `@logged` applies the function `logged` (`@withArg(1)` is a call_expression already)
+_DECORATOR_CALLS = (
+    "(decorator (identifier) @name) @site",
+    "(decorator (member_expression object: (_) @recv property: (property_identifier) @name)) @site",
+)
+
 _CALLS: dict[str, tuple[str, ...]] = {
     "python": ("(call function: (identifier) @name) @site",
                "(call function: (attribute object: (_) @recv attribute: (identifier) @name)) @site"),
     "javascript": ("(call_expression function: (identifier) @name) @site",
                    "(call_expression function: (member_expression object: (_) @recv property: (property_identifier) @name)) @site",
-                   "(new_expression constructor: (identifier) @name) @site"),
+                   "(new_expression constructor: (identifier) @name) @site",
+                   *_DECORATOR_CALLS),
+    # a composite literal (`&Server{...}`, `server.Health{}`) builds the type, as Java's `new Server()` does
     "go": ("(call_expression function: (identifier) @name) @site",
-           "(call_expression function: (selector_expression operand: (_) @recv field: (field_identifier) @name)) @site"),
+           "(call_expression function: (selector_expression operand: (_) @recv field: (field_identifier) @name)) @site",
+           "(composite_literal type: (type_identifier) @name) @site",
+           "(composite_literal type: (generic_type type: (type_identifier) @name)) @site",
+           "(composite_literal type: (qualified_type package: (package_identifier) @recv name: (type_identifier) @name)) @site"),
+    # calls inside macro arguments (`println!("{}", f(x))`) are read from the token trees (`_macro_calls`)
     "rust": ("(call_expression function: (identifier) @name) @site",
              "(call_expression function: (scoped_identifier path: (_) @recv name: (identifier) @name)) @site",
-             "(call_expression function: (field_expression value: (_) @recv field: (field_identifier) @name)) @site"),
+             "(call_expression function: (field_expression value: (_) @recv field: (field_identifier) @name)) @site",
+             "(struct_expression name: (type_identifier) @name) @site",  # `MemStore { data, cap }` builds the type
+             "(struct_expression name: (scoped_type_identifier path: (_) @recv name: (type_identifier) @name)) @site"),
     "java": ("(method_invocation object: (_) @recv name: (identifier) @name) @site",
              "(method_invocation !object name: (identifier) @name) @site",
              "(object_creation_expression type: (type_identifier) @name) @site"),
@@ -108,6 +124,9 @@ _REFS: dict[str, tuple[str, ...]] = {
     "java": ("(argument_list (identifier) @ref)",),
 }
 _REFS["typescript"] = _REFS["tsx"] = _REFS["javascript"]
+
+# Macro arguments the grammar leaves as untyped token trees; `_macro_calls` reads the calls in them
+_MACROS: dict[str, tuple[str, ...]] = {"rust": ("(macro_invocation (token_tree) @args)",)}
 
 _REQUIRE = ('(variable_declarator {target} value: (call_expression function: (identifier) @req '
             'arguments: (arguments . (string (string_fragment) @module) .)) (#eq? @req "require"))')
@@ -163,7 +182,7 @@ def _query(language: str) -> tuple[Query | None, dict[int, str]]:
 
     lang = get_language(language)  # type: ignore[arg-type]
     kept: list[tuple[str, str]] = []
-    for group, table in (("call", _CALLS), ("ref", _REFS), ("import", _IMPORTS)):
+    for group, table in (("call", _CALLS), ("ref", _REFS), ("import", _IMPORTS), ("macro", _MACROS)):
         for pattern in table.get(language, ()):
             try:
                 Query(lang, pattern)
@@ -237,6 +256,63 @@ def _rust_uses(text: str) -> list[tuple[str, str, str]]:
     return [(module, last, alias.strip())]
 
 
+_PATH_TOKENS = frozenset({"identifier", "self", "super", "crate"})
+_DEFINERS = frozenset({"fn", "struct", "enum", "union"})  # `fn g(a: u32)` in a macro defines `g`, calls nothing
+
+
+def _is_args(node: Node) -> bool:
+    """A `( ... )` token tree: a call's arguments, unlike `[0]` or `{ ... }`."""
+    return node.type == "token_tree" and node.child_count > 0 and node.children[0].type == "("
+
+
+def _token_receiver(tokens: list[Node], name_at: int) -> tuple[str, int] | None:
+    """The receiver written before the name at `name_at` (`a::b` of `a::b::f`, `x.y` of `x.y.f`, `Foo::new()` of
+    `Foo::new().f`) and the index of its first token: ('', name_at) for a bare name, None for a receiver the token
+    walk cannot read soundly (`v[0].f`, `Vec::<u8>::new`, `format!(..).len`)."""
+    if name_at == 0 or tokens[name_at - 1].type not in (".", "::"):
+        return "", name_at
+    k, start = name_at - 2, None
+    while k >= 0:
+        kind = tokens[k].type
+        if kind in _PATH_TOKENS:
+            start = k
+            if k >= 1 and tokens[k - 1].type in (".", "::"):
+                k -= 2
+                continue
+            break
+        if _is_args(tokens[k]) and k >= 1 and tokens[k - 1].type == "identifier":  # the result of a call
+            k -= 1
+            continue
+        return None
+    if start is None:
+        return None
+    return "".join(node_text(t) for t in tokens[start : name_at - 1]), start
+
+
+def _macro_calls(tree: Node) -> list[tuple[str, str, int]]:
+    """Calls in a Rust macro's arguments, which the grammar leaves as a token tree (`println!("{}", f(x))`,
+    `assert_eq!(s.get("a"), None)`, `vec![Foo::new()]`): each name right before a `( ... )` tree, with the receiver
+    the tokens before it spell. (name, receiver, line) each; attributes (`#[derive(X)]`) and the names that
+    definitions in a macro introduce are left out."""
+    out: list[tuple[str, str, int]] = []
+    stack = [tree]
+    while stack:
+        tokens = list(stack.pop().children)
+        for i, token in enumerate(tokens):
+            if token.type != "token_tree" or (i and tokens[i - 1].type == "#"):
+                continue
+            stack.append(token)
+            if not (i and _is_args(token) and tokens[i - 1].type == "identifier"):
+                continue
+            if i >= 2 and tokens[i - 2].type in _DEFINERS:
+                continue
+            found = _token_receiver(tokens, i - 1)
+            if found is not None:
+                receiver, start = found
+                out.append((node_text(tokens[i - 1]), receiver, tokens[start].start_point[0] + 1))
+    return out
+
+
 def extract_edges(root: Node, language: str, entities: list[Entity]) -> list[Edge]:
     """Every call, import, inheritance and reference edge of one parsed file."""
     if language not in GRAPH_LANGUAGES:
@@ -262,6 +338,9 @@ def extract_edges(root: Node, language: str, entities: list[Entity]) -> list[Edg
                 continue
             recv = caps.get("recv")
             add("call", node_text(caps["name"][0]), site.start_point[0] + 1, receiver=node_text(recv[0]) if recv else "")
+        elif group == "macro":
+            for name, receiver, line in _macro_calls(caps["args"][0]):
+                add("call", name, line, receiver=receiver)
         elif group == "ref":
             node = caps["ref"][0]
             name = node_text(node)

@@ -3,7 +3,7 @@
 The premise check (`stages.query.premise`) compares what a question presupposes with these: which
 decorators a definition carries, whether it is async, its return annotation, each parameter's
 default, and the exceptions its own body raises (not those of nested functions or callees).
-Languages give what their grammar states: decorators (Python, TypeScript; Java annotations),
+Languages give what their grammar states: decorators (Python, TypeScript; Java annotations; Rust attributes),
 async (Python, JS/TS, Rust), return types (Python, TS, Go, Rust, Java), defaults (Python, JS/TS)
 and raises/throws (Python, JS/TS, Java).
 """
@@ -33,8 +33,31 @@ def _decorator_name(node: Node) -> str:
     return raw.rsplit(".", 1)[-1]
 
 
-def _decorators(node: Node, span: Node) -> list[str]:
+def _rust_attribute(item: Node) -> str:
+    """`#[test]` -> `test`, `#[tokio::test]` -> `test`; `cfg` keeps its condition (`#[cfg(test)]` -> `cfg(test)`),
+    which says when the item exists at all."""
+    attr = next((c for c in item.named_children if c.type == "attribute"), None)
+    if attr is None or not attr.named_children:
+        return ""
+    name = node_text(attr.named_children[0]).rsplit("::", 1)[-1]
+    if name == "cfg" and len(attr.named_children) > 1:
+        return name + "".join(node_text(attr.named_children[1]).split())
+    return name
+
+
+def _rust_attributes(span: Node) -> list[str]:
+    """The outer attributes written above a Rust item (doc comments may sit among them)."""
     found: list[str] = []
+    prev = span.prev_named_sibling
+    while prev is not None and prev.type in ("attribute_item", "line_comment", "block_comment"):
+        if prev.type == "attribute_item":
+            found.insert(0, _rust_attribute(prev))
+        prev = prev.prev_named_sibling
+    return found
+
+
+def _decorators(node: Node, span: Node, language: str = "") -> list[str]:
+    found: list[str] = _rust_attributes(span) if language == "rust" else []
     if span.type == "decorated_definition":
         found += [_decorator_name(c) for c in span.named_children if c.type == "decorator"]
     prev = node.prev_named_sibling  # TypeScript: class-member decorators are siblings before the member
@@ -129,9 +152,10 @@ def _raises(node: Node, descend: frozenset[str] | None) -> list[str]:
 def facts_of(node: Node, span: Node, language: str, kind: str) -> CodeFacts | None:
     """Facts of a function, method or class definition; None for other kinds."""
     if kind in ("function", "method"):
-        return CodeFacts(decorators=_decorators(node, span), is_async=_is_async(node), returns=_returns(node, language),
-                         defaults=_defaults(node), raises=_raises(node, SPECS[language].descend if language in SPECS else None))
-    if kind in ("class", "interface", "struct", "enum", "trait"):
-        decorators = _decorators(node, span)
+        return CodeFacts(decorators=_decorators(node, span, language), is_async=_is_async(node),
+                         returns=_returns(node, language), defaults=_defaults(node),
+                         raises=_raises(node, SPECS[language].descend if language in SPECS else None))
+    if kind in ("class", "interface", "struct", "enum", "trait", "module"):  # a Rust `#[cfg(test)] mod tests` too
+        decorators = _decorators(node, span, language)
         return CodeFacts(decorators=decorators) if decorators else None
     return None

@@ -17,7 +17,7 @@ from assay.stages.core.artifacts import (
 )
 from assay.stages.core.workers import worker_pool
 from assay.stages.core.workspace import collection_name, owns_collection
-from assay.stages.index.discover import file_hash
+from assay.stages.index.discover import file_hash, held_still
 from assay.stages.index.tokens import token_string
 from assay.stages.index.parse import PARSER_VERSION, parse_source
 from assay.stages.query.freshness import git_head
@@ -187,17 +187,22 @@ def next_manifest(
     old = previous.files if previous is not None and not plan.rebuild else {}
     for path in plan.unchanged + plan.kept_unreadable:
         if path in old:
-            seen = sources.get(path)  # touched but unchanged: remember the new time, so freshness checks stay quiet
-            files[path] = old[path].model_copy(update={"mtime_ns": seen.mtime_ns}) if seen is not None else old[path]
+            # touched but unchanged: remember the new time (and size: it mends a record an earlier run got wrong), so
+            # freshness checks stay quiet; discovery's stat describes the bytes it hashed
+            seen = sources.get(path)
+            now = {"mtime_ns": seen.mtime_ns, "size": seen.size} if seen is not None else {}
+            files[path] = old[path].model_copy(update=now)
     failed = {s.path for s in parsed.skipped}
     for path in failed:
         if path in old:
             files[path] = old[path]  # could not read it now: keep what we had
     for pf in parsed.files:
         src = sources[pf.path]
+        size, mtime_ns = ((src.size, src.mtime_ns) if pf.content_hash == src.content_hash  # discovery read these bytes
+                          else parsed_stat(root / pf.path, pf.content_hash))
         files[pf.path] = FileRecord(
-            content_hash=pf.content_hash, size=src.size, language=src.language,
-            entity_ids=[e.id for e in pf.entities], partial=pf.partial, mtime_ns=src.mtime_ns,
+            content_hash=pf.content_hash, size=size, language=src.language,
+            entity_ids=[e.id for e in pf.entities], partial=pf.partial, mtime_ns=mtime_ns,
         )
     manifest = IndexManifest(
         workspace=str(root), parser=PARSER_VERSION, embedder=embedder, dimension=dimension, collection=collection,
@@ -211,6 +216,23 @@ def next_manifest(
         kept = manifest.entity_ids
         manifest.vectors_stale = [i for i in previous.vectors_stale if i not in kept]
     return manifest
+
+
+UNSETTLED = (-1, 0)  # (size, mtime_ns) no file has: freshness reads it as changed until the next run compares hashes
+
+
+def parsed_stat(path: Path, content_hash: str) -> tuple[int, int]:
+    """(size, mtime_ns) of the bytes parse read, for a file written between discovery and parse: the file's own when it
+    still holds those bytes and held still while read again; else UNSETTLED, so the record's hash never sits beside
+    another version's size (the next run then keeps the record and mends its size and time, or parses again)."""
+    try:
+        before = path.stat()
+        data = path.read_bytes()
+    except OSError:
+        return UNSETTLED
+    if held_still(before, data, path) and file_hash(data) == content_hash:
+        return before.st_size, before.st_mtime_ns
+    return UNSETTLED
 
 
 def carried_pending(previous: IndexManifest | None, plan: IndexPlan, collection: str | None = None) -> list[str]:

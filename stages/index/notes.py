@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from assay.stages.core.artifacts import Entity, IndexManifest
+from assay.stages.core.visible import visible
 from assay.stages.core.workspace import owns_collection
 from assay.stages.index.embed import Embedder, embed_entities
 from assay.stages.index.store import Catalog, VectorStore, load_manifest, rebuild_lexical, require_manifest, write_lock, write_manifest
@@ -18,10 +19,17 @@ NOTES_FILE = ".assay/notes"
 MAX_NOTE_CHARS = 20_000
 
 
+def label(text: str) -> str:
+    """A note's first words on one line, as its name. Control characters are shown as symbols (ESC as U+241B):
+    the name is printed in reports and terminals, where a raw ESC or BEL would drive the terminal. The body
+    keeps them: it is verbatim."""
+    return visible(" ".join(text.split()))[:80]
+
+
 def make_note(text: str, when: datetime | None = None) -> Entity:
     when = when or datetime.now(timezone.utc)
     digest = hashlib.sha256(f"{when.isoformat()}\0{text}".encode()).hexdigest()
-    first = " ".join(text.split())[:80]
+    first = label(text)
     return Entity(
         id=f"note-{digest[:20]}", kind="note", name=first, qualname=f"note {when:%Y-%m-%d %H:%M:%S}: {first}",
         signature=first, body=text, start_line=1, end_line=text.count("\n") + 1, language="text",

@@ -53,10 +53,12 @@ from assay.stages.index.source_text import source_lines, utf8_source
 # endings only (a form feed or U+2028 had shifted passage text), a Python file decoded by its coding line, a UTF-8 or
 # UTF-16 byte-order mark honoured and dropped; 34: the parts of a long container's outline span the file lines their
 # text is on, not offsets into the outline, which pointed a class's later parts at its first methods' bodies).
-PARSER_VERSION = 35  # 35: each overload owns the calls in its own lines (edges.own_spans), not the first overload
+# 35: each overload owns the calls in its own lines (edges.own_spans), not the first overload
 # (35 also: a C `typedef struct x {...} x_t;` one definition; TypeScript signatures (`.d.ts`, `declare`, interface
 # and abstract methods) definitions, overload signatures and member decorators lines of their definition; C++
 # `ns::f()` and `f<T>()` and JSX `<Header />` call edges)
+PARSER_VERSION = 36  # 36: calls in Rust macro arguments, Go composite literals, Rust struct literals and bare TS
+# decorators are call edges; Rust attributes (`#[test]`, a module's `#[cfg(test)]`) are facts' decorators
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(

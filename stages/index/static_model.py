@@ -30,7 +30,7 @@ def distill_table(session, tokenizer, dims: int = STATIC_DIMS, ids: Iterable[int
     each row scaled by its token's frequency weight (`sif_weights`; None leaves rows unweighted). Rows of ids
     left out stay zero."""
     vocab = tokenizer.get_vocab()
-    size = max(vocab.values()) + 1
+    size = vocab_rows(tokenizer)
     cls, sep = vocab["[CLS]"], vocab["[SEP]"]
     wanted = np.array(sorted(set(ids)) if ids is not None else range(size), dtype=np.int64)
     raw = np.zeros((len(wanted), 384), dtype=np.float32)
@@ -48,6 +48,11 @@ def distill_table(session, tokenizer, dims: int = STATIC_DIMS, ids: Iterable[int
     table = np.zeros((size, dims), dtype=np.float32)
     table[wanted] = centred @ components[:dims].T
     return table if sif is None else table * sif_weights(size, sif)[:, None]
+
+
+def vocab_rows(tokenizer) -> int:
+    """Rows of the full table: one per token id of the vocabulary."""
+    return max(tokenizer.get_vocab().values()) + 1
 
 
 def sif_weights(size: int, coefficient: float = SIF_COEFFICIENT) -> np.ndarray:
@@ -96,9 +101,16 @@ def table_path(weights_version: str) -> Path:
     return assay_home() / "models" / f"static-minilm-l6-v2-{weights_version}-{STATIC_DIMS}-r{STATIC_RECIPE}.npy"
 
 
-def load_or_build(weights_version: str, load_model: Callable[[], Any], progress=None) -> np.ndarray:
+def table_missing(weights_version: str) -> bool:
+    """Whether this ASSAY_HOME has still to build the table: the first static run spends a minute or more on it."""
+    return not table_path(weights_version).exists()
+
+
+def load_or_build(weights_version: str, load_model: Callable[[], Any], progress=None,
+                  on_build: Callable[[int], None] | None = None) -> np.ndarray:
     """The cached table, or build it once (atomically, one builder per process and per file lock).
-    `load_model()` returns the MiniLM embedder; it is called only to build, never to load the cache."""
+    `load_model()` returns the MiniLM embedder; it is called only to build, never to load the cache. A build
+    calls `on_build(rows)` as it starts, then `progress(n)` as each batch of rows is done."""
     from filelock import FileLock
 
     path = table_path(weights_version)
@@ -110,6 +122,8 @@ def load_or_build(weights_version: str, load_model: Callable[[], Any], progress=
             if path.exists():
                 return np.load(path).astype(np.float32)
             model = load_model()
+            if on_build is not None:
+                on_build(vocab_rows(model._tokenizer))
             table = distill_table(model._session, model._tokenizer, progress=progress)
             tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp.npy")
             np.save(tmp, table.astype(np.float16))

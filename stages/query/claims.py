@@ -14,11 +14,30 @@ from dataclasses import dataclass, field
 _EXT = r"[A-Za-z][A-Za-z0-9]{0,7}"
 CODE_EXTENSIONS = ("py", "pyi", "js", "jsx", "ts", "tsx", "mjs", "cjs", "go", "rs", "java", "kt", "rb", "php", "c", "h", "cc",
                    "cpp", "hpp", "cs", "swift", "scala", "dart", "lua", "ex", "exs", "hs", "zig", "sh", "m")
+# Where prose cuts a path: white space, `/`, the ASCII marks that wrap or follow a path in prose, and Unicode
+# punctuation (curly quotes, dashes, CJK brackets). Everything else is read as part of the path the index may hold:
+# `+` (SvelteKit `+page.ts`), `@` (npm `@scope/pkg`), `\`, `$`, `%`, letters in any script and combining marks (NFD).
+PATH_CUT = ("\\s/!\"#&'()*,:;<=>?\\[\\]^`{|}~\x00-\x1f\x7f\u00a1\u00a7\u00ab\u00b6\u00b7\u00bb\u00bf"
+            "\u2000-\u206f\u3000-\u303f\ufe30-\ufe4f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65")
+_CH = f"[^{PATH_CUT}]"
+_CUT_CHAR = re.compile(f"[{PATH_CUT}]")
+_PART = rf"(?:{_CH}|\({_CH}*\)|\[\[?{_CH}*\]\]?)"  # a bracketed part closed within the name: `(auth)`, `[id]`, `[[...slug]]`
+_PATH_START = rf"(?<!{_CH})(?<![/)\]])"  # never from the middle of a path
+
+
+def _path(ext: str) -> str:
+    """A path (folders, then a name) ending in one of these extensions."""
+    return rf"{_PATH_START}(?:{_PART}+/)*{_PART}+\.(?:{ext})"
+
+
 # `a/b.py:12`, `b.py:12-20`, `b.py#L12`, `b.py line 12`
-_CITE = re.compile(r"(?<![\w/.-])(?P<file>(?:[\w.-]+/)*[\w-][\w.-]*\.(?:" + _EXT + r"))"
+_CITE = re.compile(rf"(?P<file>{_path(_EXT)})"
                    r"(?::|#L|,?\s+lines?\s+)(?P<line>\d+)(?:\s*(?:-|–|to)\s*L?(?P<end>\d+))?")
-_FILE = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)*[\w-][\w.-]*\.(?:" + "|".join(CODE_EXTENSIONS) + r")(?![\w/-])")
-_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+# a file named in passing: it ends where the path does (a sentence's full stop is not part of it)
+_FILE = re.compile(_path("|".join(CODE_EXTENSIONS)) + rf"(?!/)(?=\.*(?:[{PATH_CUT}]|$))")
+# inline code as CommonMark reads it: a run of n backticks up to the next run of exactly n, so a span fenced by
+# more backticks (`` a`b ``, how synthesize.code_span quotes code and names holding backticks) is read whole
+CODE_SPAN = re.compile(r"(?<!`)(?P<fence>`+)(?!`)(?P<code>[^\n]*?[^`\n])(?P=fence)(?!`)")
 _STRING = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
 _IDENT = re.compile(r"(?<![\w$.-])[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 # code-shaped words in prose: snake_case, camelCase, CamelCase with two humps, dotted paths with a code-shaped part, calls
@@ -33,6 +52,17 @@ _REFUSAL = re.compile(r"\bI\s+(?:do\s+not|don't|cannot|can't)\s+(?:have|know|see
                       r"\b(?:passages?|context|snippets?|excerpts?)\b[^.]{0,40}\b(?:do(?:es)?\s+not|don't|doesn't|never)\s+"
                       r"(?:show|say|state|mention|include|contain|answer|define|cover)", re.I)
 _NON_PROSE = re.compile(r"[\s(),.;:\[\]-]+|\b(?:see|in|at|from|cf|and|lines?)\b", re.I)
+
+
+def cuts_path(text: str) -> bool:
+    """Whether the claim reader ends a path at a character of `text` (so a citation holds only what follows it);
+    `/` only separates a path's parts."""
+    return bool(_CUT_CHAR.search(text.replace("/", "")))
+
+
+def code_spans(text: str) -> list[str]:
+    """The code of each inline code span, its padding stripped."""
+    return [m.group("code").strip() for m in CODE_SPAN.finditer(text)]
 
 
 @dataclass(frozen=True)
@@ -89,11 +119,10 @@ def split_claims(text: str) -> list[Span]:
 def _sentences(line: str) -> list[tuple[int, int]]:
     """(start, end) of each sentence: split after . ! ? followed by a space and not inside a code span."""
     out: list[tuple[int, int]] = []
-    start, code = 0, False
+    start = 0
+    code = {i for m in CODE_SPAN.finditer(line) for i in range(m.start(), m.end())}
     for i, ch in enumerate(line):
-        if ch == "`":
-            code = not code
-        elif ch in ".!?" and not code and (i + 1 == len(line) or line[i + 1] == " "):
+        if ch in ".!?" and i not in code and (i + 1 == len(line) or line[i + 1] == " "):
             word = re.search(r"([\w.]+)$", line[start:i])
             rest = line[i + 1 :].lstrip()
             if word and word.group(1).lower() in _ABBREVIATIONS or rest[:1].islower():
@@ -112,13 +141,13 @@ def read_span(text: str, start: int) -> Span:
     prose = _CITE.sub(" ", text)
     files = [m.group(0) for m in _FILE.finditer(prose)]
     prose_no_files = _FILE.sub(" ", prose)
-    code = [c.strip() for c in _CODE_SPAN.findall(prose_no_files)]
+    code = code_spans(prose_no_files)
     names: list[str] = []
     for c in code:
         if "://" in c:
             continue
         names += [m.group(0) for m in _IDENT.finditer(_STRING.sub(" ", c)) if not c[max(0, m.start() - 1) : m.start()] == "-"]
-    outside = _CODE_SPAN.sub(" ", prose_no_files)
+    outside = CODE_SPAN.sub(" ", prose_no_files)
     prose_names = [m.group(0) for m in _CODEISH.finditer(_STRING.sub(" ", outside))
                    if m.group(0).lower().rstrip(".") not in _ABBREVIATIONS]
     plain = [c.removesuffix("()") for c in code if _PLAIN.fullmatch(c)] + prose_names

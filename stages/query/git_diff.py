@@ -7,8 +7,11 @@ prints them with `core.quotePath=false` and explicit `a/` `b/` prefixes (C-quote
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_RAW = re.compile(r"^:(\d{6}) (\d{6}) ([0-9a-f]+) ([0-9a-f]+) [A-Z]\d*\t(.*)$")
+GITLINK_MODE = "160000"  # a submodule (or an embedded repository added as one): git records a commit, not a file
 
 _ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
 
@@ -73,6 +76,31 @@ def diff_files(diff: str) -> tuple[dict[str, set[int]], set[str], set[str]]:
                 start, count = int(m.group(3)), int(m.group(4) if m.group(4) is not None else 1)
                 touched[current].update(range(start, start + count) if count else {max(start, 1)})
     return touched, added, deleted
+
+
+class Gitlink(NamedTuple):
+    """A submodule entry of a diff: its files live in another repository, so the diff's `path:1` is no location."""
+    path: str  # the new side's path; the old side's when the submodule is gone
+    base: str | None  # the commit the old side recorded; None when the old side was no submodule
+    present: bool  # whether the new side is still a submodule
+    old_path: str | None  # the old side's path when it was a submodule
+
+
+def diff_gitlinks(diff: str) -> list[Gitlink]:
+    """Submodule entries of a `--raw` diff (`-p --raw --no-abbrev`: the raw lines come before the patches).
+    Only the raw lines carry modes; a dirty submodule's patch shows just `Subproject commit X-dirty`."""
+    found: list[Gitlink] = []
+    for line in diff.splitlines():
+        if line.startswith("diff --git "):
+            break
+        m = _RAW.match(line)
+        if not m or GITLINK_MODE not in (m.group(1), m.group(2)):
+            continue
+        paths = [unquote_path(p) for p in m.group(5).split("\t")]
+        was, now = m.group(1) == GITLINK_MODE, m.group(2) == GITLINK_MODE
+        found.append(Gitlink(path=paths[-1] if now else paths[0], base=m.group(3) if was else None, present=now,
+                             old_path=paths[0] if was else None))
+    return found
 
 
 def diff_hunks(diff: str) -> list[tuple[int, int, int, int]]:

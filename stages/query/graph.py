@@ -29,7 +29,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from assay.stages.core.artifacts import DEFINITION_KINDS, Edge, Entity
-from assay.stages.core.path_roles import is_test_path
+from assay.stages.core.path_roles import is_test_marked, is_test_path
 from assay.stages.index.languages import language_for
 
 CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum"})
@@ -46,6 +46,8 @@ _C_FAMILY = frozenset({"c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx", "inl", 
 CENTRAL_SOURCES = frozenset({"py", "pyi", "js", "jsx", "mjs", "cjs", "ts", "tsx", "mts", "cts", "go", "rs"})
 _C_SOURCES = ("c", "cc", "cpp", "cxx", "m", "mm")
 _MEMBER_IMPORTS = (".java", ".kt")  # `import a.b.C`: the module `a.b` is a folder, `a.b.C` the file
+# code files where a test may sit beside the code it tests, marked by an attribute (`#[test]`, `@Test`)
+_MARKED_TESTS = (".rs", ".java")
 # where a type's methods may sit in another file than the type: Rust `impl` blocks, Go receivers, C++ out-of-class
 # definitions, Swift extensions, C# partial classes, Ruby reopened classes, Objective-C categories
 _OPEN_TYPES = (".rs", ".go", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".swift", ".cs", ".rb", ".m", ".mm")
@@ -417,8 +419,10 @@ class Graph:
             if found:
                 return found
             classes = self.resolve_name(head, file, edge.source, CLASS_KINDS)
-            for c in classes:  # `Class.method()`
+            for c in classes:  # `Class.method()`; `MemStore::with_capacity()` defined in an `impl` in another file
                 hit = self.members(c, edge.name)
+                if not hit and c.file.endswith(_OPEN_TYPES):
+                    hit = self._methods_of(c.qualname, edge.name, c.file)
                 if hit:
                     return hit
             for imp in self.imports(file):  # `pkg.mod.f()` after `import pkg.mod`
@@ -512,8 +516,11 @@ class Graph:
         """`self.evict_one()` in `MemStore.put`: `MemStore.evict_one` by qualified name, in a file of the caller's
         language (of its package, in Go), the nearest by path where several crates or modules define one."""
         owner, _, _ = scope.rpartition(".")
-        if not owner:
-            return []
+        return self._methods_of(owner, name, file) if owner else []
+
+    def _methods_of(self, owner: str, name: str, file: str) -> list[Entity]:
+        """Method `name` of the type qualified `owner`, wherever its methods sit (a Rust `impl` in another file, a Go
+        receiver in another file of the package), in `file`'s language; the nearest by path where several have one."""
         lang, folder = family(self.language(file)), posixpath.dirname(file)
         hits = [e for e in self.by_name(name) if e.qualname == f"{owner}.{name}" and family(e.language) == lang
                 and (not file.endswith(".go") or posixpath.dirname(e.file) == folder)]
@@ -538,16 +545,28 @@ class Graph:
         """The definition an edge sits in, by id ('' = module level: None)."""
         return self.catalog.get([entity_id]).get(entity_id) if entity_id else None
 
+    def is_test(self, holder: Entity | None, file: str) -> bool:
+        """Whether a site is test code: in a test file, or in a definition marked as a test (`#[test] fn`, JUnit's
+        `@Test`) or inside a test-only module (Rust's `#[cfg(test)] mod tests` beside the code it tests)."""
+        if is_test_path(file):
+            return True
+        if holder is None:
+            return False
+        if holder.facts is not None and is_test_marked(holder.facts.decorators):
+            return True
+        return holder.file.endswith(".rs") and any(e.kind == "module" and e.facts is not None and holder.qualname.startswith(e.qualname + ".")
+                   and is_test_marked(e.facts.decorators, module=True) for e in self.by_file(holder.file))
 
-def _row(holder: Entity | None, file: str, edge: Edge, resolved: bool, depth: int = 1) -> GraphRow:
+
+def _row(holder: Entity | None, file: str, edge: Edge, resolved: bool, depth: int = 1, is_test: bool = False) -> GraphRow:
     if holder is None:  # module-level site: the file itself holds it
         return GraphRow(entity=f"<module {file}>", kind="module", file=file, line=0, site_file=file, site_line=edge.line,
                         relation=edge.kind, resolved=resolved, via="" if resolved else (edge.receiver or edge.name), depth=depth,
-                        is_test=is_test_path(file))
+                        is_test=is_test)
     return GraphRow(entity=holder.qualname, kind=holder.kind, file=holder.file, line=holder.start_line, site_file=file,
                     site_line=edge.line, relation=edge.kind, resolved=resolved,
                     via="" if resolved else (f"{edge.receiver}.{edge.name}" if edge.receiver else edge.name), depth=depth,
-                    is_test=is_test_path(file))
+                    is_test=is_test)
 
 
 def sites(graph: Graph, target: Entity, kinds: tuple[str, ...], unresolved: bool) -> list[tuple[GraphRow, str]]:
@@ -562,9 +581,9 @@ def sites(graph: Graph, target: Entity, kinds: tuple[str, ...], unresolved: bool
         hits = graph.resolve(file, edge)
         holder = graph.entity(edge.source_id)
         if any(h.id == target.id for h in hits):
-            out.append((_row(holder, file, edge, True), edge.source_id))
+            out.append((_row(holder, file, edge, True, is_test=graph.is_test(holder, file)), edge.source_id))
         elif not hits and unresolved and _may_reach(graph, target, file, edge):
-            out.append((_row(holder, file, edge, False), edge.source_id))
+            out.append((_row(holder, file, edge, False, is_test=graph.is_test(holder, file)), edge.source_id))
     return out
 
 
@@ -706,10 +725,12 @@ def impact(catalog, query: str, depth: int = 3, limit: int = 100) -> GraphResult
         if len(graph.by_name(e.name)) != 1 or e.kind not in ("method", "function"):
             continue
         for file, edge in catalog.edges(name=e.name, kinds=("call",)):
-            if is_test_path(file) and edge.receiver and _may_reach(graph, e, file, edge) and not graph.resolve(file, edge) \
-                    and not any(x.site_file == file and x.site_line == edge.line for x in tests):
-                holder = graph.entity(edge.source_id)
-                tests.append(_row(holder, file, edge, False).model_copy(update={"via": f"{edge.receiver}.{edge.name} (only definition of {e.name})"}))
+            if not edge.receiver or any(x.site_file == file and x.site_line == edge.line for x in tests):
+                continue
+            holder = graph.entity(edge.source_id) if is_test_path(file) or file.endswith(_MARKED_TESTS) else None
+            if graph.is_test(holder, file) and _may_reach(graph, e, file, edge) and not graph.resolve(file, edge):
+                tests.append(_row(holder, file, edge, False, is_test=True).model_copy(
+                    update={"via": f"{edge.receiver}.{edge.name} (only definition of {e.name})"}))
     sure = sum(1 for x in tests if x.resolved)
     if tests:
         note = f"{len(tests)} test site(s) reach it ({sure} resolved, {len(tests) - sure} by a name defined only once)"

@@ -21,6 +21,7 @@ from __future__ import annotations
 import builtins
 import keyword
 import re
+import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
@@ -28,13 +29,13 @@ from assay.stages.core.artifacts import Candidate, Claim, Entity, GuardReport, P
 from assay.stages.index.languages import CONTAINER_KINDS
 from assay.stages.index.source_text import source_lines
 from assay.stages.index.tokens import tokenize
-from assay.stages.query.claims import Citation, Span, split_claims
+from assay.stages.query.claims import CODE_SPAN, Citation, Span, cuts_path, split_claims
 from assay.stages.query.premise import check
 from assay.stages.query.statements import stated_premises
 from assay.stages.query.values import initial_values, value_claims
 
 Resolver = Callable[[str], list[Entity]]
-_CODE = re.compile(r"`([^`\n]*)`")
+_CODE = CODE_SPAN  # read as the claim reader reads it: `` a`b `` is one span
 _PRIVATE = re.compile(r"(?<![\w$])_+")
 _PLAIN_NAME = re.compile(r"[\w$.]+(?:\(\))?")
 
@@ -97,17 +98,34 @@ class _Passages:
         return [c for c in self.passages if same_file(c.file, file)]
 
 
+def nfc(text: str) -> str:
+    """One spelling per name: macOS stores `café` decomposed (NFD), a writer usually types it composed (NFC)."""
+    return unicodedata.normalize("NFC", text)
+
+
 def same_file(indexed: str, cited: str) -> bool:
     """A citation may shorten a path (`incremental.py` for `stages/index/incremental.py`), never lengthen it."""
-    cited = cited.lstrip("./")
+    indexed, cited = nfc(indexed), re.sub(r"^(?:\.{0,2}/)+", "", nfc(cited))  # `./a.py`, not the dot of `.env.js`
     return indexed == cited or indexed.endswith("/" + cited)
 
 
-def _spelled_out(c: Citation, text: str, spaced: list[str]) -> Citation:
-    """The citation of a path with a space in it (`my dir/a b.py:3`), which the claim reader cuts at the space
-    (`b.py:3`): the file that ends with what it read and is spelled out whole, with the line, in the sentence."""
-    tail = c.raw[len(c.file):]
-    whole = next((f for f in spaced if f.endswith(" " + c.file) and f + tail in text), None)
+def cut_files(files: Iterable[str]) -> list[str]:
+    """The paths the claim reader cannot read whole: they hold a space or another character it ends a path at."""
+    return [f for f in dict.fromkeys(files) if cuts_path(f)]
+
+
+def _is_cut_tail(indexed: str, read: str) -> bool:
+    """`read` is what the claim reader kept of `indexed`: its end, just after a character it cuts a path at."""
+    indexed, read = nfc(indexed), nfc(read)
+    cut = len(indexed) - len(read)
+    return cut > 0 and indexed.endswith(read) and cuts_path(indexed[cut - 1])
+
+
+def _spelled_out(c: Citation, text: str, cut: list[str]) -> Citation:
+    """The citation of a path with a space (or another cut) in it (`my dir/a b.py:3`), which the claim reader cuts
+    there (`b.py:3`): the file that ends with what it read and is spelled out whole, with the line, in the sentence."""
+    tail, text = c.raw[len(c.file):], nfc(text)
+    whole = next((f for f in cut if _is_cut_tail(f, c.file) and nfc(f) + tail in text), None)
     return c if whole is None else replace(c, file=whole, raw=whole + tail)
 
 
@@ -143,25 +161,25 @@ def verdict(span: Span, ctx: _Passages, facts: IndexFacts) -> Claim:
         return Claim(text=span.text, citations=span.cited, verdict=v, evidence=evidence, source=source)  # type: ignore[arg-type]
 
     cited: list[Candidate] = []
-    spaced = [f for f in dict.fromkeys(p.file for p in ctx.passages) if " " in f]
+    spaced = cut_files(p.file for p in ctx.passages)
     for c in span.citations:
         c = _spelled_out(c, span.text, spaced)
         here = ctx.of_file(c.file)
         if not here:
-            c = _spelled_out(c, span.text, [f for f in facts.files if " " in f])
+            c = _spelled_out(c, span.text, cut_files(facts.files))
             known = [f for f in facts.files if same_file(f, c.file)]
             why = (f"`{c.file}` is in the index but no passage given to the writer comes from it" if known
                    else f"there is no file `{c.file}` in the index")
             return claim("fabricated", why)
         hit = [p for p in here if covers(p, c)]
         if not hit:
-            shown = ", ".join(f"{p.start_line}-{p.end_line}" for p in here[:4])
+            shown = ", ".join(f"{p.start_line}-{shown_end(p)}" for p in here[:4])  # what the writer saw, not the span
             return claim("fabricated", f"line {c.line} of `{here[0].file}` is outside the passages given to the writer "
                                        f"(lines {shown})")
         cited += hit
     for f in span.files:  # a path a passage itself mentions (a config value, a docstring) is not invented
-        if any(x.endswith(" " + f) and x in span.text for x in spaced):
-            continue  # the tail of a passage's path with a space in it (`my dir/a b.py`), named whole
+        if any(_is_cut_tail(x, f) and nfc(x) in nfc(span.text) for x in spaced):
+            continue  # the tail of a passage's path with a space (or another cut) in it (`my dir/a b.py`), named whole
         quoted = any(f in text for text in ctx.flat.values())
         if not ctx.of_file(f) and not quoted and not any(same_file(x, f) for x in facts.files):
             return claim("fabricated", f"there is no file `{f}` in the index")
@@ -227,7 +245,8 @@ def fact_check(span: Span, ctx: _Passages, facts: IndexFacts) -> tuple[str, str,
     """(verdict, evidence, source) from the index's facts and the code's values: contradicted when any says
     otherwise; verified when one confirms the claim from a definition the writer was given; None when none speaks."""
     # quoted code states nothing about itself: names stay, code goes
-    premises = stated_premises(_CODE.sub(lambda m: m.group(0) if _PLAIN_NAME.fullmatch(m.group(1)) else " ", span.prose))
+    premises = stated_premises(_CODE.sub(lambda m: m.group(0) if _PLAIN_NAME.fullmatch(m.group("code").strip()) else " ",
+                                         span.prose))
     confirmed: list[tuple[str, str, str]] = []
     for f in check(premises, facts.resolve):
         if f.holds:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import builtins
 from collections import Counter
+from collections.abc import Callable
 
 from assay.stages.core.artifacts import Answer, Freshness, GuardReport, Judgment, QueryReport, RankedPassage, RouteDecision, Selection
+from assay.stages.core.visible import visible
 from assay.stages.query.budget import count_tokens, fit
 from assay.stages.query.gaps import missing_lines
 from assay.stages.query.identifiers import question_identifiers
@@ -52,6 +54,10 @@ def missing_names(question: str, sel: Selection) -> list[str]:
 _BUILTIN_NAMES = frozenset(dir(builtins))  # `KeyError` from a pasted traceback is Python's, not missing code
 
 
+def _same(text: str) -> str:
+    return text
+
+
 def _row(i: int, rp: RankedPassage) -> str:
     c = rp.candidate
     s = rp.scores
@@ -64,10 +70,13 @@ def _row(i: int, rp: RankedPassage) -> str:
     return f"  {i}. {c.file}:{c.start_line} [{c.entity}] {scores} verdict={rp.verdict}{why}{stale}"
 
 
-def render_text(report: QueryReport, max_dropped_rows: int = 10, max_tokens: int | None = None) -> str:
+def render_text(report: QueryReport, max_dropped_rows: int = 10, max_tokens: int | None = None,
+                words: Callable[[str], str] = _same) -> str:
     """The report an agent reads, in the order it is used: answer, Assessment, Evidence, Guidance, Sources, then
     the Legend. Over `max_tokens`, sections are kept in order of use (answer, assessment,
-    guidance, sources, evidence, legend), whole lines only, and one line says how many were left out."""
+    guidance, sources, evidence, legend), whole lines only, and one line says how many were left out.
+    `words` rewords Assay's own advice for another door (MCP: tools, not commands); it never touches quoted
+    text (the answer, passages, entity names, claims), which must stay verbatim. Control characters are shown."""
     sel, j = report.selection, report.judgment
     reasons = Counter(rp.drop_reason or "dropped" for rp in sel.dropped)
     dropped = f", {len(sel.dropped)} dropped" + (" (" + ", ".join(f"{n} {r}" for r, n in sorted(reasons.items())) + ")" if reasons else "")
@@ -78,17 +87,17 @@ def render_text(report: QueryReport, max_dropped_rows: int = 10, max_tokens: int
                   f"  judge: {j.backend}" + (f" ({j.model})" if j.model else "") + f", {j.calls} call(s)",
                   f"  route: {report.route.target} ({report.route.reason}); answer by {report.answer.backend}"]
     if sel.fail_open:
-        assessment.append(f"  fail-open: {sel.fail_open_reason}")
+        assessment.append(f"  fail-open: {words(sel.fail_open_reason)}")
     elif j.backend == "none":
         assessment.append("  judge none: passages were re-ranked lexically, not judged")
-    assessment.extend(f"  judge note: {n}" for n in j.notes)
+    assessment.extend(f"  judge note: {words(n)}" for n in j.notes)
     if report.answer.failure:
-        assessment.append(f"  synthesis: {report.answer.failure}")
+        assessment.append(f"  synthesis: {words(report.answer.failure)}")
     if report.guard is not None:
-        assessment.extend(guard_lines(report.guard))
-    assessment.extend(f"  note: {n}" for n in report.notes)
+        assessment.extend(words(line) for line in guard_lines(report.guard))
+    assessment.extend(f"  note: {words(n)}" for n in report.notes)
     if report.freshness is not None:
-        assessment.append(f"  index: {report.freshness.line()}")
+        assessment.append(f"  index: {words(report.freshness.line())}")
     if report.tokens_cited_files:
         assessment.append(f"  tokens: this report ~{report.tokens_returned:,} vs {report.tokens_cited_files:,} in the cited files")
     evidence = ["Evidence:"]
@@ -97,8 +106,8 @@ def render_text(report: QueryReport, max_dropped_rows: int = 10, max_tokens: int
     rows = sel.included + shown[:max_dropped_rows]
     evidence.extend(_row(i, rp) for i, rp in enumerate(rows, start=1))
     if len(sel.dropped) > max_dropped_rows:
-        evidence.append(f"  ... {len(sel.dropped) - max_dropped_rows} more dropped (see --json)")
-    advice = ["Guidance:", *("  " + g for g in guidance(report))]
+        evidence.append(words(f"  ... {len(sel.dropped) - max_dropped_rows} more dropped (see --json)"))
+    advice = ["Guidance:", *("  " + g for g in guidance(report, words))]
     sources = ["Sources:"]
     for rp in sel.included:
         c = rp.candidate
@@ -109,12 +118,15 @@ def render_text(report: QueryReport, max_dropped_rows: int = 10, max_tokens: int
         sources.append(f"  * {c.file}:{c.start_line}-{c.end_line} [{c.entity}] {d}{b}{used}")
     if not sel.included:
         sources.append("  (none)")
+    # a note or source line may quote ESC or BEL: shown, not sent to the terminal (the JSON report keeps them)
+    answer, assessment, evidence, advice, sources = (
+        [visible(line) for line in part] for part in (answer, assessment, evidence, advice, sources))
     # the answer first, the legend last: an agent reading a report cut short by its own budget still has the answer
     text = "\n".join([*answer, *assessment, *evidence, *advice, *sources, "", LEGEND])
     if max_tokens is None or count_tokens(text) <= max_tokens:
         return text
     return fit([answer, assessment, advice, sources, evidence, LEGEND.splitlines()], max_tokens,
-               more="{n} more report line(s) not shown: ask again with a larger max_tokens (the JSON report holds them all)")
+               more=words("{n} more report line(s) not shown: ask again with a larger max_tokens (the JSON report holds them all)"))
 
 
 def guard_lines(g: GuardReport) -> list[str]:
@@ -130,7 +142,7 @@ def guard_lines(g: GuardReport) -> list[str]:
     return lines
 
 
-def distrust(g: GuardReport | None, limit: int = 5) -> list[str]:
+def distrust(g: GuardReport | None, limit: int = 5, words: Callable[[str], str] = _same) -> list[str]:
     """Guidance lines naming the claims not to rely on, worst first."""
     if g is None:
         return []
@@ -138,11 +150,12 @@ def distrust(g: GuardReport | None, limit: int = 5) -> list[str]:
     bad = sorted((c for c in g.claims if c.verdict in order), key=lambda c: order[c.verdict])
     out = [f'distrust: {c.verdict} "{c.text[:90]}{"..." if len(c.text) > 90 else ""}": {c.evidence}' for c in bad[:limit]]
     if len(bad) > limit:
-        out.append(f"distrust: {len(bad) - limit} more claim(s) (see --json guard.claims)")
+        out.append(words(f"distrust: {len(bad) - limit} more claim(s) (see --json guard.claims)"))
     return out
 
 
-def guidance(report: QueryReport) -> list[str]:
+def guidance(report: QueryReport, words: Callable[[str], str] = _same) -> list[str]:
+    """Guidance lines; `words` rewords only Assay's own advice (see render_text)."""
     sel = report.selection
     out: list[str] = []
     if report.status == "supported":
@@ -169,7 +182,7 @@ def guidance(report: QueryReport) -> list[str]:
         out[0] = "trust: low" if (g.grounded or 0) < 0.5 else "trust: medium"
         out[1] = (f"action: {g.marked} claim(s) are marked [guard: ...] in the answer: do not repeat them; rely on the "
                   "verified claims and the cited passages")
-    out += distrust(g)
+    out += distrust(g, words=words)
     for f in report.judgment.premises:
         if not f.holds:
             out.append(f"premise: the question assumes otherwise; {f.fact}")
@@ -205,11 +218,19 @@ def make_report(
         called_by=called_by or {}, freshness=freshness, guard=guard,
     )
     report.tokens_cited_files = cited_file_tokens
-    slack = 6 if cited_file_tokens and max_tokens else 0  # the placeholder's digits, filled below
-    report.text = render_text(report, max_tokens=max_tokens - slack if max_tokens else None)
-    report.tokens_returned = count_tokens(report.text)
-    report.text = report.text.replace("this report ~0 vs", f"this report ~{report.tokens_returned:,} vs", 1)
+    report.text, report.tokens_returned = report_text(report, max_tokens)
     return report
+
+
+def report_text(report: QueryReport, max_tokens: int | None = None,
+                words: Callable[[str], str] = _same) -> tuple[str, int]:
+    """The text report within `max_tokens` (None or 0: no limit) and its size in tokens, which its tokens line
+    states; `words` as in render_text (a door renders the same report in its own terms)."""
+    blank = report.model_copy(update={"tokens_returned": 0})  # the tokens line's placeholder, filled below
+    slack = 6 if report.tokens_cited_files and max_tokens else 0  # the placeholder's digits
+    text = render_text(blank, max_tokens=max_tokens - slack if max_tokens else None, words=words)
+    tokens = count_tokens(text)
+    return text.replace("this report ~0 vs", f"this report ~{tokens:,} vs", 1), tokens
 
 
 def render_markdown(report: QueryReport) -> str:

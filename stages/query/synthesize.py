@@ -59,7 +59,8 @@ def extractive(question: str, passages: list[RankedPassage], max_lines: int = 3)
     quoted: set[tuple[str, int]] = set()  # nested passages (a method inside an included class part) share lines
     for rp in passages:
         c = rp.candidate
-        what = f"`{c.entity}` ({c.kind}, part {c.part + 1} of {c.parts})" if c.part else f"`{c.entity}` ({c.kind})"
+        name = code_span(c.entity)  # a note's name may hold backticks: a single one would end the span early
+        what = f"{name} ({c.kind}, part {c.part + 1} of {c.parts})" if c.part else f"{name} ({c.kind})"
         if c.docstring:
             lead = f"{what}: {first_sentence(c.docstring)}"
         elif c.signature and not c.part and c.kind != "file":  # a later part's first line is not where it is defined;
