@@ -14,6 +14,7 @@ from assay.stages.audit import stats as audit_stats
 from assay.stages.audit.charts import calibration_heatmap, reliability_diagram, score_histograms, verdict_bars
 from assay.stages.audit.report import render_markdown
 from assay.stages.core.config import DATA_DIR, Settings
+from assay.stages.core.llm_clients import timeout_breaker
 from assay.stages.core.workspace import resolve_workspace, state_dir
 from assay.tasks import audit as t
 from assay.tasks.artifacts import publish_markdown
@@ -43,6 +44,18 @@ def audit_pipeline(
         audit_stats.load_labels(Path(labels))
     root = resolve_workspace(workspace)
     require_manifest(root)  # its snapshots and baseline come from an index; a folder never indexed gets no `.assay/`
+    # ask's breaker, around the whole job: a hung server is waited on once, not once per batch of every stored query
+    # (then again by the calibration and the baseline); its later calls fail at once and their reports say so
+    with timeout_breaker("audit"):
+        data = _judged(root, settings, start, end, rejudge, labels, baseline_n, used, call)
+    return _published(root, data)
+
+
+def _judged(
+    root: Path, settings: Settings, start: date | None, end: date | None, rejudge: str | None, labels: str | None,
+    baseline_n: int, used: str, call: Caller,
+) -> dict:
+    """The audit's figures: distributions, the re-judge's agreement, calibration and the injection baseline."""
     table = call(t.load, root, start, end)
     summary: dict | None = None
     if rejudge:
@@ -67,10 +80,16 @@ def audit_pipeline(
         labelled = Path(labels) if labels else DATA_DIR / "calibration.jsonl"
         data["calibration"] = call(t.calibrate, root, labelled, used, settings)
         data["injection_baseline"] = call(t.baseline, root, used, baseline_n, settings)
+    return data
+
+
+def _published(root: Path, data: dict) -> dict:
+    """Charts and the markdown report written under `.assay/audits/<time>/`; `passed` set from the baseline (one the
+    judge could not measure fails nothing: its report says the judge failed)."""
     folder = state_dir(root) / "audits" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
     folder.mkdir(parents=True, exist_ok=True)
     charts: dict[str, str] = {}
-    if rows:
+    if data["snapshots"]["passages"]:
         charts["score distributions"] = score_histograms(data["distributions"], folder / "scores.png").name
         charts["verdicts"] = verdict_bars(data["distributions"], folder / "verdicts.png").name
     if data["calibration"]["grid"]:
@@ -81,7 +100,7 @@ def audit_pipeline(
     markdown = render_markdown(data, charts)
     (folder / "audit.md").write_text(markdown)
     data["report_path"] = str(folder / "audit.md")
-    data["passed"] = data["injection_baseline"]["passed"]
+    data["passed"] = data["injection_baseline"]["passed"] is not False  # None: not measured, so nothing failed
     publish_markdown("judgment-audit", markdown, "Assay judgment audit")
     return data
 

@@ -51,7 +51,8 @@ def rejudge(root: Path, table: pa.Table, backend: str, judge: Judge, thresholds_
     originals = audit_stats.load_snapshots(judgments_dir(root), rejudged=False)
     by_query = audit_stats.rejudge_pending(table, originals, backend)
     th = default_thresholds(backend, thresholds_file, top_k)
-    summary = {"backend": backend, "pending": len(by_query), "queries": 0, "passages": 0, "stored": 0, "failure": ""}
+    summary = {"backend": backend, "pending": len(by_query), "queries": 0, "passages": 0, "stored": 0, "failure": "",
+               "unsent": 0, "unsent_failure": ""}
     for qid, items in sorted(by_query.items()):
         question = items[0]["query"]
         candidates = audit_stats.rows_to_candidates(items)
@@ -62,11 +63,20 @@ def rejudge(root: Path, table: pa.Table, backend: str, judge: Judge, thresholds_
         rows = [r for r in selection_rows(qid, question, judgment, selection, status, when) if audit_stats.holds_judgment(r)]
         summary["passages"] += len(candidates)
         summary["stored"] += len(rows)
-        summary["failure"] = summary["failure"] or judgment.failure
+        summary["failure"] = summary["failure"] or one_each(judgment.failure)
+        if judgment.failure and not judgment.calls and not rows:  # never sent: the breaker skipped it, or no key
+            summary["unsent"] += 1
+            summary["unsent_failure"] = summary["unsent_failure"] or one_each(judgment.failure)
         if rows:
             write_rows(root, rows, qid, when, f"{audit_stats.REJUDGE_TAG}{backend}")
             summary["queries"] += 1
     return summary
+
+
+def one_each(failure: str) -> str:
+    """A judgment's failure with each batch's repeated line said once (two batches skipped by the breaker gave
+    the same line twice)."""
+    return "; ".join(dict.fromkeys(failure.split("; ")))
 
 
 def calibrate(labels: Path, backend: str, judge: Judge, embedder, thresholds_file: str | None) -> dict:
@@ -78,19 +88,27 @@ def calibrate(labels: Path, backend: str, judge: Judge, embedder, thresholds_fil
     th = default_thresholds(backend, thresholds_file)
     judgments = {q: judge(q, cands) for q, cands in by_q.items()}
     result = audit_stats.calibrate(items, judgments, current=(th.relevance_min, th.evidence_min))
-    failure = next((j.failure for j in judgments.values() if j.failure), "")
+    failure = next((one_each(j.failure) for j in judgments.values() if j.failure), "")
     result.update({"judge": backend, "labels": str(labels), "judge_failure": failure})
     return result
 
 
 def baseline(functions: list[Entity], backend: str, judge: Judge) -> dict:
-    """Score clean functions of the workspace itself; an unscored function counts as 1.0 (untrusted)."""
+    """Score clean functions of the workspace itself; an unscored function counts as 1.0 (untrusted) and is named so.
+    When the judge scored none of them the baseline is not measured (`passed` None): a failed judge is no injection
+    finding, and its report says the judge failed instead of failing the audit."""
     candidates = [to_candidate(e, fused_rank=i + 1, fused_score=1 / (61 + i)) for i, e in enumerate(functions)]
     judgment = judge(BASELINE_QUESTION, candidates) if candidates else None
-    scores = []
+    scores, scored = [], 0
     for c in candidates:
         s = judgment.scores.get(c.id) if judgment else None
-        scores.append((f"{c.file}:{c.start_line} {c.entity}", s.injection if s else 1.0))
-    result = audit_stats.injection_baseline(scores)
-    result.update({"judge": backend, "judge_failure": judgment.failure if judgment else ""})
+        scored += s is not None
+        name = f"{c.file}:{c.start_line} {c.entity}" + ("" if s else " (not scored)")
+        scores.append((name, s.injection if s else 1.0))
+    measured = scored > 0 or not candidates
+    result = audit_stats.injection_baseline(scores if measured else [])
+    result.update({"functions": len(candidates), "scored": scored, "measured": measured, "judge": backend,
+                   "judge_failure": one_each(judgment.failure) if judgment else ""})
+    if not measured:
+        result.update({"passed": None, "max": None, "mean": None})
     return result

@@ -28,16 +28,29 @@ def render_markdown(data: dict, charts: dict[str, str]) -> str:
                       "| predicted | passages | observed |", "|---|---|---|"]
             lines += [f"| {b['low']:.1f}-{b['high']:.1f} (mean {b['predicted']:.2f}) | {b['n']} | {b['observed']:.2f} |"
                       for b in cal.get("reliability", [])]
-    base = data["injection_baseline"]
-    verdict = "PASSED" if base["passed"] else "FAILED"
-    lines += ["", f"## Injection baseline: {verdict}", "",
-              f"{base['functions']} clean functions scored by the {base['judge']} judge: max {base['max']:.2f}, mean "
-              f"{base['mean']:.3f} (limit {base['limit']:.2f})."]
-    for name, score in base["offenders"]:
-        lines.append(f"- {name}: {score:.2f}")
+    lines += _baseline(data["injection_baseline"])
     for title, path in charts.items():
         lines += ["", f"![{title}]({path})"]
     return "\n".join(lines) + "\n"
+
+
+def _baseline(base: dict) -> list[str]:
+    """The injection baseline; a judge failure said outright, so an unscored function's 1.0 never reads as an
+    injection finding (a judge that scored none measured nothing: NOT MEASURED, not FAILED)."""
+    why = f" ({base['judge_failure']})" if base.get("judge_failure") else ""
+    if base.get("measured") is False:
+        return ["", "## Injection baseline: NOT MEASURED", "",
+                f"The {base['judge']} judge scored none of the {base['functions']} clean functions{why}: the baseline "
+                "was not measured, so it fails nothing; fix the judge and run the audit again."]
+    verdict = "PASSED" if base["passed"] else "FAILED"
+    lines = ["", f"## Injection baseline: {verdict}", "",
+             f"{base['functions']} clean functions scored by the {base['judge']} judge: max {base['max']:.2f}, mean "
+             f"{base['mean']:.3f} (limit {base['limit']:.2f})."]
+    unscored = base["functions"] - base.get("scored", base["functions"])
+    if unscored:
+        lines += ["", f"The {base['judge']} judge did not score {unscored} of them{why}: each counts as 1.00 "
+                  "(untrusted) and is marked (not scored) below."]
+    return lines + [f"- {name}: {score:.2f}" for name, score in base["offenders"]]
 
 
 def _distributions(data: dict) -> list[str]:
@@ -64,6 +77,9 @@ def _agreement(a: dict, rejudge: dict | None) -> list[str]:
         why = f" ({rejudge['failure']})" if rejudge["failure"] else ""
         lines += [f"{rejudge['backend']} scored {rejudge['stored']} of the {rejudge['passages']} passages sent{why}; "
                   "the unscored ones were not stored as its judgments.", ""]
+    if rejudge and rejudge.get("unsent"):  # the breaker (or a missing key) kept these from the server
+        lines += [f"{rejudge['unsent']} of the {rejudge['pending']} queries were not sent to {rejudge['backend']} at "
+                  f"all ({rejudge['unsent_failure']}).", ""]
     if a["agreement"] is None:
         return lines + [f"{a['pairs']} shared passages; verdict agreement - ({a.get('reason') or 'nothing to compare'}); "
                         "Cohen's kappa -"]

@@ -70,9 +70,23 @@ def is_loopback_url(url: str) -> bool:
         return False  # a name other than localhost is not trusted: resolving it would itself be a lookup
 
 
+def shown_url(url: str) -> str:
+    """`url` as a message may show it: a user:password before the host (a proxy's basic auth) becomes `***`, since
+    error lines reach reports, JSON and MCP replies."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    authority, slash, path = rest.partition("/")
+    if "@" not in authority:
+        return url
+    host = authority.rpartition("@")[2]
+    return f"{scheme}{sep}***@{host}{slash}{path}"
+
+
 def require_loopback(url: str, what: str) -> None:
     if not is_loopback_url(url):
-        raise LocalModeViolation(f"local mode: refusing to contact {what} at {url} (not loopback); set ASSAY_MODE=hybrid to allow it")
+        raise LocalModeViolation(f"local mode: refusing to contact {what} at {shown_url(url)} (not loopback); "
+                                 "set ASSAY_MODE=hybrid to allow it")
 
 
 def require_local_stores(settings, *embedders: str | None) -> None:
@@ -92,26 +106,30 @@ def proxy_free(url: str) -> bool:
     return is_loopback_url(url)
 
 
-# One query's hosts that timed out (None: outside a query, nothing remembered). A hung server accepts and never
-# answers: without this each later stage of the same `ask` (judge batches, writer, guard) waited out its own timeout.
+# One run's hosts that timed out (None: outside a run, nothing remembered). A hung server accepts and never
+# answers: without this each later stage of the same `ask` (judge batches, writer, guard), or each stored query of
+# an audit, waited out its own timeout. The scope names the run in the skip message ("query", "audit").
 _timed_out: ContextVar[dict[str, str] | None] = ContextVar("assay_timed_out_hosts", default=None)
+_breaker_scope: ContextVar[str] = ContextVar("assay_breaker_scope", default="query")
 
 
 @contextmanager
-def timeout_breaker() -> Iterator[None]:
-    """Within this block (one `ask`), a host that timed out once is not asked again: later calls fail at once."""
-    token = _timed_out.set({})
+def timeout_breaker(scope: str = "query") -> Iterator[None]:
+    """Within this block (one `ask`, one audit), a host that timed out once is not asked again: later calls fail at once."""
+    token, named = _timed_out.set({}), _breaker_scope.set(scope)
     try:
         yield
     finally:
+        _breaker_scope.reset(named)
         _timed_out.reset(token)
 
 
 def skip_timed_out(host: str, what: str) -> None:
-    """Raise at once when `host` already timed out in this query (the caller fails open, as it would on a timeout)."""
+    """Raise at once when `host` already timed out in this run (the caller fails open, as it would on a timeout)."""
     down = _timed_out.get()
     if down is not None and _host_key(host) in down:
-        raise NotSent(f"{what} skipped: its server timed out earlier in this query ({down[_host_key(host)]})")
+        raise NotSent(f"{what} skipped: its server timed out earlier in this {_breaker_scope.get()} "
+                      f"({down[_host_key(host)]})")
 
 
 def note_timeout(host: str, message: str) -> None:
@@ -248,10 +266,10 @@ class OllamaBackend:
                 note_timeout(self.host, f"after {self.timeout:g}s")
                 raise LLMError(f"Ollama {model} timed out after {self.timeout:g}s", attempt + 1) from exc
             except DROPPED as exc:
-                last = f"Ollama at {self.host} closed the connection before its reply was complete ({type(exc).__name__})"
+                last = f"Ollama at {shown_url(self.host)} closed the connection before its reply was complete ({type(exc).__name__})"
                 continue
             except (httpx.HTTPError, ConnectionError) as exc:
-                raise LLMError(f"Ollama is not reachable at {self.host} ({type(exc).__name__})", attempt + 1) from exc
+                raise LLMError(f"Ollama is not reachable at {shown_url(self.host)} ({type(exc).__name__})", attempt + 1) from exc
             except Exception as exc:  # noqa: BLE001 - the client can raise pydantic errors on odd replies
                 raise LLMError(f"Ollama {model} returned an unreadable reply ({type(exc).__name__})", attempt + 1) from exc
             return ChatResult(

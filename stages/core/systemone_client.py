@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
 from assay.stages.core.llm_clients import (
-    CallOverdue, LLMError, is_loopback_url, note_timeout, proxy_free, reply_excerpt, run_within, skip_timed_out,
+    CallOverdue, LLMError, is_loopback_url, note_timeout, proxy_free, reply_excerpt, run_within, shown_url,
+    skip_timed_out,
 )
 
 TYPESAFE_HOST = "api.typesafe.ai"
@@ -103,10 +104,10 @@ class SystemOneBackend:
                 try:  # the SDK's timeout bounds each socket read; run_within bounds the attempt
                     response = run_within(left, lambda left=left: client.system_one(state, questions, timeout=left))
                 except (sdk.TypeSafeAPITimeoutError, CallOverdue):
-                    last = f"System One at {self.base_url} timed out after {self.budget_s:g} s"
+                    last = f"System One at {shown_url(self.base_url)} timed out after {self.budget_s:g} s"
                     continue
                 except sdk.TypeSafeAPIConnectionError as exc:
-                    last = f"System One is not reachable at {self.base_url} ({_line(exc, self.api_key)})"
+                    last = f"System One is not reachable at {shown_url(self.base_url)} ({_line(exc, self.api_key)})"
                     wait = _backoff(self.attempts, None)
                 except sdk.TypeSafeAPIResponseValidationError as exc:
                     raise LLMError(f"System One returned a malformed reply ({_line(exc, self.api_key)})") from exc

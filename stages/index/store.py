@@ -122,6 +122,9 @@ def _open_chroma_client(root: Path, url: str | None):
 def unreachable(url: str, exc: BaseException) -> StoreError:
     """A Chroma server that does not answer: which one, and the two ways on (BM25 search works meanwhile). The error
     carries the URL (`server_url`), so a search can say so in its own words: an index run's advice is not a reader's."""
+    from assay.stages.core.llm_clients import shown_url
+
+    url = shown_url(url)  # a user:password in the URL stays out of reports
     error = StoreError(f"the Chroma server at {url} does not answer ({one_line(exc)}); start it (`chroma run --path DIR`) "
                        "or unset ASSAY_CHROMA_URL, then run `assay index` again to store the missing vectors")
     error.server_url = url  # type: ignore[attr-defined]

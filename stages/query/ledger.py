@@ -94,12 +94,14 @@ def summary(root: Path, unreadable: list[Path] | None = None) -> list[dict]:
             groups[(r["day"], r["backend"], r["model"], r["purpose"])].append(r)
     out = []
     for (day, backend, model, purpose), items in sorted(groups.items()):
-        lat = sorted(r["latency_s"] for r in items)
+        # answered calls only: a failed row (a retried request, a timeout) records no latency, and its 0 pulled the
+        # median of calls that did take time to 0.00; no answered call: None, shown as `-`
+        lat = sorted(r["latency_s"] for r in items if r["ok"])
         out.append({"day": day, "backend": backend, "model": model, "purpose": purpose, "calls": len(items),
                     "failed": sum(not r["ok"] for r in items), "prompt_tokens": sum(r["prompt_tokens"] for r in items),
                     "completion_tokens": sum(r["completion_tokens"] for r in items),
                     "cached_tokens": sum(r["cached_tokens"] for r in items),
-                    "cost_usd": round(sum(r["cost_usd"] for r in items), 6), "latency_p50_s": lat[len(lat) // 2]})
+                    "cost_usd": round(sum(r["cost_usd"] for r in items), 6), "latency_p50_s": lat[len(lat) // 2] if lat else None})
     return out
 
 
@@ -108,6 +110,11 @@ def render(table: list[dict]) -> str:
         return "no model calls recorded yet (the local judge and the extractive writer make none)"
     lines = ["day | backend | model | purpose | calls | prompt | completion | cached | cost USD | p50 s"]
     lines += [f"{r['day']} | {r['backend']} | {r['model']} | {r['purpose']} | {r['calls']}" + (f" ({r['failed']} failed)" if r["failed"] else "")
-              + f" | {r['prompt_tokens']} | {r['completion_tokens']} | {r['cached_tokens']} | {r['cost_usd']:.4f} | {r['latency_p50_s']:.2f}"
+              + f" | {r['prompt_tokens']} | {r['completion_tokens']} | {r['cached_tokens']} | {r['cost_usd']:.4f} | " + _seconds(r["latency_p50_s"])
               for r in table]
     return "\n".join(lines)
+
+
+def _seconds(value: float | None) -> str:
+    """A median latency; `-` for a group with no answered call (nothing was timed)."""
+    return "-" if value is None else f"{value:.2f}"

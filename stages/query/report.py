@@ -33,9 +33,10 @@ def status_of(sel: Selection, judgment: Judgment, question: str = "") -> tuple[s
     if not sel.included:
         return "unsupported", 0
     # no set-level answer from the judge: one point per included passage it scored (a judge that scored nothing,
-    # failed or `none`, claims no coverage; it was 3/3 beside 'the judge did not score every passage')
+    # failed or `none`, claims no coverage; it was 3/3 beside 'the judge did not score every passage'). Its set-level
+    # coverage is believed only beside a passage score: a reply whose every score was rejected claimed 3/3 from nothing
     scored = sum(rp.scores is not None for rp in sel.included)
-    coverage = judgment.coverage if judgment.coverage is not None else min(3, scored)
+    coverage = judgment.coverage if judgment.coverage is not None and scored else min(3, scored)
     low = judgment.answerable is not None and judgment.answerable < sel.thresholds.answerable_min
     unjudged = judgment.backend == "none"
     if sel.conflicts or sel.fail_open or low or coverage < 2 or unjudged or missing_names(question, sel):
