@@ -62,6 +62,20 @@ def indexed_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return dest
 
 
+def judged_project(tmp_path_factory: pytest.TempPathFactory, name: str, questions: tuple[str, ...]) -> Path:
+    """The project fixture indexed, with one answer per question judged by `none` (what audit tests re-judge)."""
+    from assay.flows.index import run_index
+    from assay.flows.query import run_query
+    from assay.stages.core.config import Settings
+
+    root = tmp_path_factory.mktemp(name) / "project"
+    shutil.copytree(FIXTURES / "project", root)
+    run_index(str(root))
+    for q in questions:
+        run_query(str(root), q, Settings(judge="none"))
+    return root
+
+
 @pytest.fixture(scope="session")
 def prefect_server():
     """A real Prefect API server on loopback for the flow-level tests (~20 s once per session)."""

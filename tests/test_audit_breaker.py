@@ -14,8 +14,6 @@ from typer.testing import CliRunner
 
 from assay.flows.audit import run_audit
 from assay.flows.cli import app
-from assay.flows.index import run_index
-from assay.flows.query import run_query
 from assay.stages.audit import rejudge as audit_jobs
 from assay.stages.audit.report import render_markdown
 from assay.stages.core.artifacts import Candidate, Judgment, PassageScores, RankedPassage, Selection, Thresholds
@@ -26,7 +24,7 @@ from assay.stages.core.llm_clients import (
 from assay.stages.index.store import Catalog
 from assay.stages.query.ledger import record_calls, render, summary
 from assay.stages.query.report import status_of
-from tests.conftest import FIXTURES
+from tests.conftest import judged_project
 from tests.fakes import FakeOllama, SilentServer
 
 runner = CliRunner()
@@ -36,12 +34,7 @@ SECRET = "hunter2pass"
 @pytest.fixture(scope="module")
 def asked(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An indexed project with three answers judged by `none` (copied per test: audits write into it)."""
-    root = tmp_path_factory.mktemp("audit-breaker") / "project"
-    shutil.copytree(FIXTURES / "project", root)
-    run_index(str(root))
-    for q in ("how does retry_call back off?", "merge cookies", "where is the session sent?"):
-        run_query(str(root), q, Settings(judge="none"))
-    return root
+    return judged_project(tmp_path_factory, "audit-breaker", ("how does retry_call back off?", "merge cookies", "where is the session sent?"))
 
 
 @pytest.fixture()

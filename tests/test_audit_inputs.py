@@ -15,14 +15,13 @@ from typer.testing import CliRunner
 from assay.flows.audit import run_audit
 from assay.flows.cli import app
 from assay.flows.index import run_index
-from assay.flows.query import run_query
 from assay.stages.audit import stats as audit_stats
 from assay.stages.audit.report import render_markdown
 from assay.stages.audit.snapshots import SNAPSHOT_SCHEMA, judgments_dir
 from assay.stages.core.artifacts import Judgment
 from assay.stages.core.config import Settings
 from assay.stages.query.threshold import default_thresholds
-from tests.conftest import FIXTURES
+from tests.conftest import judged_project
 from tests.fakes import FakeOllama
 from tests.test_audit import row
 
@@ -33,12 +32,7 @@ NO_JUDGE = {"ASSAY_JUDGE": "none"}  # calibration and the injection baseline are
 @pytest.fixture(scope="module")
 def asked(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An indexed project with two answers judged by `none` (copied per test that writes re-judgments)."""
-    root = tmp_path_factory.mktemp("audit-inputs") / "project"
-    shutil.copytree(FIXTURES / "project", root)
-    run_index(str(root))
-    for q in ("how does retry_call back off?", "merge cookies"):
-        run_query(str(root), q, Settings(judge="none"))
-    return root
+    return judged_project(tmp_path_factory, "audit-inputs", ("how does retry_call back off?", "merge cookies"))
 
 
 @pytest.fixture()
