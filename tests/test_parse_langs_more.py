@@ -131,7 +131,7 @@ def test_typescript_declarations_without_bodies_are_definitions() -> None:
     assert got[("function", "loadConfig")] == (2, 2)
     assert got[("function", "globalHelper")] == (6, 6)
     assert got[("method", "Legacy.run")] == (9, 9)
-    entities, _ = parse("user.ts", USER_TS)
+    entities, _ = parse("user.d.ts", USER_TS)  # a declaration file: its member signatures are its definitions
     got = spans(entities)
     assert got[("method", "Repository.get")] == (2, 2)
     assert got[("method", "Repository.save")] == (4, 4)
@@ -139,14 +139,18 @@ def test_typescript_declarations_without_bodies_are_definitions() -> None:
     assert ("method", "takes.run") not in got and not any(q.endswith(".run") for _, q in got)  # an inline type's member
     assert next(e for e in entities if e.qualname == "Repository.save").docstring == "Stores it."
     assert next(e for e in entities if e.qualname == "Repository.save").params == ["item"]
+    # in a `.ts` file they stay lines of their interface or class: as definitions they crowded search (semble zod)
+    got = spans(parse("user.ts", USER_TS)[0])
+    assert ("interface", "Repository") in got and not any(q.startswith(("Repository.", "Shape.")) for _, q in got)
     ambient = next(e for e in parse("types.d.ts", TYPES_D_TS)[0] if e.qualname == "globalHelper")
     assert ambient.docstring == "A helper the page defines."  # the doc above `declare`
 
 
 def test_graph_finds_typescript_declarations_by_name(tmp_path: Path) -> None:
-    catalog = load(tmp_path, {"src/types.d.ts": TYPES_D_TS, "src/user.ts": USER_TS})
+    catalog = load(tmp_path, {"src/types.d.ts": TYPES_D_TS, "src/user.d.ts": USER_TS.split("export function takes")[0],
+                              "src/user.ts": USER_TS.split("export abstract class")[0] + USER_TS.split("void {}\n")[1]})
     assert graph.callers(catalog, "loadConfig").targets == ["loadConfig src/types.d.ts:2"]
-    assert ("Service.register", 16, False) in sites(catalog, "callers", "Repository.save")
+    assert {e for e, _, _ in sites(catalog, "callers", "Repository.save")} == {"Service.register"}  # the .d.ts's
 
 
 OVERLOADS_TS = """\
