@@ -479,7 +479,9 @@ def history(path: str, name: str, limit: int = 20) -> CallToolResult:
         res = entity_history(root, name, limit)
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
-    return result(mcp_words(render_history(res)), res.model_dump())
+    # only the note is Assay's advice: a commit subject quoting `assay index` stays as it was written
+    shown = res.model_copy(update={"note": mcp_words(res.note)}) if res.note else res
+    return result(render_history(shown), res.model_dump())
 
 
 @server.tool(description=("Project brief (purpose, entry points, packages, key classes, tests, config). Byte-stable: put it "

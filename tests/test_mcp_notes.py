@@ -118,3 +118,16 @@ def test_the_cli_search_shows_a_notes_control_characters(tmp_path: Path) -> None
     res = CliRunner().invoke(app, ["search", "quasar rule beep", str(tmp_path), "--max-tokens", "800"])
     assert res.exit_code == 0 and "\x1b" not in res.output and "\x07" not in res.output
     assert "\u241b[31mred" in res.output
+
+
+def test_mcp_history_quotes_commit_subjects_verbatim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.test_git_changes import commit_all, init_repo
+
+    monkeypatch.setenv("ASSAY_ALLOWED_ROOTS", str(tmp_path))
+    root = init_repo(tmp_path / "ws")
+    (root / ".gitignore").write_text(".assay/\n")
+    (root / "core.py").write_text("def helper(x):\n    return x * 2\n")
+    commit_all(root, "Fix helper; run `assay index --rebuild` after pulling")
+    run_index(str(root))
+    shown = text(m.history(str(root), "helper"))
+    assert "run `assay index --rebuild` after pulling" in shown  # was reworded into MCP terms like Assay's own advice
