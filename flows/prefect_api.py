@@ -79,20 +79,19 @@ def serves_prefect(url: str, timeout: float = 5.0) -> bool:
 
     if not is_loopback_url(url):
         return True
-    if not answers(url):  # refused: no need to wait on HTTP
-        return False
-    import http.client
+    return answers(url) and healthy(url, timeout)  # refused: no need to wait on HTTP
 
-    parts = urlsplit(url)
-    kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    conn = kind(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
+
+def healthy(url: str, timeout: float) -> bool:
+    """Whether `<url>/health` answers 200 (a Prefect API, not just any web server on the port). Never through the
+    environment's proxy: the APIs asked are on this machine."""
+    import httpx
+
     try:
-        conn.request("GET", parts.path.rstrip("/") + "/health")
-        return conn.getresponse().status == 200
-    except (OSError, http.client.HTTPException):
+        with httpx.Client(timeout=timeout, trust_env=False) as client:
+            return client.get(f"{url.rstrip('/')}/health").status_code == 200
+    except httpx.HTTPError:
         return False
-    finally:
-        conn.close()
 
 
 def configured_source(url: str) -> str:
@@ -158,17 +157,12 @@ def stop_on_signals() -> None:
 
 def wait_until_healthy(url: str, proc: subprocess.Popen, timeout: float = 180.0) -> bool:
     """Poll `<api>/health` until the server answers; False when it exits or the time runs out."""
-    import httpx
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             return False
-        try:
-            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                return True
-        except httpx.HTTPError:
-            pass
+        if healthy(url, timeout=2):
+            return True
         time.sleep(0.5)
     return False
 

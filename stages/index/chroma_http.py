@@ -28,7 +28,7 @@ def http_client(url: str, settings):
 
     parsed = urlparse(url if "://" in url else f"http://{url}")
     host = parsed.hostname or "127.0.0.1"
-    if proxy_free(url if "://" in url else f"http://{url}"):
+    if proxy_free(url):  # reads a scheme-less URL as http, as above
         bypass_proxy_for(f"[{host}]" if ":" in host else host)
     return chromadb.HttpClient(host=host, port=parsed.port or (443 if parsed.scheme == "https" else 8000),
                                ssl=parsed.scheme == "https", settings=settings)
