@@ -14,7 +14,7 @@ from assay.stages.audit import stats as audit_stats
 from assay.stages.audit.charts import calibration_heatmap, reliability_diagram, score_histograms, verdict_bars
 from assay.stages.audit.report import render_markdown
 from assay.stages.core.config import DATA_DIR, Settings
-from assay.stages.core.llm_clients import timeout_breaker
+from assay.stages.core.llm_clients import LLMError, timeout_breaker
 from assay.stages.core.workspace import resolve_workspace, state_dir
 from assay.tasks import audit as t
 from assay.tasks.artifacts import publish_markdown
@@ -25,6 +25,9 @@ def check_judges_local_mode(settings: Settings, judges: Iterable[str | None]) ->
     server off loopback, is refused with `ask`'s one line before any passage is sent. These jobs write no answer and
     run no guard, so the settings' writer and guard are left out of the check."""
     for backend in judges:
+        if backend == "cloud" and settings.mode == "local":  # ask's line names ask's --judge; a job's judge is its own
+            raise LLMError("local mode: the cloud judge is not allowed for this job; choose local, ollama or systemone, "
+                           "or set ASSAY_MODE=hybrid")
         if backend:
             check_local_mode(settings.model_copy(update={"judge": backend, "synth": "extractive", "guard": "local"}))
 
@@ -63,8 +66,8 @@ def _judged(
         summary = call(t.rejudge, root, table, rejudge, settings)
         table = call(t.load, root, start, end)
     rows = table.to_pylist()
-    data: dict = {
-        "workspace": str(root), "snapshots": {"passages": len(rows), "queries": len({r["query_id"] for r in rows}),
+    data: dict = {  # the header counts what the distributions table counts: passages a judge scored
+        "workspace": str(root), "snapshots": {**audit_stats.snapshot_counts(table),
                                               "unreadable": audit_stats.unreadable_snapshots(table),
                                               "ranged": bool(start or end)},
         "distributions": audit_stats.distributions(table), "rejudged_queries": summary["queries"] if summary else 0,

@@ -60,6 +60,14 @@ def _settings(**overrides):
     return settings
 
 
+def _at_most(option: str, value: int | None, most: int, variable: str = "") -> None:
+    """An option's upper bound, one line naming it (and its variable, which has the same range): typer's `max=`
+    prints a usage box, and an unbounded value failed late (an int32 snapshot column, git's 32-bit `-n`)."""
+    if value is not None and value > most:
+        also = f", as for {variable}" if variable else ""
+        raise ValueError(f"{option}: must be {most} or less{also} (got {value})")
+
+
 def _fail(exc: BaseException) -> None:
     if os.environ.get("ASSAY_DEBUG", "").strip().lower() in ("1", "true", "yes", "on"):  # `ASSAY_DEBUG=0` is off
         raise exc
@@ -166,7 +174,7 @@ def status(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -
         if as_json:
             typer.echo(json.dumps({"workspace": str(root), "indexed": False, "last_run": last_run, "run": run}))
             return
-        typer.echo(f"{root}: not indexed (run `assay index {path}`)")
+        typer.echo(_not_indexed_line(root, path))
         if run is not None:
             typer.echo(f"run: {run_line(run)}")
         return
@@ -196,11 +204,24 @@ def status(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -
     typer.echo("by kind: " + ", ".join(f"{k} {v}" for k, v in data["by_kind"].items()))
 
 
+def _not_indexed_line(root: Path, path: str) -> str:
+    """`status` of a folder with no index: the command to paste (shell-quoted), or, for a subfolder of an indexed
+    workspace, that workspace (a second, nested index is rarely what was meant)."""
+    import shlex
+
+    from assay.stages.core.workspace import indexed_workspace_of
+
+    holder = indexed_workspace_of(root.parent)
+    if holder is not None:
+        return f"{root}: not indexed; it lies inside the indexed workspace {holder} (run `assay status {shlex.quote(str(holder))}`)"
+    return f"{root}: not indexed (run `assay index {shlex.quote(path)}`)"
+
+
 @app.command()
 def search(
     query: str = typer.Argument(..., help="what to look for, in words or identifiers"),
     path: str = PathArg,
-    k: int = typer.Option(10, "-k", min=1, help="how many results"),
+    k: int = typer.Option(10, "-k", min=1, help="how many results (at most 1000)"),
     mode: str = typer.Option("hybrid", help="hybrid | dense | bm25"),  # the search stage refuses any other
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1, help="print whole entities best-first within this budget"),
     outline: bool = typer.Option(False, "--outline", help="signatures and locations only"),
@@ -230,25 +251,32 @@ def search(
     from assay.stages.query.retrieve import search as search_stage
 
     mark_one_shot()  # one query in this process: skip loading that pays only over many
+    from assay.stages.core.config import MAX_RESULTS
+
     try:
+        _at_most("-k", k, MAX_RESULTS)  # a pool of 2**32 overflowed the vector store and blamed the index
         result = search_stage(resolve_workspace(path), query, _settings(), k=k, mode=mode)
     except Exception as exc:  # noqa: BLE001
         _fail(exc)
         return
     hits = result.candidates
-    if as_json:
-        typer.echo(json.dumps([c.model_dump(exclude={"body"}) for c in hits]))
-        return
-    if max_tokens is not None or outline:
-        from assay.stages.core.visible import visible
-        from assay.stages.query.budget import search_text
+    if as_json:  # the MCP tool's structured content: rows with `why`, the degraded-retrieval note, the freshness
+        from assay.stages.query.budget import search_json
 
-        typer.echo(visible(search_text(hits, max_tokens, outline, why=explain)))  # a note's body may hold an ESC
+        typer.echo(json.dumps(search_json(query, result, explain)))
         return
+    # every text form says when retrieval was degraded and what the index reflects (stderr: the rows stay rows)
     if result.note:
         typer.echo(f"note: {result.note}", err=True)
     if result.freshness is not None:
         typer.echo(f"index: {result.freshness.line()}", err=True)
+    if max_tokens is not None or outline:
+        from assay.stages.core.visible import visible
+        from assay.stages.query.budget import search_text
+
+        # a note's body may hold an ESC
+        typer.echo(visible(search_text(hits, max_tokens, outline, why=explain, budget_name="--max-tokens")))
+        return
     rows = [
         (str(position), c.entity + (" (stale)" if c.stale else ""), c.kind, f"{c.file}:{c.start_line}-{c.end_line}",
          f"{c.distance:.3f}" if c.distance is not None else "-", f"{c.bm25:.2f}" if c.bm25 is not None else "-",
@@ -338,8 +366,16 @@ def impact(name: str = NameArg, path: str = PathArg, depth: int = typer.Option(3
     _graph("impact", name, path, depth, limit, as_json)
 
 
+def _terminal_line(text: str) -> str:
+    """`text` as one terminal line: control characters in file names (an ESC that retitles the window, a newline
+    that splits the line `watch` promises per run) shown as symbols, as `visible` shows them in reports."""
+    from assay.stages.core.visible import visible
+
+    return visible(text).replace("\n", "\u240a")
+
+
 @app.command()
-def watch(path: str = PathArg, debounce: Optional[int] = typer.Option(None, min=0, help="ms of quiet before a batch re-indexes (default 1600)")) -> None:
+def watch(path: str = PathArg, debounce: Optional[int] = typer.Option(None, min=0, help="ms of quiet before a batch re-indexes (default 1600, at most 600000)")) -> None:
     """Keep the index fresh: watch the workspace and re-index what changed (Ctrl-C stops).
 
     It first catches up on what changed while nothing watched (an unindexed folder is indexed). Respects
@@ -352,13 +388,13 @@ def watch(path: str = PathArg, debounce: Optional[int] = typer.Option(None, min=
 
       assay watch ~/src/myrepo --debounce 500"""
     from assay.flows.watch import watch_workspace
+    from assay.stages.core.config import MAX_DEBOUNCE_MS
     from assay.stages.core.workspace import resolve_workspace
 
     try:
         root = resolve_workspace(path)
-        settings = _settings()
-        if debounce is not None:
-            settings = settings.model_copy(update={"watch_debounce_ms": debounce})
+        _at_most("--debounce", debounce, MAX_DEBOUNCE_MS, "ASSAY_WATCH_DEBOUNCE_MS")
+        settings = _settings(watch_debounce_ms=debounce)  # checked: model_copy took 10**20 and watchfiles overflowed
     except Exception as exc:  # noqa: BLE001
         _fail(exc)
         return
@@ -366,12 +402,15 @@ def watch(path: str = PathArg, debounce: Optional[int] = typer.Option(None, min=
     def said(changed: list[str], report, error) -> None:
         head = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
         if error is not None:
-            typer.echo(f"{head}: re-index failed: {one_line(error)}")
+            typer.echo(_terminal_line(f"{head}: re-index failed: {one_line(error)}"))
         else:
-            typer.echo(f"{head}: re-indexed {report.files_parsed} file(s), {report.entities_total} entities")
+            typer.echo(_terminal_line(f"{head}: re-indexed {report.files_parsed} file(s), {report.entities_total} entities"))
 
-    typer.echo(f"watching {root} (Ctrl-C stops)")
-    watch_workspace(root, settings, on_run=said, catch_up=True)
+    typer.echo(_terminal_line(f"watching {root} (Ctrl-C stops)"))
+    try:
+        watch_workspace(root, settings, on_run=said, catch_up=True)
+    except Exception as exc:  # noqa: BLE001 - the watcher's own failure (not a run's: those print a line and go on)
+        _fail(exc)
 
 
 @app.command()
@@ -402,7 +441,7 @@ def changed(path: str = PathArg, since: str = typer.Option("HEAD", help="a commi
 
 
 @app.command()
-def history(name: str = NameArg, path: str = PathArg, limit: int = typer.Option(20, min=1, help="newest commits shown"),
+def history(name: str = NameArg, path: str = PathArg, limit: int = typer.Option(20, min=1, help="newest commits shown (at most 10000)"),
             as_json: bool = typer.Option(False, "--json")) -> None:
     """Commits that changed NAME's lines (git log -L), newest first: for "why is this like this" questions.
     Uncommitted edits are allowed: NAME's lines are mapped to HEAD's first; a name several definitions share is an
@@ -415,11 +454,12 @@ def history(name: str = NameArg, path: str = PathArg, limit: int = typer.Option(
       assay history Session.send --limit 5
 
       assay history requests/sessions.py:send ~/src/myrepo --json"""
-    from assay.stages.query.git_history import render_history
+    from assay.stages.query.git_history import check_history_limit, render_history
     from assay.stages.query.git_questions import entity_history
     from assay.stages.core.workspace import resolve_workspace
 
     try:
+        check_history_limit(limit)  # before the index is read: git wraps -n past 2**31 and showed no commit
         res = entity_history(resolve_workspace(path), name, limit)
     except Exception as exc:  # noqa: BLE001
         _fail(exc)
@@ -492,9 +532,14 @@ def install(
       assay install                        # the server may touch this folder
 
       assay install --root ~/src --root ~/work --dry-run"""
-    from assay.stages.core.install import apply, server_entry
+    from assay.stages.core.install import allowed_roots, apply, server_entry
 
-    _print_actions(apply(Path.home(), server_entry(roots or [Path.cwd()]), dry_run), dry_run)
+    try:
+        entry = server_entry(allowed_roots(roots or [Path.cwd()]))
+    except ValueError as exc:
+        _fail(exc)
+        return
+    _print_actions(apply(Path.home(), entry, dry_run), dry_run)
 
 
 @app.command()
@@ -531,7 +576,7 @@ def ask(
     synth: Optional[str] = typer.Option(None, help="extractive (default) | ollama | cloud"),
     guard: Optional[str] = typer.Option(None, help="faithfulness guard: local (default) | ollama | cloud | systemone"),
     route: Optional[str] = typer.Option(None, help="auto (default) | local | cloud"),
-    top_k: Optional[int] = typer.Option(None, "--top-k", min=1, help="passages kept for the answer"),
+    top_k: Optional[int] = typer.Option(None, "--top-k", min=1, help="passages kept for the answer (at most 1000)"),
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=0, help="budget of the printed report (default 2000; 0: no budget)"),
     as_json: bool = typer.Option(False, "--json", help="print the full report as JSON"),
 ) -> None:
@@ -552,7 +597,10 @@ def ask(
     from assay.stages.core.one_shot import mark_one_shot
 
     mark_one_shot()  # one query in this process: skip loading that pays only over many
+    from assay.stages.core.config import MAX_RESULTS
+
     try:
+        _at_most("--top-k", top_k, MAX_RESULTS, "ASSAY_TOP_K")  # 2**31 lost the answer at the int32 snapshot write
         settings = _settings(judge=judge, synth=synth, guard=guard, route=route, top_k=top_k)
         if max_tokens is not None:
             settings = settings.model_copy(update={"max_tokens": max_tokens or None})

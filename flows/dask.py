@@ -31,7 +31,9 @@ def spread_for(spec: str) -> Spread:
         workers = int(spec[6:])
         return Spread(workers, shares=2 * workers, threads=max(1, (os.cpu_count() or 1) // workers))
     if spec.startswith("tcp://") and len(spec) > 6:
-        if os.environ.get("ASSAY_MODE", "local") == "local":  # the workers read the code
+        from assay.flows.runtime import local_mode
+
+        if local_mode():  # the workers read the code (`ASSAY_MODE=` is local too, as Settings reads it)
             require_loopback(spec.replace("tcp://", "http://", 1), "the Dask scheduler (ASSAY_DASK)")
         return Spread(None, shares=REMOTE_SHARES, threads=None)
     raise ValueError(f"ASSAY_DASK={spec!r} is neither local:N (N worker processes here) nor tcp://host:port (a scheduler)")

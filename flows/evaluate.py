@@ -20,7 +20,8 @@ from assay.flows import runtime  # noqa: F401
 from assay.flows.index import index_pipeline
 from assay.flows.query import query_pipeline
 from assay.flows.runtime import Caller, direct_call, flow_exports, lazy_flow, prefect_call, run_flow
-from assay.stages.core.config import Settings
+from assay.stages.core.config import Settings, eval_dir
+from assay.stages.query.threshold import default_thresholds
 from assay.tasks import evaluate as t
 
 DEFAULT_CORPORA = ("requests", "pytest")  # what `assay eval` runs when no --corpus is named
@@ -29,7 +30,7 @@ JUDGE_CLEAN_CORPORA = ("requests==2.32.5", "pytest==8.4.2")
 
 
 def eval_home() -> Path:
-    return Path(os.environ.get("ASSAY_EVAL_DIR", Path.home() / ".assay" / "eval"))
+    return eval_dir()
 
 
 def questions_dir_candidates() -> list[Path]:
@@ -92,7 +93,8 @@ def evaluate_pipeline(
     bipia = Path(bipia_dir) if bipia_dir else qdir.parent / "bipia"
     judges = judges or ["local", "none"]
     results: dict = {"created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "settings": {
-        "embedder": settings.embedder, "pool_size": settings.pool_size, "top_k": settings.top_k, "judges": judges}, "corpora": {}}
+        "embedder": settings.embedder, "pool_size": settings.pool_size, "top_k": default_thresholds("local", settings.thresholds, settings.chosen_top_k()).top_k,
+        "judges": judges}, "corpora": {}}
     rows: list[dict] = []
     for name in corpora:
         root = call(t.prepare_corpus, available[name], home)

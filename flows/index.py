@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from assay.flows import runtime  # noqa: F401  (Prefect settings before Prefect loads)
 
 from assay.flows.dask import Spread, spread_for
@@ -11,13 +14,14 @@ from assay.stages.core import registry
 from assay.stages.core.artifacts import IndexReport
 from assay.stages.core.config import Settings
 from assay.stages.core.llm_clients import require_local_stores
-from assay.stages.core.progress import ProgressSink, StatusSink, progress_for, status_run
+from assay.stages.core.progress import STORED, ProgressSink, StatusSink, progress_for, status_run
 from assay.stages.core.workspace import collection_name, resolve_workspace
 from assay.stages.index.embed import check_switch, embedder_for
 from assay.stages.index.incremental import (
-    build_report, carried_pending, merge_shares, moved_reason, next_collection, next_manifest, shares,
+    build_report, carried_pending, merge_shares, moved_reason, next_collection, next_manifest, shares, stored_vectors,
 )
-from assay.stages.index.store import Catalog, VectorStore, mark_embedded, write_lock
+from assay.stages.index.notes import backfill_notes_log, recover_notes, rescue_notes
+from assay.stages.index.store import Catalog, VectorStore, mark_embedded, storage_failure, write_lock
 from assay.stages.index.vector_cache import EmbedCache, remember, split_cached
 from assay.tasks import index as t
 
@@ -53,6 +57,7 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
     with write_lock(root, on_wait=wait_turn):
         if waited:
             progress_for(root).advance("waiting")
+        rescued = rescue_notes(root) if rebuild else None  # before the plan sets a damaged catalog aside
         previous, plan, settings = call(t.plan, root, discovery, settings, rebuild)
         require_local_stores(settings)  # the embedder the workspace keeps may be an Ollama one: before it is asked
         check_switch(embedder_for(settings), previous.embedder if previous is not None else None)  # before any write
@@ -64,13 +69,15 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
             plan = plan.model_copy(update={"rebuild_reason": moved})
         entities = [e for pf in parsed.files for e in pf.entities]
         if plan.rebuild and previous is not None and previous.notes:
-            entities.extend(Catalog(root).get(previous.notes).values())
+            previous, plan, notes = _carry_notes(root, previous, plan, rescued)
+            entities.extend(notes)
         carried = carried_pending(previous, plan, collection)
         embedder = embedder_for(settings)
         sources = {f.path: f for f in discovery.files}
         manifest = next_manifest(root, previous, plan, parsed, sources, embedder.name, embedder.dimension, collection,
                                  to_embed=[e.id for e in entities] + carried)
         call(t.purge, root, manifest)  # BM25 and the manifest: queryable from here on
+        backfill_notes_log(root, manifest.notes)  # notes from before the log: logged now, so they outlive the catalog
         lap("lexical")
         manifest, lost = call(t.prepare_vectors, root, previous, plan, settings)
         lap("store")
@@ -81,6 +88,9 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
             pending = entities + list(Catalog(root).get(carried).values())
         scan = call(t.start_scan, root, pending)
         sink = progress_for(root)
+        stored, in_index = stored_vectors(manifest)
+        sink.start(STORED, in_index)  # counted as a search counts it: an interrupted run's status says the same
+        sink.skip(STORED, stored)
         sink.start("embed", len(pending))
         if spread:
             manifest, truncated, cached = _embed_spread(root, collection, pending, settings, spread, manifest)
@@ -96,6 +106,22 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
         catalog.counts("kind"), catalog.counts("language"),
     )
     return call(t.report, data.model_copy(update={"embed_cached": cached}))
+
+
+def _carry_notes(root, previous, plan, rescued: dict | None):
+    """A rebuild re-stores the notes (user data: no parse brings them back), read from the catalog or, where a
+    damaged one was set aside, from the notes log (`rescued`, read before that). A note in neither is dropped from
+    the manifest, so `status` does not count it, and the report says so. Returns (previous, plan, notes)."""
+    found = rescued if rescued is not None else recover_notes(root, previous.notes)
+    notes = [found[i] for i in previous.notes if i in found]
+    Catalog(root).replace(notes, [])  # a fresh catalog (the damaged one set aside) has none of them
+    lost = len(previous.notes) - len(notes)
+    if lost:
+        previous = previous.model_copy(update={"notes": [n.id for n in notes]})
+        said = (f"{lost} note{'s' if lost > 1 else ''} could not be recovered: neither the catalog nor the notes log "
+                f"holds {'them' if lost > 1 else 'it'} (a damaged catalog is kept as catalog.sqlite.damaged)")
+        plan = plan.model_copy(update={"rebuild_reason": "; ".join(filter(None, (plan.rebuild_reason, said)))})
+    return previous, plan, notes
 
 
 def _drop_replaced(root, settings: Settings, previous, collection: str) -> None:
@@ -118,9 +144,18 @@ def _embed_in_slices(root, collection: str, pending: list, settings: Settings, c
         cached += embedded.cached
         lap("embed")
         call(t.store_vectors, root, collection, embedded, settings)
-        manifest = mark_embedded(root, embedded, manifest)
+        manifest = _mark_stored(root, embedded, manifest)
         lap("store")
     return manifest, truncated, cached
+
+
+def _mark_stored(root, batch, manifest):
+    """Cross a stored slice off the manifest, and count it in the run's status the way a search's dense note does
+    (`stored_vectors`), so a run cut short reports what a search finds."""
+    before = stored_vectors(manifest)[0]
+    manifest = mark_embedded(root, batch, manifest)
+    progress_for(root).advance(STORED, stored_vectors(manifest)[0] - before)
+    return manifest
 
 
 def _parse_spread(root, files, settings: Settings, spread: Spread):
@@ -149,7 +184,7 @@ def _embed_spread(root, collection: str, pending: list, settings: Settings, spre
         known, missing = split_cached(pending, name, cache)
         if known is not None:
             t.store_vectors(root, collection, known, settings)
-            manifest = mark_embedded(root, known, manifest)
+            manifest = _mark_stored(root, known, manifest)
             sink.skip("embed", len(known.ids))
         slices = [missing[i : i + EMBED_STORE_BATCH] for i in range(0, len(missing), EMBED_STORE_BATCH)]
         futures = [t.embed_slice.submit(piece, settings, spread.threads) for piece in slices]
@@ -157,7 +192,7 @@ def _embed_spread(root, collection: str, pending: list, settings: Settings, spre
             batch = future.result()
             remember(cache, name, piece, batch.vectors)
             t.store_vectors(root, collection, batch, settings)
-            manifest = mark_embedded(root, batch, manifest)
+            manifest = _mark_stored(root, batch, manifest)
             truncated += batch.truncated
             sink.advance("embed", len(piece))
     finally:
@@ -187,7 +222,7 @@ def run_index(workspace: str, settings: Settings | None = None, rebuild: bool = 
 
         check_scheduler(s.dask)  # before the run: Dask retries a refused scheduler for 30 s, then names no fix
     require_local_stores(s)  # local mode: a Chroma server or Ollama embedder beyond loopback, refused before any socket
-    with status_run(root, watcher, status) as tracked:
+    with status_run(root, watcher, status) as tracked, machine_limits(root):
         if s.dask:  # a Prefect run on a DaskTaskRunner, recorded by an API its workers reach too
             from assay.flows.dask import task_runner
             from assay.flows.prefect_api import api_for_workers
@@ -203,6 +238,19 @@ def run_index(workspace: str, settings: Settings | None = None, rebuild: bool = 
     return report
 
 
+@contextmanager
+def machine_limits(root) -> Iterator[None]:
+    """A run that a limit of the machine stopped (a full disk Chroma's writer does not name, a file-size limit SQLite
+    calls "disk I/O error") fails with that said and its remedy, in the status file too (inside `status_run`)."""
+    try:
+        yield
+    except Exception as exc:
+        failure = storage_failure(root, exc)
+        if failure is None:
+            raise
+        raise failure from exc
+
+
 def run_summary(report: IndexReport) -> dict:
     """What a finished run's status keeps of its report."""
     return {"files": report.files_seen, "files_parsed": report.files_parsed, "entities": report.entities_total,
@@ -210,4 +258,19 @@ def run_summary(report: IndexReport) -> dict:
             "dense_pending": report.dense_pending, "skipped": report.skipped}
 
 
-__getattr__ = flow_exports(index_flow=_index_flow)  # the Prefect flow, built on first access (prefect.yaml)
+@lazy_flow("assay-index")
+def _deployed_index_flow(workspace: str, rebuild: bool = False, settings: Settings | None = None) -> IndexReport:
+    """Index (or incrementally re-index) a workspace into its own `.assay/` store, as a deployment run (prefect.yaml's
+    scheduled-reindex): tracked in `.assay/status.json` and registered as `run_index` does for every other door, so
+    `assay status` and MCP `index_status` show a scheduled run (running, done or failed) like a CLI one."""
+    s = settings or Settings()
+    root = resolve_workspace(workspace)
+    require_local_stores(s)
+    with status_run(root) as tracked:
+        report = _index_flow.fn(workspace, rebuild=rebuild, settings=s)
+        tracked.finish("done", run_summary(report))
+    registry.register(root)
+    return report
+
+
+__getattr__ = flow_exports(index_flow=_deployed_index_flow)  # the Prefect flow, built on first access (prefect.yaml)

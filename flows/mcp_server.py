@@ -32,7 +32,8 @@ from assay.stages.core import registry
 from assay.stages.core.errors import one_line
 from assay.stages.core import progress as prog
 from assay.stages.core.config import Settings
-from assay.stages.core.workspace import WorkspaceError, check_allowed, inside, owns_collection, parse_roots, resolve_workspace, state_dir
+from assay.stages.core.workspace import (WorkspaceError, check_allowed, inside, owns_collection, parse_roots,
+                                         refuse_assay_home, resolve_workspace, state_dir)
 from assay.stages.core.visible import visible
 
 if TYPE_CHECKING:
@@ -147,17 +148,21 @@ _MCP_WORDS = [
     (re.compile(r"\bRun `assay index --rebuild`"), "Call index_workspace with rebuild true"),
     (re.compile(r"\brun `assay index` or `assay watch`"), "call index_workspace"),
     (re.compile(r"\brun `assay index`"), "call index_workspace"),
+    (re.compile(r"\bRun `assay index`"), "Call index_workspace"),  # the BM25-missing note: "Run `assay index` (it rebuilds it)"
     (re.compile(r"\btry `assay search [^`\n]*`"), "try the search tool"),
+    (re.compile(r"\bassay search (\"[^\"\n]*\")"), r"the search tool, query \1"),  # `missing:`'s "look up its definition"
     (re.compile(r"\(see --json ([\w.]+)\)"), r"(see \1 in the structured content)"),
     (re.compile(r"\bsee --json\b"), "see the structured content"),
     (re.compile(r"\buse --json\b"), "read the structured content"),
     (re.compile(r"\(the JSON report holds them all\)"), "(the structured content holds them all)"),
+    (re.compile(r"\ba larger --max-tokens \(--json prints them all\)"), "a larger max_tokens (the structured content holds them all)"),
     (re.compile(r"\(raise --(limit|depth)\)"), r"(raise \1)"),
 ]
 _MCP_FLAGS = [  # bare flags: only in an error's one line, which quotes no source
     (re.compile(r"(?<![\w-])--(limit|depth)\b"), r"\1"),
     (re.compile(r"\be\.g\. --correct "), "e.g. correction: "),
     (re.compile(r"\buse --writer (\w+)"), r"use writer \1"),
+    (re.compile(r"\buse --(judge|guard|synth) "), r"use \1 "),  # local mode refusing a cloud backend
 ]
 
 
@@ -275,7 +280,7 @@ def index_status(path: str) -> CallToolResult:
 async def ask(question: str, path: str, ctx: Context, judge: str | None = None, synth: str | None = None,
               max_tokens: int | None = None) -> CallToolResult:
     from assay.flows.query import run_query
-    from assay.stages.query.report import report_text
+    from assay.stages.query.report import report_text, with_guidance
 
     try:
         root = workspace(path)
@@ -283,10 +288,19 @@ async def ask(question: str, path: str, ctx: Context, judge: str | None = None, 
         report = await _run(run_query, ctx, "answering", str(root), question, settings)
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
-    # re-rendered with Assay's advice in MCP terms; the answer, notes and code it quotes stay verbatim
+    # re-rendered with Assay's advice in MCP terms; the answer, notes and code it quotes stay verbatim. The guidance
+    # fields too, so the structured content says what the text says
+    report = _missing_in_mcp_words(with_guidance(report, mcp_words))
     text, tokens = report_text(report, settings.max_tokens, words=mcp_words)
     data = report.model_dump(mode="json", exclude={"text"}) | {"tokens_returned": tokens}
     return result(text, data)
+
+
+def _missing_in_mcp_words(report: Any) -> Any:
+    """The `missing:` guidance lines in MCP terms: the report words them without its `words` ("look up its
+    definition: assay search ..."); they are Assay's own advice, never quoted code."""
+    lines = [mcp_words(g) if g.startswith("missing: ") else g for g in report.guidance or []]
+    return report.model_copy(update={"guidance": lines})
 
 
 def _budget(max_tokens: int | None) -> int | None:
@@ -299,6 +313,7 @@ def _budget(max_tokens: int | None) -> int | None:
 @server.tool(description=("Retrieval only: the k best entities with file:line. query: words, a name, or a pasted error "
                           "message, log line or stack frame. max_tokens: whole entities best-first within it; outline: signatures only."))
 async def search(query: str, path: str, ctx: Context, k: int = 10, max_tokens: int | None = None, outline: bool = False) -> CallToolResult:
+    from assay.stages.query.budget import score_text, search_json, search_text
     from assay.stages.query.rank import explain
     from assay.stages.query.retrieve import check_query_text
     from assay.stages.query.retrieve import search as search_stage
@@ -311,31 +326,21 @@ async def search(query: str, path: str, ctx: Context, k: int = 10, max_tokens: i
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
     hits = res.candidates
-    rows = [
-        {"entity": c.entity, "id": c.id, "kind": c.kind, "file": c.file, "start_line": c.start_line, "end_line": c.end_line,
-         "distance": c.distance, "bm25": c.bm25, "rank": position, "signature": c.signature,
-         "score": c.rank_score, "signals": c.rank_signals, "why": explain(c), "stale": c.stale}
-        for position, c in enumerate(hits, start=1)
-    ]
+    data = search_json(query, res, explain, words=mcp_words)  # the CLI's --json, note in MCP terms
     text = "\n".join(
         f"{r['rank']}. {r['file']}:{r['start_line']}-{r['end_line']} [{r['entity']}] ({r['kind']}) "
-        f"distance={r['distance'] if r['distance'] is None else round(r['distance'], 3)} "
-        f"bm25={r['bm25'] if r['bm25'] is None else round(r['bm25'], 2)}" + (f" why: {r['why']}" if r["why"] else "")
+        f"distance={score_text(r['distance'], 3)} bm25={score_text(r['bm25'], 2)}" + (f" why: {r['why']}" if r["why"] else "")
         + (" STALE (file changed since indexing)" if r["stale"] else "")
         + (f" id={r['id']}" if r["kind"] == "note" else "")  # notes share .assay/notes:1: get_entity takes the id
-        for r in rows
+        for r in data["results"]
     ) or "no results"
     if budget is not None or outline:
-        from assay.stages.query.budget import search_text
-
         text = search_text(hits, budget, outline, why=explain)
-    note = mcp_words(res.note) if res.note else res.note
-    if note:
-        text += f"\nnote: {note}"
+    if data["note"]:
+        text += f"\nnote: {data['note']}"
     if res.freshness is not None:
         text += f"\nindex: {mcp_words(res.freshness.line())}"
-    return result(visible(text), {"query": query, "results": rows, "note": note,
-                         "freshness": res.freshness.model_dump() if res.freshness is not None else None})
+    return result(visible(text), data)
 
 
 @server.tool(description=("The exact source span of an entity, by file and line, or by (qualified) name or id (a note: "
@@ -347,17 +352,18 @@ def get_entity(path: str, file: str | None = None, line: int | None = None, name
     try:
         root = workspace(path)
         manifest = read_manifest(root)  # "not indexed yet" (or "in progress") rather than "no entity matches"
-        file = _workspace_file(root, file) if file else file
         catalog = Catalog(root)
         try:
+            file, line = _located(root, catalog.files(), file, line) if file else (file, line)
             if name:
                 matches = _named(catalog, name, file)
             elif file and line is not None:
                 matches = _innermost(catalog, file, line)
             else:
-                raise ValueError("give file and line, or name")
+                raise ValueError("give file and line (or a file:line receipt as file), or name")
             if not matches:
-                raise ValueError("no entity matches; try search first")
+                raise ValueError(f"no entity named {name!r}" + (f" in {file}" if file else "") + "; try search first"
+                                 if name else f"no entity covers {file}:{line}; try search first")
             first = matches[0]
             # a note is whole on its own: notes share one pseudo-file, and two alike in name are not parts of one
             parts = [first] if first.kind == "note" else catalog.parts_of(first.file, first.qualname, first.kind)
@@ -383,33 +389,82 @@ def get_entity(path: str, file: str | None = None, line: int | None = None, name
 
 def _named(catalog: Catalog, name: str, file: str | None) -> list[Entity]:
     """Entities by (qualified) name, else the one with that id (a note's `note-...` from remember or search)."""
+    from assay.stages.query.graph import Graph, named_targets, split_file
+
     found = catalog.by_name(name) or list(catalog.get([name]).values())
+    if not found and split_file(name)[0]:  # `file.py:name` or a receipt, as the graph tools take them
+        found = named_targets(Graph(catalog), name)  # none: the graph's one line saying which part is wrong
     return [e for e in found if file is None or e.file == file]
 
 
 def _innermost(catalog: Catalog, file: str, line: int) -> list[Entity]:
-    """The innermost entity covering file:line. Every note starts at line 1 of the one pseudo-file `.assay/notes`,
-    so there a line names a note only when one note alone covers it; else the id must (never a wrong note)."""
+    """The innermost entity covering file:line, a definition before the file entity of a file that holds only it.
+    Every note starts at line 1 of the one pseudo-file `.assay/notes`, so there a line names a note only when one
+    note alone covers it; else the id must (never a wrong note)."""
     from assay.stages.index.notes import NOTES_FILE
+    from assay.stages.query.graph import innermost
 
-    covering = [e for e in catalog.by_file(file) if e.start_line <= line <= e.end_line]
+    if line < 1:
+        raise ValueError(f"line must be 1 or more (lines count from 1; got {line})")
+    entities = catalog.by_file(file)
+    covering = [e for e in entities if e.start_line <= line <= e.end_line]
     if file == NOTES_FILE and len(covering) > 1:
         raise ValueError(f"{len(covering)} notes cover {file}:{line} (every note starts at line 1); give name: the "
                          "note's id (note-...) from search, notes or remember")
-    return sorted(covering, key=lambda e: e.end_line - e.start_line)[:1]
+    last = max((e.end_line for e in entities), default=0)
+    if line > last:
+        raise ValueError(f"line {line} is past the end of {file} (the index holds lines 1-{last})")
+    hit = innermost(entities, line)
+    return [hit] if hit is not None else []
 
 
-def _workspace_file(root: Path, file: str) -> str:
-    """A file argument as the catalog names it (workspace-relative, posix): an absolute path inside the workspace
-    and `./x.py` are the same file as `x.py`; a path escaping the workspace is refused."""
-    target = inside(root, file)  # raises for `..` and symlinks out
-    given = Path(os.path.normpath(file))
-    if given.is_absolute():
-        try:
-            return given.relative_to(root).as_posix()
-        except ValueError:  # reached through a symlink: name it by where it lies
-            return target.relative_to(root).as_posix()
-    return given.as_posix()
+def _located(root: Path, files: list[str], file: str, line: int | None) -> tuple[str, int | None]:
+    """The file argument as the catalog names it, and the line: a receipt `utils.py:1010` given as file says both."""
+    from assay.stages.query.graph import split_receipt
+
+    try:
+        return _workspace_file(root, files, file), line
+    except WorkspaceError:
+        raise  # escapes the workspace, with or without a line
+    except ValueError:
+        receipt = split_receipt(file)
+        if receipt is None:
+            raise
+    if line is not None and line != receipt[1]:
+        raise ValueError(f"file {file} names line {receipt[1]} and line is {line}; give the line once")
+    return _workspace_file(root, files, receipt[0]), receipt[1]
+
+
+def _workspace_file(root: Path, files: list[str], file: str) -> str:
+    """A file argument as the catalog names it (`files`): `./x.py`, `a\\x.py`, an absolute path inside the workspace
+    and the other Unicode normal form are the same file as `x.py`; a folder symlinked inside the workspace names the
+    file where it lies (the index skips symlinks). A path escaping the workspace is refused; else a one-line error
+    saying what the path is."""
+    import unicodedata
+
+    from assay.stages.query.graph import file_key
+
+    inside(root, file.replace("\\", "/"))  # raises for `..` and symlinks out
+    indexed = {unicodedata.normalize("NFC", f): f for f in files}
+    key = file_key(file, root)
+    if key in indexed:
+        return indexed[key]
+    lies = inside(root, key)
+    if lies != root and (real := file_key(lies.relative_to(root).as_posix())) in indexed:
+        return indexed[real]
+    raise ValueError(_not_indexed(root, file, key, indexed))
+
+
+def _not_indexed(root: Path, file: str, key: str, indexed: dict[str, str]) -> str:
+    """Why a file argument names no indexed file: a folder, a file the index skipped, or no such file."""
+    if (root / key).is_dir():
+        return f"{file} is a folder; give a file in it (workspace-relative, e.g. {key.rstrip('/')}/name.py) and a line"
+    if (root / key).exists():
+        return (f"{file} is not an indexed file (ignored, binary, too large, or added since indexing: call "
+                "index_workspace)")
+    near = sorted(f for k, f in indexed.items() if k.endswith("/" + key))[:3]
+    hint = f"; did you mean {', '.join(near)}?" if near else ""
+    return f"{file} is not an indexed file (not found in {root}; paths are workspace-relative, with /){hint}"
 
 
 def _changed_since_indexing(root: Path, manifest: Any, file: str) -> bool:
@@ -469,13 +524,12 @@ def changed_symbols(path: str, since: str = "HEAD") -> CallToolResult:
 
 @server.tool(description="Commits that changed an entity's lines (git log -L), newest first: for 'why is this like this'.")
 def history(path: str, name: str, limit: int = 20) -> CallToolResult:
-    from assay.stages.query.git_history import render_history
+    from assay.stages.query.git_history import check_history_limit, render_history
     from assay.stages.query.git_questions import entity_history
 
     try:
         root = workspace(path)
-        if limit < 1:  # git's -n0 would print no commit at all, -n-1 all of them; the CLI refuses both
-            raise ValueError(f"limit must be 1 or more (got {limit})")
+        check_history_limit(limit)  # the CLI's bounds: git's -n0 shows no commit, -n-1 all, past 2**31 it wraps
         res = entity_history(root, name, limit)
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
@@ -578,15 +632,16 @@ def _stop_watcher(root: Path) -> None:
 
 
 def _has_state(root: Path) -> bool:
-    """Whether the workspace has anything of Assay's to delete (never creates `.assay/`)."""
-    folder = state_dir(root)
-    return folder.is_dir() and any(child.name not in _KEPT_STATE for child in folder.iterdir())
+    """Whether the workspace is indexed, so that its `.assay/` is Assay's per-workspace state to delete (never
+    creates it). A folder's `.assay/` without a manifest may be anything, Assay's home (`~/.assay` of `~`) included."""
+    return (state_dir(root) / "manifest.json").is_file()
 
 
 def _delete_state(root: Path) -> None:
     """Delete the workspace's index, notes and snapshots (and its Chroma server collection) under the write lock."""
     from assay.stages.index.store import VectorStore, forget_cached_client, load_manifest, write_lock
 
+    refuse_assay_home(root)  # `workspace()` refused it already; this deletes, so it checks again
     with write_lock(root):
         manifest = load_manifest(root)
         s = _settings()

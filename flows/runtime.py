@@ -10,6 +10,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import date
 from typing import Any, TypeVar
 
 from assay.tasks.lazy import LazyPrefect
@@ -45,7 +46,11 @@ T = TypeVar("T")
 def quiet_prefect() -> Iterator[None]:
     from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
-    updates: dict[Any, Any] = {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
+    updates: dict[Any, Any] = {}
+    # off unless asked for: the heartbeat costs ~1 s of every run, and the server marks nothing Crashed by it on its
+    # own; a user who set up Prefect's zombie-flow automation sets PREFECT_FLOWS_HEARTBEAT_FREQUENCY and gets them
+    if not os.environ.get("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "").strip():
+        updates[PREFECT_FLOWS_HEARTBEAT_FREQUENCY] = None
     if os.environ.get("PREFECT_API_URL"):  # set after Prefect was imported (the MCP server's own API): honour it
         updates[PREFECT_API_URL] = os.environ["PREFECT_API_URL"]
     with temporary_settings(updates=updates):
@@ -53,11 +58,18 @@ def quiet_prefect() -> Iterator[None]:
 
 
 def orchestration_mode() -> str:
-    """ASSAY_ORCHESTRATION: `auto` (the default), `prefect` or `direct`."""
-    mode = os.environ.get("ASSAY_ORCHESTRATION", "auto").strip().lower() or "auto"
-    if mode not in ("auto", "prefect", "direct"):
-        raise ValueError(f"ASSAY_ORCHESTRATION={mode!r} is not one of auto, prefect, direct")
-    return mode
+    """ASSAY_ORCHESTRATION: `auto` (the default), `prefect` or `direct`, read as Settings reads it (empty is unset)."""
+    from assay.stages.core.config import env_setting
+
+    return env_setting("orchestration")
+
+
+def local_mode() -> bool:
+    """ASSAY_MODE is `local`, read as Settings reads it: `ASSAY_MODE=` (empty) is unset, so local. A raw read took
+    it for another mode and skipped the loopback refusal of a remote Prefect API or Dask scheduler."""
+    from assay.stages.core.config import env_setting
+
+    return env_setting("mode") == "local"
 
 
 def orchestrated() -> bool:
@@ -70,7 +82,7 @@ def orchestrated() -> bool:
     from assay.flows.prefect_api import configured_api, current_api, local_server_api, process_api
 
     configured = configured_api()
-    if configured and os.environ.get("ASSAY_MODE", "local") == "local":  # run records hold questions and paths
+    if configured and local_mode():  # run records hold questions and paths
         from assay.stages.core.llm_clients import require_loopback
 
         require_loopback(configured, "the Prefect API (PREFECT_API_URL)")
@@ -130,14 +142,96 @@ class Stopwatch:
 
 
 def flow_exports(**flows: LazyPrefect) -> Callable[[str], Any]:
-    """A module `__getattr__` that hands out the real Prefect flows (for `prefect.yaml` entrypoints)."""
+    """A module `__getattr__` that hands out the real Prefect flows for `prefect.yaml` entrypoints: each a flow of the
+    same name whose parameters are checked and converted first (`deployment_flow`), built once."""
+    built: dict[str, Any] = {}
 
     def module_getattr(name: str) -> Any:
-        if name in flows:
-            return flows[name].prefect
-        raise AttributeError(name)
+        if name not in flows:
+            raise AttributeError(name)
+        if name not in built:
+            built[name] = deployment_flow(flows[name])
+        return built[name]
 
     return module_getattr
+
+
+def deployment_flow(lazy: LazyPrefect) -> Any:
+    """The flow a deployment runs. A deployment run hands its parameters over as JSON (a day as "2030-01-01", the
+    settings as an object) and the flows skip Prefect's validation (`tasks.lazy.flow`), so each is converted to its
+    annotated type here, with a one-line error naming the parameter: they reached the flow raw and failed deep inside
+    (`'>=' not supported between 'datetime.date' and 'str'`)."""
+    import functools
+    import inspect
+
+    from prefect import flow as prefect_flow
+
+    fn = lazy.fn
+    signature = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        return fn(**deployment_parameters(fn, signature.bind(*args, **kwargs).arguments))
+
+    return prefect_flow(name=lazy.name, log_prints=False, validate_parameters=False)(checked)
+
+
+def deployment_parameters(fn: Callable[..., Any], arguments: dict[str, Any]) -> dict[str, Any]:
+    """`arguments` converted to `fn`'s annotations (pydantic's lax rules), or a one-line ValueError."""
+    import typing
+
+    hints = typing.get_type_hints(fn)
+    return {name: _parameter(name, hints.get(name), value) for name, value in arguments.items()}
+
+
+def _parameter(name: str, hint: Any, value: Any) -> Any:
+    from pydantic import TypeAdapter, ValidationError
+
+    from assay.stages.core.config import Settings
+
+    if value is None or hint is None:
+        return value
+    if Settings in typing_args(hint):
+        return deployment_settings(value)
+    try:
+        return TypeAdapter(hint).validate_python(value)
+    except ValidationError as exc:
+        msg = exc.errors()[0].get("msg", "invalid")
+        day = "; give a day as YYYY-MM-DD" if date in typing_args(hint) else ""
+        raise ValueError(f"deployment parameter {name}: {msg} (got {repr(value)[:120]}){day}") from None
+
+
+def typing_args(hint: Any) -> tuple[Any, ...]:
+    """The types a hint allows: `X | None` -> (X, NoneType), `X` -> (X,)."""
+    import typing
+
+    return typing.get_args(hint) or (hint,)
+
+
+def deployment_settings(value: Any) -> Any:
+    """A deployment's `settings` object as Settings: the worker's ASSAY_* environment with the object's fields over
+    it (as the CLI's options override the environment); an unknown or invalid field is one line naming it."""
+    from pydantic import ValidationError
+
+    from assay.stages.core.config import Settings
+
+    if isinstance(value, Settings):
+        return value
+    if not isinstance(value, dict):
+        raise ValueError(f"deployment parameter settings: must be an object of Assay settings, e.g. "
+                         f'{{"judge": "none"}} (got {value!r})'[:300])
+    unknown = sorted(set(value) - set(Settings.model_fields))
+    if unknown:
+        raise ValueError(f"deployment parameter settings: no such setting {', '.join(map(repr, unknown))}; the "
+                         "fields are those of the ASSAY_* variables, in lower case without ASSAY_ (e.g. judge, top_k)")
+    try:
+        return Settings(**value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first.get("loc", ()))
+        got = f" (got {first['input']!r})"[:120] if "input" in first else ""
+        raise ValueError(f"deployment parameter settings.{field}: "
+                         f"{str(first.get('msg', 'invalid')).removeprefix('Value error, ')}{got}") from None
 
 
 def run_flow(flow: LazyPrefect, body: Callable[..., T], *args: Any, **kwargs: Any) -> T:

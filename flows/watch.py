@@ -1,7 +1,8 @@
 """The watch door: keep a workspace's index fresh while files change (CLI `assay watch`, the MCP server).
 
 Each quiet period's batch of changes is one incremental index flow run (a Prefect flow run like any
-other, taking the workspace write lock); a run's own writes under `.assay/` never trigger another.
+other, taking the workspace write lock); a run's own writes under `.assay/` never trigger another, while the
+deletion of `.assay/` itself (`git clean -fdx`) does: the run rebuilds the index.
 """
 
 from __future__ import annotations
@@ -13,12 +14,20 @@ from pathlib import Path
 from assay.flows.index import run_index
 from assay.stages.core.artifacts import IndexReport
 from assay.stages.core.config import Settings
+from assay.stages.core.workspace import STATE_DIR
 from assay.stages.index.watch import batches
 
 OnRun = Callable[[list[str], IndexReport | None, BaseException | None], None]
 
 
 CATCH_UP = "(what changed before the watch began)"
+INDEX_DELETED = f"(the index folder {STATE_DIR}/ was deleted: rebuilding it)"
+
+
+def _labelled(changed: list[str]) -> list[str]:
+    """The batch as `on_run` shows it: the state folder's own deletion (the only `.assay` event that reaches a
+    batch) says what happened instead of naming a path that no longer exists."""
+    return [INDEX_DELETED if path == STATE_DIR else path for path in changed]
 
 
 def watch_workspace(root: Path, settings: Settings, stop: threading.Event | None = None, on_run: OnRun | None = None,
@@ -34,7 +43,7 @@ def watch_workspace(root: Path, settings: Settings, stop: threading.Event | None
         if stop is not None and stop.is_set():
             break  # stopped while this batch gathered: a forgotten workspace must not be indexed again
         if changed:
-            _run(root, settings, changed, on_run)
+            _run(root, settings, _labelled(changed), on_run)
 
 
 def _run(root: Path, settings: Settings, changed: list[str], on_run: OnRun | None) -> None:

@@ -34,7 +34,7 @@ def _ledgered_judge(root: Path, job: str, backend: str, settings: Settings):
 @task(name="rejudge")
 def rejudge(root: Path, table: pa.Table, backend: str, settings: Settings) -> dict:
     with _ledgered_judge(root, "rejudge", backend, settings) as judge:
-        return audit_jobs.rejudge(root, table, backend, judge, settings.thresholds, settings.top_k)
+        return audit_jobs.rejudge(root, table, backend, judge, settings.thresholds, settings.chosen_top_k())
 
 
 @task(name="calibrate")

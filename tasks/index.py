@@ -15,7 +15,7 @@ from assay.stages.index.embed import embed_entities, embedder_for, get_embedder,
 from assay.stages.index.store import (
     Catalog, StoreError, VectorStore, load_manifest, prepare_dense, previous_manifest, rebuild_lexical, write_manifest,
 )
-from assay.stages.index.vector_cache import EmbedCache, embed_with_cache
+from assay.stages.index.vector_cache import EmbedCache, embed_with_cache, stored_samples
 from assay.tasks.gpu import gpu_slot
 from assay.tasks.lazy import task
 
@@ -158,8 +158,9 @@ def purge(root: Path, manifest: IndexManifest) -> int:
 
 @task(name="prepare-dense", retries=1, retry_delay_seconds=1)
 def prepare_vectors(root: Path, previous: IndexManifest | None, plan: IndexPlan, settings: Settings) -> tuple[IndexManifest, str]:
-    """Open the vector store once the index answers: purged vectors out, a lost store refilled."""
-    return prepare_dense(root, settings.chroma_url, previous, plan.rebuild)
+    """Open the vector store once the index answers: purged vectors out, a lost or damaged store refilled (a few
+    vectors from the embedding cache are queried for, to tell a damaged one)."""
+    return prepare_dense(root, settings.chroma_url, previous, plan.rebuild, lambda m: stored_samples(root, m))
 
 
 @task(name="report")

@@ -73,7 +73,7 @@ def judge(question: str, candidates: list[Candidate], settings: Settings, decisi
 
 @task(name="threshold")
 def threshold(question: str, candidates: list[Candidate], judgment: Judgment, settings: Settings) -> Selection:
-    th = default_thresholds(judgment.backend, settings.thresholds, settings.top_k)
+    th = default_thresholds(judgment.backend, settings.thresholds, settings.chosen_top_k())
     return select(candidates, judgment, th, question)
 
 

@@ -36,7 +36,7 @@ def test_index_status_search_ask(project: Path) -> None:
     counted = sum(status["by_kind"].values())  # the text's counts add up: passages, and the entities by kind
     assert line == (f"entities: {status['entities']} in index" if counted == status["entities"] else
                     f"entities: {status['entities']} passages in index ({counted} entities; a long one is split into passages)")
-    hits = json.loads(runner.invoke(app, ["search", "exponential backoff delays", str(project), "-k", "3", "--json"]).stdout)
+    hits = json.loads(runner.invoke(app, ["search", "exponential backoff delays", str(project), "-k", "3", "--json"]).stdout)["results"]
     assert hits[0]["entity"] == "backoff_delays" and hits[0]["start_line"] == 12
     table = runner.invoke(app, ["search", "merge cookies", str(project)]).stdout
     assert "merge_cookies" in table and "pkg/session.py" in table

@@ -73,10 +73,12 @@ def test_the_view_keeps_every_line_and_gives_up_where_the_layout_is_not_jupyters
     view = python_view(data)
     assert view is not None and view.count(b"\n") == data.count(b"\n")
     assert python_view(notebook(indent=None)) is None  # one line of JSON: no line to put the code at
-    several = [cell("code", ["x = 1\ny = 2\n"])]  # one string holding two lines
-    assert python_view(notebook(several)) is None
+    several = [cell("code", ["x = 1\ny = 2\n"])]  # one string holding two lines: kept as words on its line
+    folded = python_view(notebook(several))
+    assert folded is not None and folded.count(b"\n") == notebook(several).count(b"\n")
+    assert "# x = 1 \u23ce y = 2" in folded.decode()
     assert python_view(b'{"cells": [') is None and python_view(b"\xff\xfe") is None
-    for odd in (notebook(indent=None), notebook(several), b'{"cells": ['):  # read as text, never an error
+    for odd in (notebook(indent=None), b'{"cells": ['):  # read as text, never an error
         parsed = parse_source(odd, "odd.ipynb", "notebook", "h")
         assert parsed.entities and all(e.kind == "window" for e in parsed.entities)
     crlf = data.replace(b"\n", b"\r\n")
@@ -95,7 +97,7 @@ def test_a_notebook_with_plots_is_indexed_and_answers_with_its_own_lines(tmp_pat
     assert done.returncode == 0, done.stderr
     line = next(n for n, text in enumerate(notebook().decode().split("\n"), start=1) if "def fit(self" in text)
     hits = json.loads(subprocess.run([ASSAY, "search", "Kaplan-Meier survival curve estimate", str(workspace), "--json"],
-                                     capture_output=True, text=True, env=env, timeout=300).stdout)
+                                     capture_output=True, text=True, env=env, timeout=300).stdout)["results"]
     assert (hits[0]["file"], hits[0]["entity"], hits[0]["start_line"]) == ("churn.ipynb", "SurvivalModel.fit", line)
     answer = subprocess.run([ASSAY, "ask", "how is the survival curve estimated?", str(workspace)],
                             capture_output=True, text=True, env=env, timeout=300)

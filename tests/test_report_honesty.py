@@ -48,4 +48,4 @@ def test_after_a_system_one_fallback_the_local_judge_line_counts_no_calls() -> N
         j = run_judge("systemone", "q", pool, Settings(judge="systemone", systemone_base_url=stub.url,
                                                        systemone_timeout=5.0))
     assert j.backend == "local" and j.calls == 0  # the local judge makes none (was: "judge: local, 3 call(s)")
-    assert [u.backend for u in j.usage] == ["systemone"] and "3 System One call(s)" in j.notes[-1]
+    assert [u.backend for u in j.usage] == ["systemone"] * 3 and "3 System One call(s)" in j.notes[-1]  # a row per request

@@ -188,7 +188,7 @@ def test_threshold_file_errors_name_the_variable_the_file_and_the_form(tmp_path:
         '{"relevance_min": 0.5}': "not JSON itself",
         write(tmp_path, "unknown.json", '{"nonsense_key": 5}'): "unknown key nonsense_key",
         write(tmp_path, "unknown2.json", '{"ollama": {"relevance_mn": 0.5}}'): "unknown key ollama.relevance_mn",
-        write(tmp_path, "topk.json", '{"local": {"top_k": 1}}'): "local.top_k is not read from this file",
+        write(tmp_path, "topk.json", '{"local": {"top_k": 0}}'): "local.top_k: must be a whole number from 1",
     }
     for path, words in cases.items():
         with pytest.raises(ValueError) as info:

@@ -176,7 +176,7 @@ def test_index_run_counts_a_partial_file_once(tmp_path: Path) -> None:
     report = json.loads(res.stdout)
     assert report["skipped"] == {"binary": 1} and report["files_partial"] == 1
     assert report["files_seen"] == report["files_parsed"] + report["files_unchanged"] + sum(report["skipped"].values())
-    hits = json.loads(runner.invoke(app, ["search", "ls_after_function", str(root), "-k", "1", "--json"]).stdout)
+    hits = json.loads(runner.invoke(app, ["search", "ls_after_function", str(root), "-k", "1", "--json"]).stdout)["results"]
     assert (hits[0]["file"], hits[0]["start_line"], hits[0]["end_line"]) == ("linesep.py", 5, 6)
-    utf16 = json.loads(runner.invoke(app, ["search", "utf16_function_epsilon", str(root), "-k", "1", "--json"]).stdout)
+    utf16 = json.loads(runner.invoke(app, ["search", "utf16_function_epsilon", str(root), "-k", "1", "--json"]).stdout)["results"]
     assert utf16[0]["file"] == "utf16.py"

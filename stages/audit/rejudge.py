@@ -42,7 +42,7 @@ def ledgered(judge: Judge, root: Path, key: str, prices: dict[str, list[float]])
         record_calls(root, key, calls, prices)
 
 
-def rejudge(root: Path, table: pa.Table, backend: str, judge: Judge, thresholds_file: str | None, top_k: int) -> dict:
+def rejudge(root: Path, table: pa.Table, backend: str, judge: Judge, thresholds_file: str | None, top_k: int | None) -> dict:
     """Re-score every stored query's passages with another judge; write its snapshots beside the originals.
     Each query's passages come from its original snapshot (never from earlier re-judgments, which hold the same
     passages again), and a query `backend` already judged is skipped: one candidate per (query, passage), once.

@@ -7,6 +7,7 @@ def render_markdown(data: dict, charts: dict[str, str]) -> str:
     lines = [f"# Assay judgment audit: {data['workspace']}", "",
              f"{data['snapshots']['passages']} judged passages over {data['snapshots']['queries']} queries.", ""]
     lines += [f"Left out, not a readable snapshot file: `{f}` (move it away)." for f in data["snapshots"].get("unreadable", [])]
+    lines += _unscored(data["snapshots"].get("unscored") or {})
     lines += _distributions(data)
     if data.get("agreement"):
         lines += _agreement(data["agreement"], data.get("rejudge"))
@@ -53,8 +54,16 @@ def _baseline(base: dict) -> list[str]:
     return lines + [f"- {name}: {score:.2f}" for name, score in base["offenders"]]
 
 
+def _unscored(unscored: dict[str, int]) -> list[str]:
+    """Fail-open passages per judge, said beside the counts they are kept out of (the judge scored none of them)."""
+    return [f"Not counted as judged: {n} passage(s) the {judge} judge failed to score (kept in lexical order by "
+            "fail-open, so their verdicts are not the judge's)." for judge, n in unscored.items()]
+
+
 def _distributions(data: dict) -> list[str]:
     """The score-distribution table; with no snapshots, the line that says where judgments come from."""
+    if not data["distributions"] and data["snapshots"].get("unscored"):
+        return ["No stored passage was scored by its judge (see above), so there are no score distributions."]
     if not data["distributions"]:
         where = "in that date range" if data["snapshots"].get("ranged") else "yet"
         return [f"No judgments stored {where}: each `assay ask` records one, so ask a question first "

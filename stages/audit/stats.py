@@ -33,10 +33,8 @@ def load_snapshots(folder: Path, start: date | None = None, end: date | None = N
     for p in sorted(folder.rglob("*.parquet")):
         if not p.name.startswith(".") and (rejudged or REJUDGE_TAG not in p.name):
             (files if _readable(p) else damaged).append(p)
-    if not files:
-        table = SNAPSHOT_SCHEMA.empty_table()
-    else:
-        table = ds.dataset([str(p) for p in files], schema=SNAPSHOT_SCHEMA, format="parquet").to_table()
+    table, cast_failed = _read_snapshots(files)
+    damaged = sorted(damaged + cast_failed)
     if damaged:  # left out, not fatal: the report names them (`unreadable_snapshots`)
         table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                                b"unreadable": "\n".join(map(str, damaged)).encode()})
@@ -51,12 +49,53 @@ def load_snapshots(folder: Path, start: date | None = None, end: date | None = N
     return table
 
 
-def _readable(path: Path) -> bool:
+SNAPSHOT_KEYS = ("query_id", "judge_backend", "passage_id", "verdict")  # a file without them is no query's snapshot
+
+
+def _read_snapshots(files: list[Path]) -> tuple[pa.Table, list[Path]]:
+    """The files' rows in SNAPSHOT_SCHEMA, and the files whose values would not cast to it. One dataset read for all
+    (fast); only when that fails is each file read alone, so one bad file is named and the rest still audited."""
+    if not files:
+        return SNAPSHOT_SCHEMA.empty_table(), []
     try:
-        pq.read_metadata(path)
-        return True
+        return ds.dataset([str(p) for p in files], schema=SNAPSHOT_SCHEMA, format="parquet").to_table(), []
+    except (OSError, pa.ArrowException):
+        pass
+    tables, failed = [], []
+    for p in files:
+        try:
+            tables.append(ds.dataset(str(p), schema=SNAPSHOT_SCHEMA, format="parquet").to_table())
+        except (OSError, pa.ArrowException):
+            failed.append(p)
+    return (pa.concat_tables(tables) if tables else SNAPSHOT_SCHEMA.empty_table()), failed
+
+
+def _readable(path: Path) -> bool:
+    """Whether a file is a snapshot: a Parquet footer whose schema holds the snapshot's key columns, each column it
+    shares with SNAPSHOT_SCHEMA of a kind that casts to it. Reading only the footer passed any Parquet file: one of
+    another schema then failed the whole audit's cast, or counted its rows as passages of no judge."""
+    try:
+        schema = pq.read_schema(path)
     except (OSError, pa.ArrowException):
         return False
+    if any(key not in schema.names for key in SNAPSHOT_KEYS):
+        return False
+    return all(_casts(schema.field(f.name).type, f.type) for f in SNAPSHOT_SCHEMA if f.name in schema.names)
+
+
+_KINDS = (  # the first kind the wanted type is of decides; a found type of the same kind casts without parsing
+    lambda t: pa.types.is_string(t) or pa.types.is_large_string(t),
+    pa.types.is_integer, pa.types.is_boolean, pa.types.is_timestamp,
+    lambda t: pa.types.is_floating(t) or pa.types.is_integer(t),  # a score column of whole numbers still reads
+)
+
+
+def _casts(found: pa.DataType, wanted: pa.DataType) -> bool:
+    """Whether a column of type `found` reads as `wanted` without parsing text (an all-null column always does)."""
+    if found == wanted or pa.types.is_null(found):
+        return True
+    kind = next((k for k in _KINDS if k(wanted)), None)
+    return kind is not None and kind(found)
 
 
 def unreadable_snapshots(table: pa.Table) -> list[str]:
@@ -66,9 +105,10 @@ def unreadable_snapshots(table: pa.Table) -> list[str]:
 
 
 def distributions(table: pa.Table, bins: int = 10) -> dict[str, dict]:
-    """Per judge backend/model: count, mean and quartiles of each score, a histogram, verdict counts."""
-    frame = table.select(["judge_backend", "judge_model", "query_id", "verdict", *SCORES]).to_pandas()
-    frame["judge"] = frame["judge_backend"] + "/" + frame["judge_model"].fillna("").replace("", "-")
+    """Per judge backend/model: count, mean and quartiles of each score, a histogram, verdict counts. Only passages the
+    judge scored count (`holds_judgment`): a fail-open passage's verdict is the lexical order's, not the judge's."""
+    frame = _judged(table.select(["judge_backend", "judge_model", "query_id", "verdict", "fail_open", *SCORES]).to_pandas())
+    frame = frame.assign(judge=_judge_keys(frame))
     edges = np.linspace(0, 1, bins + 1)
     out: dict[str, dict] = {}
     for key, group in frame.groupby("judge", sort=True):
@@ -88,6 +128,22 @@ def distributions(table: pa.Table, bins: int = 10) -> dict[str, dict]:
             }
         out[str(key)] = entry
     return out
+
+
+def _judge_keys(frame: pd.DataFrame) -> pd.Series:
+    """`backend/model` per row (`-` for no model); null for a row of no judge (group-bys drop it)."""
+    return frame["judge_backend"] + "/" + frame["judge_model"].fillna("").replace("", "-")
+
+
+def snapshot_counts(table: pa.Table) -> dict:
+    """The header's figures, counted as `distributions` counts its rows (so the two add up): passages a judge scored
+    and their queries, and per judge the fail-open passages it failed to score (not counted as judged)."""
+    frame = table.select(["judge_backend", "judge_model", "query_id", "fail_open", "relevance"]).to_pandas()
+    frame = frame.assign(judge=_judge_keys(frame)).dropna(subset=["judge", "query_id"])
+    judged = _judged(frame)
+    unscored = frame.drop(judged.index)["judge"].value_counts().sort_index()
+    return {"passages": len(judged), "queries": int(judged["query_id"].nunique()),
+            "unscored": {str(k): int(n) for k, n in unscored.items()}}
 
 
 def cohen_kappa(a: list[str], b: list[str]) -> float:

@@ -312,7 +312,8 @@ class Freshness(BaseModel):
         if self.head_moved:
             parts.append(f"HEAD is now {self.head_commit[:10]} ({self.head_branch or 'detached'})")
         stale = self.changed_count + self.deleted_count
-        parts.append(f"{stale} file(s) changed since" + (" — run `assay index` or `assay watch`" if stale or self.head_moved else ""))
+        # Advice only when indexed files differ: a commit or `checkout -b` moves HEAD and leaves every file as indexed.
+        parts.append(f"{stale} file(s) changed since" + (" — run `assay index` or `assay watch`" if stale else ""))
         return "; ".join(parts)
 
 
@@ -334,7 +335,7 @@ class PassageScores(BaseModel):
 class Premise(BaseModel):
     """Something a question presupposes about the code (stages.query.premise)."""
 
-    kind: Literal["base", "param", "default", "decorator", "async", "returns", "raises", "file", "kind"]
+    kind: Literal["base", "param", "default", "decorator", "async", "returns", "raises", "file", "kind", "value"]
     subject: str = Field(description="the identifier the premise is about, as written")
     value: str = Field(description="base class, parameter, default, decorator, async|sync, type, exception, file or kind")
     param: str = Field("", description="default premises: the parameter whose default is claimed")
@@ -492,6 +493,10 @@ class QueryReport(BaseModel):
     called_by: dict[str, int] = Field(default_factory=dict, description="resolved call sites of each included definition")
     freshness: Freshness | None = Field(None, description="what the index reflects: commit, branch, time, files changed since")
     guard: GuardReport | None = Field(None, description="the answer's claims checked against the passages and the index")
+    trust: Literal["high", "medium", "low"] | None = Field(None, description="how far to rely on the answer (Guidance's trust line)")
+    action: str = Field("", description="what to do with the answer (Guidance's action line)")
+    guidance: list[str] = Field(default_factory=list, description=(
+        "Guidance's other lines as the text shows them, each `kind: advice`: distrust, premise, freshness, security, gap, missing"))
     tokens_returned: int = Field(0, description="tokens of `text`, the report an agent reads")
     tokens_cited_files: int = Field(0, description="tokens of the whole files the included passages come from")
     flow_run_id: str | None = Field(None, description="the Prefect flow run that produced it (None: run directly)")

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from importlib.resources import files
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -15,6 +17,12 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 # Shipped data (tokenizer, thresholds, word lists, the learned phrasing model), found through the installed
 # package `assay.data` so a wheel works from any directory; a checkout's editable install maps it to `data/`.
 DATA_DIR = Path(str(files("assay.data")))
+
+# Upper bounds of the count-like knobs, checked up front: a huge value passed the `ge` checks and then failed late
+# (top_k >= 2**31 lost the answer at the int32 snapshot write; a search pool >= 2**32 overflowed the vector store
+# and blamed the index; a debounce beyond C's long overflowed in watchfiles). Far above any useful value.
+MAX_RESULTS = 1000  # ASSAY_TOP_K, ASSAY_POOL_SIZE, `search -k`
+MAX_DEBOUNCE_MS = 600_000  # ten minutes of quiet
 
 
 class Settings(BaseSettings):
@@ -45,12 +53,12 @@ class Settings(BaseSettings):
     )
     store_batch: int = Field(1024, ge=1, description="records per Chroma upsert")
     chroma_url: str | None = Field(None, description="use a Chroma server (HttpClient) instead of .assay/chroma")
-    pool_size: int = Field(30, ge=1, description="candidates retrieved per query (dense and BM25 each)")
+    pool_size: int = Field(30, ge=1, le=MAX_RESULTS, description="candidates retrieved per query (dense and BM25 each)")
     ranking: Literal["code", "rrf"] = Field(
         "code", description="code: code-aware ranking (definitions, paths, files, penalties); rrf: plain rank fusion"
     )
     distance_floor: float | None = Field(None, ge=0, description="drop dense hits with cosine distance above this")
-    top_k: int = Field(5, ge=1, description="passages kept for synthesis after ranking")
+    top_k: int = Field(5, ge=1, le=MAX_RESULTS, description="passages kept for synthesis after ranking")
     max_tokens: int | None = Field(
         2000, ge=0, description="budget of the `ask` report text (whole lines, most useful first)"
     )
@@ -90,10 +98,15 @@ class Settings(BaseSettings):
         None, description="os.pathsep-separated roots the MCP server may touch (default: its working directory)"
     )
     watch: bool = Field(True, description="the MCP server keeps each workspace it indexes fresh")
-    watch_debounce_ms: int = Field(1600, ge=0, description="changes within this window are one re-index")
+    watch_debounce_ms: int = Field(1600, ge=0, le=MAX_DEBOUNCE_MS, description="changes within this window are one re-index")
     orchestration: Literal["auto", "prefect", "direct"] = Field(
         "auto", description="auto: on Prefect when an API records runs, else in-process; prefect: always; direct: never"
     )
+
+    def chosen_top_k(self) -> int | None:
+        """top_k when the user chose it (ASSAY_TOP_K, --top-k), else None: an ASSAY_THRESHOLDS file's `top_k`, then
+        the backend's default, apply only to a run that did not choose."""
+        return self.top_k if "top_k" in self.model_fields_set else None
 
     @field_validator("prices")
     @classmethod
@@ -101,6 +114,76 @@ class Settings(BaseSettings):
         """Checked when settings load: a bad price table used to fail `ask` after the answer was made."""
         parse_prices(value)
         return value
+
+    @field_validator("embedder")
+    @classmethod
+    def _embedder_has_model(cls, value: str) -> str:
+        """`ollama:` with no model failed every index run in pydantic's words, and the workspace kept that embedder."""
+        if value.startswith("ollama:") and not value[len("ollama:"):].strip():
+            raise ValueError("'ollama:' names no model; use ollama:<model> (e.g. ollama:nomic-embed-text)")
+        return value
+
+    @field_validator("ollama_host", "chroma_url", "cloud_base_url", "systemone_base_url")
+    @classmethod
+    def _url_readable(cls, value: str | None) -> str | None:
+        """Checked when settings load: a bad port or bracket failed at the first request in words naming no
+        variable (`Port out of range 0-65535`, `Invalid IPv6 URL`)."""
+        if value is not None:
+            check_url(value)
+        return value
+
+    @field_validator("allowed_roots")
+    @classmethod
+    def _roots_readable(cls, value: str | None) -> str | None:
+        """`:` alone refused every workspace ("outside the allowed roots ()"), and ` /x` became the root `<cwd>/ /x`."""
+        if value is not None:
+            check_roots(value)
+        return value
+
+
+def check_url(url: str) -> None:
+    """A one-line ValueError when `url` cannot be read as a URL (its host and port)."""
+    try:
+        urlsplit(url.strip()).port  # noqa: B018 - reading the port is the check
+    except ValueError as exc:
+        raise ValueError(f"not a valid URL ({exc}); expected e.g. http://127.0.0.1:8000") from None
+
+
+def check_roots(spec: str) -> None:
+    """ASSAY_ALLOWED_ROOTS: folders separated by os.pathsep; a one-line ValueError when none is named or one has
+    spaces around it (a separator followed by a space, most likely)."""
+    named = [part for part in spec.split(os.pathsep) if part.strip()]
+    if not named:
+        raise ValueError(f"names no folder; list the allowed folders separated by {os.pathsep!r}, or unset it")
+    for part in named:
+        if part != part.strip():
+            raise ValueError(f"the root {part!r} has spaces around it; separate the folders with {os.pathsep!r} alone")
+
+
+def env_setting(name: str) -> Any:
+    """One setting as Settings() reads it (ASSAY_<NAME>; empty is unset, so the default), checked alone. For the
+    doors that decide where a run goes (mode, orchestration): they must agree with Settings (`ASSAY_MODE=` is local,
+    and was read as 'not local'), but must not fail on another variable's bad value (the MCP server starts before a
+    tool call can report it). A bad value is a one-line ValueError naming the variable, whatever the door."""
+    from pydantic import ValidationError
+    from pydantic_settings import EnvSettingsSource
+
+    given = EnvSettingsSource(Settings)()
+    settings = Settings.model_construct()
+    if name in given:
+        try:
+            Settings.__pydantic_validator__.validate_assignment(settings, name, given[name])
+        except ValidationError as exc:
+            msg = str(exc.errors()[0].get("msg", "invalid")).removeprefix("Value error, ")
+            raise ValueError(f"ASSAY_{name.upper()}: {msg} (got {given[name]!r})") from None
+    return getattr(settings, name)
+
+
+def eval_dir() -> Path:
+    """ASSAY_EVAL_DIR, where `assay eval` keeps corpora and results. Empty is unset (~/.assay/eval), as for every other
+    variable: `Path("")` was the current folder, where corpora were downloaded and results written. `~` is expanded."""
+    raw = os.environ.get("ASSAY_EVAL_DIR", "").strip()
+    return Path(raw).expanduser() if raw else Path.home() / ".assay" / "eval"
 
 
 PRICES_FORM = '{"model or backend": [input, output, cached input]} in USD per million tokens'
@@ -121,7 +204,8 @@ def json_object(text: str, form: str, label: str = "") -> dict:
     except ValueError as exc:
         raise ValueError(f"{label}not valid JSON ({exc}); {form}") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{label}holds a JSON {type(data).__name__}, not an object; {form}")
+        kind = "null" if data is None else type(data).__name__  # JSON's word, not Python's `NoneType`
+        raise ValueError(f"{label}holds a JSON {kind}, not an object; {form}")
     return data
 
 

@@ -186,10 +186,12 @@ def remove_member(text: str, outer: str, inner: str) -> str:
         return text
     member = members[at]
     start, end = member.key_start, (member.comma + 1 if member.comma >= 0 else member.value_end)
-    if member.comma < 0 and at > 0 and members[at - 1].comma >= 0:
-        start = members[at - 1].comma  # the last member: its predecessor's comma goes with it
-    else:
-        line_start = text.rfind("\n", 0, start)
-        if not text[line_start + 1 : start].strip():
-            start = line_start  # its own line: take the line break before it too
+    comma = members[at - 1].comma if member.comma < 0 and at > 0 else -1  # the last member: its predecessor's comma
+    if comma >= 0 and not text[comma + 1 : start].strip():
+        return text[:comma] + text[end:]  # only space between: the comma and the member go together
+    line_start = text.rfind("\n", 0, start)
+    if not text[line_start + 1 : start].strip():
+        start = line_start  # its own line: take the line break before it too
+    if comma >= 0:  # a comment sits between the comma and the member: it is the user's, so only the comma goes
+        return text[:comma] + text[comma + 1 : start] + text[end:]
     return text[:start] + text[end:]

@@ -115,7 +115,11 @@ _breaker_scope: ContextVar[str] = ContextVar("assay_breaker_scope", default="que
 
 @contextmanager
 def timeout_breaker(scope: str = "query") -> Iterator[None]:
-    """Within this block (one `ask`, one audit), a host that timed out once is not asked again: later calls fail at once."""
+    """Within this block (one `ask`, one audit, one eval), a host that timed out once is not asked again: later calls
+    fail at once. Inside a wider block (an eval's asks) the wider one holds: each ask used to wait out the timeout."""
+    if _timed_out.get() is not None:
+        yield
+        return
     token, named = _timed_out.set({}), _breaker_scope.set(scope)
     try:
         yield

@@ -12,7 +12,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Protocol
 
@@ -73,7 +73,7 @@ class StatusSink:
             st["done"] += n
             if skipped:
                 st["skipped"] = st.get("skipped", 0) + n
-        self._write()
+        self._write(force=stage == STORED)  # once a slice, as the manifest is: a run killed now must say it as it is
 
     def error(self, message: str) -> None:
         with self._lock:
@@ -92,15 +92,30 @@ class StatusSink:
         now = time.time()
         if not force and now - self._written < 0.5:
             return
-        if other_writer(self.root) is not None:
+        if other_writer(self.root) is not None and not self._file_is_mine():
             return
         self._written = now
         folder = make_state_dir(self.root)
         tmp = folder / f"status.json.{os.getpid()}.tmp"
-        with self._lock:
-            self.state["updated"] = now  # an interrupted run's last sign of life
-            tmp.write_text(json.dumps(self.state))
-        os.replace(tmp, folder / "status.json")
+        try:
+            with self._lock:
+                self.state["updated"] = now  # an interrupted run's last sign of life
+                tmp.write_text(json.dumps(self.state))
+            os.replace(tmp, folder / "status.json")
+        except OSError:
+            tmp.unlink(missing_ok=True)  # a full disk must not leave a stray file beside the last good status
+            raise
+
+    def _file_is_mine(self) -> bool:
+        """Whether status.json is this run's. Another writer holding the lock leaves the file alone only while it
+        is another run's: a `remember` that takes the lock as this run lets go writes no status, and this run's
+        last word ("done") must still land, or a finished index reads "interrupted" once its process is gone."""
+        try:
+            state = json.loads((state_dir(self.root) / "status.json").read_text())
+        except (OSError, ValueError):
+            return False
+        return (isinstance(state, dict) and state.get("pid") == self.state["pid"]
+                and state.get("started") == self.state["started"])
 
 
 class FanOut:
@@ -148,11 +163,13 @@ def status_run(root: Path, watcher: ProgressSink | None = None, status: StatusSi
     try:
         yield status
     except Exception as exc:
-        status.error(one_line(exc))
-        status.finish("failed")
+        with suppress(OSError):  # a full disk fails this write too: the run's own error is what the door must show
+            status.error(one_line(exc))
+            status.finish("failed")
         raise
     except BaseException:
-        status.finish("interrupted")
+        with suppress(OSError):
+            status.finish("interrupted")
         raise
     else:
         if status.state["state"] == "running":
@@ -186,6 +203,8 @@ def run_under_way(root: Path) -> bool:
     state = read_status(root)
     return state is not None and state.get("state") == "running"
 
+
+STORED = "stored"  # a count, not a stage: passages whose vectors the index run stored (and crossed off the manifest)
 
 _NUMBER = (int, float)
 _STATUS_FIELDS: dict[str, tuple[type, ...]] = {
@@ -234,10 +253,22 @@ def run_view(state: dict | None, now: float | None = None) -> dict | None:
         "state": state.get("state", ""), "stage": stage, "pid": state.get("pid"),
         "files_done": parse.get("done", 0), "files_total": parse.get("total", 0),
         "passages_done": embed.get("done", 0), "passages_total": embed.get("total", 0),
+        **_stored_view(stages),
         "rate": rate, "eta_seconds": eta, "started": state.get("started"), "ended": ended,
         "elapsed_seconds": round((ended or now) - state.get("started", now), 1),
         "last_error": state.get("last_error", ""), "summary": state.get("summary", {}),
     }
+
+
+def _stored_view(stages: dict) -> dict:
+    """Passages whose vectors are stored (of all in the index, as the manifest counts them), and those this run
+    embedded but had not stored yet; None each before the run reached the vector store (or an older status file)."""
+    stored, embed = stages.get(STORED), stages.get("embed", {})
+    if stored is None:
+        return {"passages_stored": None, "passages_in_index": None, "passages_unstored": None}
+    this_run = stored.get("done", 0) - stored.get("skipped", 0)  # `skipped`: those stored before this run
+    return {"passages_stored": stored.get("done", 0), "passages_in_index": stored.get("total", 0),
+            "passages_unstored": max(embed.get("done", 0) - this_run, 0)}  # (cached ones count as embedded too)
 
 
 def _rate(stage: dict, until: float) -> float | None:
@@ -251,9 +282,14 @@ def _rate(stage: dict, until: float) -> float | None:
 def run_line(view: dict) -> str:
     """One line a person reads: what the run is doing or how it ended, and where it got to."""
     at = f"files {view['files_done']}/{view['files_total']} parsed"
-    if view["passages_total"] or view["stage"] in ("embed", "scan"):
-        at += f", passages {view['passages_done']}/{view['passages_total']} embedded"
     state = view["state"]
+    stored = view.get("passages_stored")
+    if state != "running" and stored is not None:  # ended short: what a search finds, as its dense note counts it
+        ahead = view["passages_unstored"]
+        at += (f", passages {stored}/{view['passages_in_index']} stored as vectors"
+               + (f" ({ahead} more embedded and cached, not yet stored)" if ahead > 0 else ""))
+    elif view["passages_total"] or view["stage"] in ("embed", "scan"):
+        at += f", passages {view['passages_done']}/{view['passages_total']} embedded"
     if state == "running":
         speed = f", {view['rate']}/s" if view["rate"] else ""
         eta = f", ETA {_duration(view['eta_seconds'])}" if view["eta_seconds"] is not None else ""

@@ -9,10 +9,23 @@ from pathlib import Path
 from filelock import FileLock
 
 
+def _home_path() -> tuple[str, Path]:
+    """ASSAY_HOME as given (empty when unset) and the folder it names, without creating it."""
+    raw = os.environ.get("ASSAY_HOME", "").strip()  # empty is unset: `Path("")` was the current folder
+    return raw, Path(raw).expanduser().absolute() if raw else Path.home() / ".assay"
+
+
+def home_folders() -> list[Path]:
+    """Assay's per-user homes, real paths, never created: ASSAY_HOME and the default ~/.assay (a test or a tool
+    that points ASSAY_HOME elsewhere still keeps the user's models and eval data there). No workspace's state
+    folder may be one of them, or `forget_workspace` would delete them."""
+    _, base = _home_path()
+    return list(dict.fromkeys(Path(os.path.realpath(p)) for p in (base, Path.home() / ".assay")))
+
+
 def assay_home() -> Path:
     """Per-user state that belongs to no workspace: the workspace list and the no-Prefect GPU lock."""
-    raw = os.environ.get("ASSAY_HOME", "").strip()  # empty is unset: `Path("")` was the current folder
-    base = Path(raw).expanduser().absolute() if raw else Path.home() / ".assay"
+    raw, base = _home_path()
     if base.exists() and not base.is_dir():
         raise ValueError(f"ASSAY_HOME ({raw}) is not a folder; point it at a folder, or unset it for ~/.assay")
     try:

@@ -37,11 +37,15 @@ class SystemOneReply:
     calls: int = 1
     latency_s: float = 0.0
 
-    def as_call(self, purpose: str = "judge"):
+    def as_calls(self, purpose: str = "judge") -> list:
+        """The ledger's rows: one failed row per retried request, then the answered one (as `sent_calls` writes an
+        Ollama or cloud call's), so the ledger counts what the server received."""
         from assay.stages.core.artifacts import LLMCall
 
-        return LLMCall(purpose=purpose, backend="systemone", model=self.model, prompt_tokens=self.input_tokens,
-                       completion_tokens=self.output_tokens, latency_s=round(self.latency_s, 3))
+        retried = [LLMCall(purpose=purpose, backend="systemone", model=self.model, ok=False)
+                   for _ in range(self.calls - 1)]
+        return [*retried, LLMCall(purpose=purpose, backend="systemone", model=self.model, prompt_tokens=self.input_tokens,
+                                  completion_tokens=self.output_tokens, latency_s=round(self.latency_s, 3))]
 
 
 @dataclass
@@ -54,10 +58,11 @@ class SystemOneBackend:
     attempts: int = field(default=0, init=False)
 
     def failed_calls(self, purpose: str) -> list:
-        """The ledger's row for a call that failed once sent; none when it was refused before (no key)."""
+        """The ledger's rows for a call that failed once sent, one per request it sent; none when it was refused
+        before any was (no key)."""
         from assay.stages.core.artifacts import LLMCall
 
-        return [LLMCall(purpose=purpose, backend="systemone", model=self.model, ok=False)] if self.attempts else []
+        return [LLMCall(purpose=purpose, backend="systemone", model=self.model, ok=False) for _ in range(self.attempts)]
 
     def compression(self) -> bool | None:
         """None: the SDK default (zstd when installed) for TypeSafe itself; off for every other host."""

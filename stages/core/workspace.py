@@ -5,7 +5,9 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import re
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 
 class WorkspaceError(ValueError):
@@ -22,15 +24,81 @@ def resolve_workspace(path: str | os.PathLike[str]) -> Path:
     if not str(path).strip():
         raise WorkspaceError("no workspace given (the path is empty): pass the folder to use; prefect.yaml's "
                              "deployments take it from ASSAY_WORKSPACE, set when `prefect deploy` runs")
-    real = Path(os.path.realpath(os.path.expanduser(str(path))))
+    given = os.path.expanduser(_from_uri(str(path)))
+    real = Path(os.path.realpath(given))
     if not real.exists():
-        given = os.path.expanduser(str(path))
         hint = "" if os.path.isabs(given) else (
             f" (a relative path resolves against {os.getcwd()}, this process's working folder; pass an absolute path)")
         raise WorkspaceError(f"workspace does not exist: {path}{hint}")
     if not real.is_dir():
-        raise WorkspaceError(f"workspace is not a directory: {path}")
+        raise WorkspaceError(_not_a_folder(path, real))
+    refuse_assay_home(real)
+    _refuse_state_folder(real)
     return real
+
+
+def _from_uri(path: str) -> str:
+    """A `file://` URI, what MCP clients speak in (roots, resources), as the local path it names; else `path`.
+    Read as a relative folder it would be refused as one that does not exist."""
+    if not re.match(r"(?i)file:/", path):
+        return path
+    parts = urlsplit(path)
+    if parts.netloc not in ("", "localhost"):
+        raise WorkspaceError(f"{path} names a folder on another host ({parts.netloc}); pass a local folder path")
+    return unquote(parts.path)
+
+
+def _not_a_folder(path: str | os.PathLike[str], real: Path) -> str:
+    """Why a file is refused as PATH, and where its project is: a user may expect a file to narrow the search."""
+    holder = indexed_workspace_of(real.parent)
+    where = "" if holder is None else ", an indexed workspace" if holder == real.parent else (
+        f", in the indexed workspace {holder}")
+    return (f"workspace is not a directory: {path} is a file; PATH is the project folder (this file's folder is "
+            f"{real.parent}{where}); to look inside one file, name it in the query")
+
+
+def refuse_assay_home(root: Path) -> None:
+    """Refuse a workspace whose state folder would be Assay's per-user home (the workspace list, models, eval data)
+    or hold it, and Assay's home itself: indexing would write into the home and `forget_workspace`, which empties
+    the state folder, would delete it. Workspaces inside the home (the eval corpora) keep their own state folders."""
+    from assay.stages.core.registry import home_folders
+
+    folder = state_dir(root)
+    for home in home_folders():
+        if root == home:
+            raise WorkspaceError(f"{root} is Assay's own home (ASSAY_HOME), not a project; pass a project folder")
+        if folder == home:
+            raise WorkspaceError(f"{root} cannot be a workspace: its state folder would be {home}, Assay's own home "
+                                 "(ASSAY_HOME); pass a project folder")
+        if folder in home.parents:
+            raise WorkspaceError(f"{root} cannot be a workspace: its state folder {folder} holds {home}, Assay's own "
+                                 "home (ASSAY_HOME); pass a project folder")
+
+
+_STATE_FOLDERS = {STATE_DIR: "Assay's state folder", ".git": "git's folder"}
+
+
+def _refuse_state_folder(root: Path) -> None:
+    """Refuse a path in a workspace's `.assay/` or a repository's `.git/`: indexing one would nest an index inside
+    the index (`.assay/.assay/`) and list the state folder as a workspace. Assay's home (`~/.assay`) is no
+    workspace's state folder: the eval corpora under it are workspaces."""
+    from assay.stages.core.registry import home_folders
+
+    homes = home_folders()
+    for folder in (root, *root.parents):
+        what = _STATE_FOLDERS.get(folder.name)
+        if what is None or folder in homes:
+            continue
+        where = "is" if folder == root else f"lies inside {folder},"
+        raise WorkspaceError(f"{root} {where} {what} of {folder.parent}, not a workspace; pass {folder.parent}")
+
+
+def indexed_workspace_of(folder: Path) -> Path | None:
+    """The nearest indexed workspace holding `folder` (itself or a parent with an index manifest), if any."""
+    for candidate in (folder, *folder.parents):
+        if (state_dir(candidate) / "manifest.json").is_file():
+            return candidate
+    return None
 
 
 def state_dir(root: Path) -> Path:

@@ -214,7 +214,7 @@ def evaluate(folder: Path, judges: dict[str, Callable[[str, list[Candidate]], Ju
     the local judge refitted leaving each repository out (its honest, out-of-repo figures)."""
     rows_by = {c: load(folder, c) for c in labelled_sets(folder)}
     if not rows_by:
-        return {"labels": str(folder), "pairs": 0}
+        return {"labels": str(folder), "pairs": 0, "missing": not folder.is_dir()}
     out: dict = {"labels": str(folder), "pairs": sum(map(len, rows_by.values())),
                  "backends": {name: backend_calibration(rows_by, judge) for name, judge in judges.items()}}
     if "local" in judges and len(rows_by) > 1:
@@ -226,8 +226,11 @@ def evaluate(folder: Path, judges: dict[str, Callable[[str, list[Candidate]], Ju
 
 def render_section(result: dict) -> str:
     if not result.get("pairs"):
-        return (f"## Calibration\n\nNo labelled pairs in {result['labels']}: it holds no <name>.jsonl of them (a checkout's "
-                "tests/benchmarks/judge_labels does).\n")
+        where = "that folder does not exist" if result.get("missing") else "it holds no <name>.jsonl of them"
+        return (f"## Calibration\n\nNo labelled pairs in {result['labels']}: {where}. The labelled pairs ship only in a "
+                "checkout of Assay (tests/benchmarks/judge_labels), not in the installed package: pass a folder of "
+                "<name>.jsonl pairs with `assay eval --suite judge --questions DIR` (a checkout's "
+                "tests/benchmarks/judge_labels, or your own).\n")
     lines = ["## Calibration", "", f"{result['pairs']} labelled (question, passage) pairs ({result['labels']}). ECE: "
              "the count-weighted gap between predicted and observed rate over ten bins (lower is better); P@R0.85: the "
              "best keep precision at keep recall 0.85. The local judge's rows are in-sample (its shipped fit saw these "

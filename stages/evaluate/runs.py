@@ -12,6 +12,7 @@ from pathlib import Path
 
 from assay.stages.core.artifacts import Candidate, Judgment, QueryReport
 from assay.stages.core.config import Settings
+from assay.stages.core.llm_clients import timeout_breaker
 from assay.stages.evaluate import metrics as ev
 from assay.stages.index.embed import embedder_for
 from assay.stages.index.store import Catalog, load_manifest
@@ -92,6 +93,7 @@ def plain_bm25_ranked(entities: list, questions: list[ev.Question], pool: int) -
     return {q.id: [(e.file, e.qualname, e.start_line, e.end_line) for e in search(q.text, pool)] for q in questions}
 
 
+@timeout_breaker("eval")  # a judge host that timed out on one question is not waited on for each of the others
 def evaluate_retrieval(root: Path, questions: list[ev.Question], settings: Settings, judges: list[str], judge_for: Callable[[str], Judge]):
     """Per configuration: primary hit@1/5/10, MRR (by qualified name and by line overlap), entity and file recall@10,
     for all questions and split into named / paraphrased ones; a stock BM25 over the same passages as the baseline;
@@ -124,7 +126,7 @@ def evaluate_retrieval(root: Path, questions: list[ev.Question], settings: Setti
         position = {c.id: i for i, c in enumerate(hybrid)}
         for j in judges:
             judgment = judge_for(j)(q.text, hybrid)
-            sel = select(hybrid, judgment, default_thresholds(j, settings.thresholds, settings.top_k), q.text)
+            sel = select(hybrid, judgment, default_thresholds(j, settings.thresholds, settings.chosen_top_k()), q.text)
             dropped = sorted(sel.dropped, key=lambda r: (-r.rank_score, r.candidate.fused_rank) if judgment.orders_kept else
                              (position[r.candidate.id],))
             ordered = sel.included + dropped
@@ -213,6 +215,7 @@ def evaluate_injection(root: Path, bipia: Path, settings: Settings) -> dict:
     }
 
 
+@timeout_breaker("eval")
 def evaluate_cost(root: Path, questions: list[ev.Question], answer: Callable[[str], QueryReport], sample: int = 12) -> dict:
     """Tokens the agent receives per answer (the whole report) vs the raw files the answer cites."""
     report_tokens, file_tokens = [], []

@@ -13,11 +13,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from assay.stages.core.artifacts import (
-    DiscoveryResult, FileRecord, IndexManifest, IndexPlan, IndexReport, ParseResult, SkippedFile, SourceFile,
+    DiscoveryResult, FileRecord, IndexManifest, IndexPlan, IndexReport, ParsedFile, ParseResult, SkippedFile,
+    SourceFile,
 )
 from assay.stages.core.workers import worker_pool
 from assay.stages.core.workspace import collection_name, owns_collection
 from assay.stages.index.discover import file_hash, held_still
+from assay.stages.index.languages import NOTEBOOK
+from assay.stages.index.notebook import view_problem
+from assay.stages.index.source_text import utf8_source
 from assay.stages.index.tokens import token_string
 from assay.stages.index.parse import PARSER_VERSION, parse_source
 from assay.stages.query.freshness import git_head
@@ -140,6 +144,8 @@ def parse_share(root: Path, files: list[SourceFile], max_lines: int, max_chars: 
             continue
         try:
             pf = parse_source(data, f.path, f.language, file_hash(data), max_lines, max_chars)
+            if f.language == NOTEBOOK:
+                _say_notebook_problem(pf, data)
             pf.lexical_tokens = [token_string(e.lexical_text()) for e in pf.entities]
             parsed.append(pf)
         except Exception as exc:  # noqa: BLE001 - one bad file must not stop the run
@@ -147,6 +153,15 @@ def parse_share(root: Path, files: list[SourceFile], max_lines: int, max_chars: 
         if progress is not None:
             progress(1)
     return ParseResult(files=parsed, skipped=skipped)
+
+
+def _say_notebook_problem(pf: ParsedFile, data: bytes) -> None:
+    """A notebook read as text windows (no Python view) or with cells kept only as words is partly parsed: the
+    report names it with why (the parser's text fallback said nothing, so its raw JSON was indexed silently)."""
+    problem = view_problem(utf8_source(data, NOTEBOOK)[0])  # the bytes the parser built its view from (cached)
+    if problem:
+        pf.partial = True
+        pf.error = "; ".join(part for part in (pf.error, problem) if part)
 
 
 def next_collection(previous: IndexManifest | None, plan: IndexPlan, root: Path, shared: bool) -> str:
@@ -249,19 +264,51 @@ def carried_pending(previous: IndexManifest | None, plan: IndexPlan, collection:
     return [i for i in previous.dense_pending if i in kept or i in previous.notes]
 
 
+def stored_vectors(manifest: IndexManifest) -> tuple[int, int]:
+    """(passages whose vectors are stored, passages in the index): the one count of "searchable by meaning" that a
+    search's dense note and an ended index run's status line (`flows.index` reports it as the run stores) both show."""
+    total = manifest.entity_count + len(manifest.notes)
+    return max(total - len(manifest.dense_pending), 0), total
+
+
 def dense_note(manifest: IndexManifest) -> str:
-    """What a reader must know while vectors are still being filled in ('' when they are complete)."""
+    """What a reader must know while vectors are still being filled in ('' when they are complete). It counts
+    vectors stored (searchable), in the status line's words ("stored as vectors"); not "embedded", the word a
+    running index's progress line (`status`, `index_status`) uses for its own count, which runs ahead of this one."""
     if not manifest.dense_pending:
         return ""
-    total = manifest.entity_count + len(manifest.notes)
-    done = max(total - len(manifest.dense_pending), 0)
-    return (f"dense index partial: {done} of {total} passages embedded so far; BM25 covers all of them "
-            "(the index run fills the rest in; run `assay index` again if it was interrupted)")
+    done, total = stored_vectors(manifest)
+    return (f"dense index partial: {done} of {total} passages stored as vectors so far (searchable by meaning); BM25 "
+            "covers all of them (the index run stores the rest as it embeds them; run `assay index` again if it was "
+            "interrupted)")
 
 
 def stale_ids(stored: set[str], manifest: IndexManifest, note_ids: set[str]) -> list[str]:
     """Ids the catalog holds that the new index does not (notes are never stale)."""
     return sorted(stored - manifest.entity_ids - note_ids)
+
+
+# `skipped_examples` names every skipped and partly parsed file up to this many of each reason (the text report names
+# a few of each and points here); past it, one last entry with reason NOT_LISTED says how many went unnamed.
+EXAMPLES_PER_REASON = 1000
+NOT_LISTED = "not_listed"
+
+
+def listed_examples(skipped: list[SkippedFile], partial: list[SkippedFile]) -> list[SkippedFile]:
+    """The files the report names: each reason's first EXAMPLES_PER_REASON, then a NOT_LISTED entry when some were
+    cut (a list that stopped silently at 20 let a reader think it was all)."""
+    seen: Counter[str] = Counter()
+    listed: list[SkippedFile] = []
+    for s in [*skipped, *partial]:
+        seen[s.reason] += 1
+        if seen[s.reason] <= EXAMPLES_PER_REASON:
+            listed.append(s)
+    cut = {reason: n - EXAMPLES_PER_REASON for reason, n in seen.items() if n > EXAMPLES_PER_REASON}
+    if cut:
+        more = ", ".join(f"{reason} {n}" for reason, n in sorted(cut.items()))
+        listed.append(SkippedFile(
+            path="", reason=NOT_LISTED, detail=f"not named here: {more} (`skipped` and `files_partial` count all)"))
+    return listed
 
 
 def build_report(
@@ -271,7 +318,8 @@ def build_report(
     skipped = [*discovery.skipped, *parsed.skipped]
     reasons = Counter(s.reason for s in skipped)  # a partly parsed file is parsed, not skipped: `files_partial` counts it
     partial = [pf for pf in parsed.files if pf.partial]
-    examples = skipped[:20] + [SkippedFile(path=pf.path, reason="partial_parse", detail=pf.error) for pf in partial[:10]]
+    examples = listed_examples(skipped, [SkippedFile(path=pf.path, reason="partial_parse", detail=pf.error)
+                                         for pf in partial])
     return IndexReport(
         workspace=str(root), files_seen=len(discovery.files) + len(discovery.skipped), files_parsed=len(parsed.files),
         files_unchanged=len(plan.unchanged), files_removed=len(plan.removed), files_partial=len(partial),

@@ -21,7 +21,7 @@ from bm25s.scoring import _select_idf_scorer, _select_tfc_scorer
 from bm25s.tokenization import Tokenized
 
 from assay.stages.index.term_counts import TermCounts, offsets
-from assay.stages.index.tokens import tokenize
+from assay.stages.index.tokens import lexical_tokens
 
 logging.getLogger("bm25s").setLevel(logging.WARNING)
 SWAP_RETRIES = 5  # reads retried when a concurrent save swaps the folder under them
@@ -62,7 +62,7 @@ class LexicalIndex:
 
     @classmethod
     def build(cls, ids: list[str], texts: list[str]) -> "LexicalIndex":
-        return cls.from_tokens(ids, [tokenize(t) for t in texts])
+        return cls.from_tokens(ids, [lexical_tokens(t) for t in texts])
 
     @classmethod
     def from_tokens(cls, ids: list[str], tokens: list[list[str]]) -> "LexicalIndex":
@@ -78,7 +78,7 @@ class LexicalIndex:
         return cls(retriever, list(counts.ids), counts)
 
     def search(self, query: str, k: int) -> list[tuple[str, float]]:
-        tokens = tokenize(query)
+        tokens = lexical_tokens(query)
         if self._retriever is None or not tokens or k <= 0:
             return []
         k = min(k, len(self.ids))
@@ -88,7 +88,7 @@ class LexicalIndex:
     def scores_for(self, query: str, ids: list[str]) -> dict[str, float]:
         """BM25 scores of these passages (those scoring above 0), wherever they rank: a definition the query
         names can sit below the lists' depth when every method of its class repeats its name."""
-        tokens = tokenize(query)
+        tokens = lexical_tokens(query)
         if self._retriever is None or not tokens or not ids:
             return {}
         known = [t for t in tokens if t in self._retriever.vocab_dict]

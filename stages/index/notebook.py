@@ -5,13 +5,16 @@ a line of its own. The Python view keeps every line of the file: a line that hol
 becomes that source line, a markdown cell's line becomes a comment (its words stay searchable), and every other line
 (JSON structure, outputs, images) becomes empty. The parser reads the view as Python, and every `file:line` of an
 entity is a real line of the notebook file, so a receipt, a stale check and an agent reading the raw file all agree.
-IPython's own syntax (`%magic`, `!shell`, `?help` and `help?`, a `%%cell` magic's whole cell) becomes a comment. A
-notebook not laid out so (one JSON line, a cell's source as one string over several lines) has no view: it is read
-as text windows.
+IPython's own syntax (`%magic`, `!shell`, `?help` and `help?`, a `%%cell` magic's whole cell) becomes a comment.
+A cell whose source is one string over several lines (nbformat allows it; Jupyter never writes it) sits on one line
+of the file, so its code cannot keep its lines: that line of the view holds the code as words (a comment), and the
+rest of the notebook is still Python. A notebook with no view at all (not JSON, no cells, written on one line) is read
+as text windows. Either way `view_problem` says what was not read as Python, and the index report names the file.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
@@ -25,40 +28,75 @@ _IPYTHON_LINE = re.compile(r"^\s*(?:[%!?]|[\w.]+\?{1,2}\s*$)")  # magics, shell,
 
 
 def python_view(source: bytes) -> bytes | None:
-    """The notebook's Python view, line for line (see the module's note), or None when its layout does not allow
-    one (not a notebook, not indented JSON, a source string over several lines)."""
+    """The notebook's Python view, line for line (see the module's note), or None when it has none (not a notebook,
+    not indented JSON): then it is read as text."""
+    return read_notebook(source)[0]
+
+
+def view_problem(source: bytes) -> str:
+    """'' when the whole notebook is read as Python, else what was not (for the index report's `partial:` line)."""
+    return read_notebook(source)[1]
+
+
+_NO_VIEW = "read as text windows, not as Python"
+_LAYOUT = f"not laid out as Jupyter writes it (each source line on a JSON line of its own): {_NO_VIEW}"
+
+
+@functools.lru_cache(maxsize=1)  # the parser builds the view and the index run then asks why: one pass over the JSON
+def read_notebook(source: bytes) -> tuple[bytes | None, str]:
+    """(the Python view or None, '' or what was not read as Python)."""
     try:
         text = source.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, f"not UTF-8: {_NO_VIEW}"
+    try:
         notebook = json.loads(text)
+    except ValueError as exc:
+        where = f" (line {exc.lineno}: {exc.msg})" if isinstance(exc, json.JSONDecodeError) else ""
+        return None, f"not valid JSON{where}: {_NO_VIEW}"
+    try:
         cells = notebook["cells"]
         kinds = [str(cell.get("cell_type", "")) for cell in cells]
         sources = [_lines(cell.get("source", "")) for cell in cells]
-    except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
-        return None
+    except (KeyError, TypeError, AttributeError):
+        return None, f"not an nbformat 4 notebook (a list of cells, each source text): {_NO_VIEW}"
     lines = text.split("\n")
     view = [""] * len(lines)
+    folded: list[int] = []  # file lines of code cells kept as words
     cell = 0
     row = 0
     while row < len(lines):
         line = lines[row]
         if _SOURCE_EMPTY.match(line) or _SOURCE_STRING.match(line) or _SOURCE_OPEN.match(line):
             if cell >= len(cells):
-                return None
-            placed = _place(lines, row, sources[cell])
-            if placed is None:
-                return None
+                return None, _LAYOUT
+            found = _place(lines, row, sources[cell])
+            if found is None:
+                return None, _LAYOUT
+            placed, as_words = found
             kind = kinds[cell]
             if kind == "code" and sources[cell] and sources[cell][0].lstrip().startswith("%%"):
                 kind = "markdown"  # a cell magic (`%%bash`, `%%sql`): the whole cell is another language
             for at, code in placed:
-                view[at] = _as_python(code, kind)
+                view[at] = _as_words(code, kind) if as_words else _as_python(code, kind)
+            if as_words and kind == "code":
+                folded.append(row + 1)
             row = placed[-1][0] + 1 if placed else row + 1
             cell += 1
             continue
         row += 1
     if cell != len(cells):
-        return None
-    return "\n".join(view).encode("utf-8")
+        return None, _LAYOUT
+    return "\n".join(view).encode("utf-8"), _folded_problem(folded)
+
+
+def _folded_problem(rows: list[int]) -> str:
+    """What the report says of code cells whose lines are not lines of the file ('' when there are none)."""
+    if not rows:
+        return ""
+    at = ", ".join(map(str, rows[:5])) + (f" and {len(rows) - 5} more" if len(rows) > 5 else "")
+    return (f"{len(rows)} code cell(s) hold their source as one string over several lines (line {at}): kept as "
+            "words, not parsed (their definitions are not in the index)")
 
 
 def _lines(source: object) -> list[str]:
@@ -70,16 +108,17 @@ def _lines(source: object) -> list[str]:
     raise TypeError("a cell's source is neither a string nor a list of strings")
 
 
-def _place(lines: list[str], row: int, expected: list[str]) -> list[tuple[int, str]] | None:
-    """Where each line of one cell's source sits in the file: (file row, the line), checked against the parsed JSON
-    (a string that held several lines, or anything unexpected, gives None)."""
+def _place(lines: list[str], row: int, expected: list[str]) -> tuple[list[tuple[int, str]], bool] | None:
+    """Where one cell's source sits in the file: ((file row, the text there) for each of its JSON strings, whether
+    a string holds several lines, so the cell's lines are not the file's), checked against the parsed JSON (anything
+    unexpected gives None)."""
     line = lines[row]
     if _SOURCE_EMPTY.match(line):
-        return [] if not expected else None
+        return ([], False) if not expected else None
     single = _SOURCE_STRING.match(line)
     if single:
         value = json.loads(single.group(1))
-        return [(row, value)] if source_lines(value) == expected and len(expected) <= 1 else None
+        return ([(row, value)], len(expected) > 1) if source_lines(value) == expected else None
     placed: list[tuple[int, str]] = []
     at = row + 1
     while at < len(lines) and not re.match(r"^\s*\]", lines[at]):
@@ -87,13 +126,18 @@ def _place(lines: list[str], row: int, expected: list[str]) -> list[tuple[int, s
             value = json.loads(lines[at].strip().removesuffix(","))
         except ValueError:
             return None
-        if not isinstance(value, str) or "\n" in value.rstrip("\n"):
+        if not isinstance(value, str):
             return None
-        placed.append((at, value.rstrip("\n").rstrip("\r")))
+        placed.append((at, value))
         at += 1
-    if [code for _, code in placed] != expected:
-        return None
-    return placed or [(row, "")]
+    if not placed:
+        return ([(row, "")], False) if not expected else None
+    one_a_line = [(at, value.rstrip("\n").rstrip("\r")) for at, value in placed]
+    if [code for _, code in one_a_line] == expected:
+        return one_a_line, False
+    if source_lines("".join(value for _, value in placed)) == expected:  # strings that hold several lines each
+        return placed, True
+    return None
 
 
 def _as_python(code: str, kind: str) -> str:
@@ -103,3 +147,12 @@ def _as_python(code: str, kind: str) -> str:
     if kind == "markdown":
         return f"# {code}" if code.strip() else ""
     return ""
+
+
+def _as_words(text: str, kind: str) -> str:
+    """A source string of several lines on one line of the file: its lines as one comment (searchable words; as
+    code on one line it would not parse), each line break shown as ⏎."""
+    if kind not in ("code", "markdown"):
+        return ""
+    words = " ⏎ ".join(line.strip() for line in source_lines(text) if line.strip())
+    return f"# {words}" if words else ""

@@ -59,7 +59,8 @@ from assay.stages.index.source_text import source_lines, utf8_source
 # `ns::f()` and `f<T>()` and JSX `<Header />` call edges)
 # 36: calls in Rust macro arguments, Go composite literals, Rust struct literals and bare TS decorators are call
 # edges; Rust attributes (`#[test]`, a module's `#[cfg(test)]`) are facts' decorators
-PARSER_VERSION = 37  # 37: interface and abstract member signatures are definitions only in a `.d.ts` (semble zod)
+# 37: interface and abstract member signatures are definitions only in a `.d.ts` (semble zod)
+PARSER_VERSION = 38  # 38: notebooks whose cells hold one string are Python but for those cells; a JS function after a syntax error is a function
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -79,6 +80,7 @@ _JS_WRAPPERS = frozenset({"export_statement", "ambient_declaration"})  # `export
 _JS_SIGNATURES = frozenset({"function_signature", "method_signature", "abstract_method_signature"})
 _JS_OVERLOADABLE = _JS_SIGNATURES | {"function_declaration", "method_definition"}
 _JS_MEMBER_BODIES = frozenset({"interface_body", "class_body"})  # not an inline object type's `{ run(): void }`
+_FUNCTION_KEYWORD_BEFORE = re.compile(rb"(?<![\w$])function\s*\*?\s*$")  # the text right before a definition's name
 # a definition named with its owner's path (C++'s `Frame::Throw` out of its class, Ruby's `class Api::Users`,
 # Lua's `function M.find` and `M:method`) is its own name under that owner, as when written inside it
 _OWNER_SEPARATORS = {"cpp": "::", "ruby": "::", "lua": "."}
@@ -441,6 +443,14 @@ class _Extractor:
             prev = prev.prev_named_sibling
         return lead
 
+    def _function_in_error(self, node: Node) -> bool:
+        """`function f() {...}` that tree-sitter's error recovery read as an object's method `f() {...}` (a syntax
+        error above left a `{` open): the `function` keyword before it says it is a top-level function."""
+        name = node.child_by_field_name("name")
+        if self.language not in _JS_LANGUAGES or name is None or node.parent is None or node.parent.type != "ERROR":
+            return False
+        return _FUNCTION_KEYWORD_BEFORE.search(self.source[max(0, name.start_byte - 64):name.start_byte]) is not None
+
     def _def_kind(self, node: Node, in_container: bool) -> str | None:
         kind = self.spec.defs.get(node.type)
         if kind is None:
@@ -482,6 +492,8 @@ class _Extractor:
             return {"struct_type": "struct", "interface_type": "interface"}.get(ttype, "type")
         if node.type in ("preproc_def",):
             return "constant"
+        if node.type == "method_definition" and self._function_in_error(node):
+            return "function"
         if kind == "function" and in_container:
             return self.spec.function_kinds_in_container
         return kind
@@ -926,6 +938,23 @@ def _copied_chars(drafts: list[_Draft], lines: list[str]) -> int:
     return total
 
 
+def _copy_reason(drafts: list[_Draft]) -> str:
+    """Why the definitions' passages would copy the file too often, for the report: most of them share lines with
+    others (minified), or they nest so deep that each copies its parents' lines (500 nested `def`s, one a line, were
+    reported as long shared lines)."""
+    rows: dict[int, int] = {}
+    depth = 0
+    stack = [(d, 1) for d in drafts]
+    while stack:
+        d, level = stack.pop()
+        rows[d.start_row] = rows.get(d.start_row, 0) + 1
+        depth = max(depth, level)
+        stack.extend((c, level + 1) for c in d.children)
+    if 2 * sum(n for n in rows.values() if n > 1) >= sum(rows.values()):
+        return "many definitions share a few long lines (minified?): read as text windows"
+    return f"definitions nest {depth} levels deep (each one's passage would copy its parents' lines): read as text windows"
+
+
 # A line ending of classic Mac OS (CR alone): Python and editors break lines there, tree-sitter counts rows on LF
 # only, so every definition of a CR-only file sat at line 1.
 LONE_CR = re.compile(rb"\r(?!\n)")
@@ -957,7 +986,7 @@ def parse_source(
     if _copied_chars(drafts, ex.lines) > COPY_FACTOR_MAX * len(source) + COPY_SLACK_CHARS:
         ents = _windows([(1, ex.lines)], path, language, max_lines, max_chars, label="lines")
         return ParsedFile(path=path, content_hash=content_hash, entities=ents, partial=True,
-                          error="many definitions share a few long lines (minified?): read as text windows")
+                          error=_copy_reason(drafts))
     entities = _make_entities(drafts, ex, path, max_lines, max_chars, {})
     whole = _file_entity(ex, tree.root_node, path, drafts, max_chars)  # first: it claims the module docstring's rows
     entities.extend(_uncovered_windows(ex, path, drafts, max_lines, max_chars, trim_start=notebook))

@@ -11,6 +11,7 @@ def summary_lines(r: IndexReport) -> list[str]:
         f"workspace: {r.workspace}",
         _files_line(r),
         f"skipped: {skipped}",
+        *_skipped_lines(r),
         *_partial_lines(r),
         f"entities: {_passages_line(r)}, {r.entities_embedded} embedded this run"
         + (f", {r.embed_cached} of them reused from the content cache" if r.embed_cached else "")
@@ -34,13 +35,36 @@ def _files_line(r: IndexReport) -> str:
             f"{r.files_removed} removed, {r.kept_unreadable} kept (unreadable now)")
 
 
+NAMED_PER_REASON = 3  # skipped files named per reason in the text; `--json` names them all
+NAMED_PARTIAL = 10
+ALL_IN_JSON = "`assay index --json` names them all, in skipped_examples"
+
+
+def _named(examples: list[str], total: int, shown: int) -> str:
+    """The first `shown` of `examples`, then how many more there are of `total` and where to see them."""
+    named = examples[:shown]
+    if total > len(named):
+        named.append(f"and {total - len(named)} more ({ALL_IN_JSON})")
+    return ", ".join(named)
+
+
+def _skipped_lines(r: IndexReport) -> list[str]:
+    """Under the counts, a few skipped files of each reason by name: a count alone did not say which files are gone."""
+    lines = []
+    for reason, count in r.skipped.items():
+        files = [f"{s.path} ({s.detail})" if s.detail else s.path for s in r.skipped_examples if s.reason == reason]
+        if files:
+            lines.append(f"  {reason}: {_named(files, count, NAMED_PER_REASON)}")
+    return lines
+
+
 def _partial_lines(r: IndexReport) -> list[str]:
     """Files parsed with errors (counted as parsed: what parsed is searchable), named with what went wrong."""
     if not r.files_partial:
         return []
     named = [f"{s.path} ({s.detail})" for s in r.skipped_examples if s.reason == "partial_parse"]
-    more = f", and {r.files_partial - len(named)} more" if r.files_partial > len(named) else ""
-    return [f"partial: {r.files_partial} of the parsed files, what parsed kept: " + ", ".join(named) + more]
+    return [f"partial: {r.files_partial} of the parsed files, what parsed kept: "
+            + _named(named, r.files_partial, NAMED_PARTIAL)]
 
 
 def _entity_count(r: IndexReport) -> tuple[int, int]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import os
+import shlex
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -22,8 +23,10 @@ from filelock import FileLock, Timeout
 
 from assay.stages.core.artifacts import Edge, EmbeddedBatch, Entity, IndexManifest, ParseResult
 from assay.stages.core.errors import DISK_FULL_ADVICE, disk_full, one_line
+from assay.stages.core.errors import _chain as error_chain
 from assay.stages.core.progress import run_under_way
-from assay.stages.core.workspace import collection_name, make_state_dir, not_writable, state_dir, writable
+from assay.stages.core.workspace import (collection_name, indexed_workspace_of, make_state_dir, not_writable, state_dir,
+                                         writable)
 from assay.stages.core.writer import clear_writer, other_writer, record_writer
 from assay.stages.index.lexical import LexicalIndex
 from assay.stages.index.term_counts import TermCounts
@@ -137,6 +140,105 @@ def unopenable(path: Path, exc: BaseException) -> StoreError:
     if disk_full(exc):
         return StoreError(f"the vector store in {path} cannot be opened: the disk is full; {DISK_FULL_ADVICE}")
     return StoreError(f"the vector store in {path} cannot be opened ({one_line(exc)}); run `assay index --rebuild`")
+
+
+class DamagedVectors(StoreError):
+    """A vector segment Chroma cannot read (its HNSW files cut short or overwritten); `prepare_dense` repairs it."""
+
+
+# what Chroma's Rust engine says of a segment it cannot read: "Error constructing hnsw segment reader", "Error
+# deserializing pickle file", "Error getting embedding"
+_DAMAGE_TEXTS = ("hnsw", "segment reader", "deserializ", "pickle", "error getting embedding")
+LOW_SPACE = 64 * 1024 * 1024  # below this, a write Chroma fails without naming a cause is taken for a full disk
+
+
+def free_bytes(path: Path) -> int | None:
+    """Free space on the disk that holds `path` (its nearest existing folder); None when it cannot be told."""
+    import shutil
+
+    for folder in (path, *path.parents):
+        if folder.exists():
+            try:
+                return shutil.disk_usage(folder).free
+            except OSError:
+                return None
+    return None
+
+
+def _megabytes(n: int) -> str:
+    return f"{n / 1e6:.1f} MB"
+
+
+def no_space(path: Path, exc: BaseException) -> StoreError:
+    """A write that found the disk (nearly) full: where, how much is left, and what to do (not a rebuild)."""
+    free = free_bytes(path)
+    left = f"{_megabytes(free)} free; " if free is not None else ""
+    return StoreError(f"no space left on device for {path} ({left}{_chroma_detail(exc)}): {DISK_FULL_ADVICE}")
+
+
+def _chroma_detail(exc: BaseException) -> str:
+    """Chroma's error, its last three causes: its Rust errors chain every layer ("Error executing plan: Error
+    sending backfill request to compactor: ... EOF while parsing") into one line too long to read."""
+    return ": ".join(one_line(exc).split(": ")[-3:])
+
+
+def vector_failure(path: Path, exc: BaseException, writing: bool) -> BaseException:
+    """What a failed Chroma call on the embedded store at `path` means for a person: a full disk (Chroma's Rust
+    writer says "Error in compaction: Error purging logs", no errno: the free space decides), a damaged segment, or
+    else Chroma's own error, unchanged."""
+    if isinstance(exc, StoreError):
+        return exc
+    if disk_full(exc):
+        return no_space(path, exc)
+    if any(text in str(exc).lower() for text in _DAMAGE_TEXTS):
+        return DamagedVectors(f"the vector store in {path} is damaged ({_chroma_detail(exc)}); run `assay index "
+                              "--rebuild`")
+    free = free_bytes(path) if writing else None
+    if free is not None and free < LOW_SPACE:
+        return no_space(path, exc)
+    return exc
+
+
+@contextmanager
+def chroma_errors(path: Path | None, writing: bool = False) -> Iterator[None]:
+    """Chroma's errors on the embedded store at `path` as `vector_failure` reads them (a server's: unchanged)."""
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001 - chroma raises many types
+        failure = vector_failure(path, exc, writing) if path is not None else exc
+        if failure is exc:
+            raise
+        raise failure from exc
+
+
+def storage_failure(root: Path, exc: BaseException) -> StoreError | None:
+    """An index run's failure that a limit of the machine caused, said with its remedy: a file-size limit
+    (`ulimit -f`: SQLite says only "disk I/O error") or a full disk; None for any other error (or one already
+    said in these words)."""
+    import errno
+    import resource
+
+    if isinstance(exc, StoreError) or disk_full(exc):
+        return None  # said already (`one_line` words a full disk)
+    text = str(exc).lower()
+    errnos = {getattr(e, "errno", None) for e in error_chain(exc)}
+    if "disk i/o error" not in text and "error in compaction" not in text and not errnos & {errno.EFBIG, errno.EIO}:
+        return None
+    folder = state_dir(root)
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit != resource.RLIM_INFINITY and (errno.EFBIG in errnos or "disk i/o error" in text):
+        largest = max(((p.stat().st_size, p.name) for p in folder.rglob("*") if p.is_file()), default=None)
+        at = f"; {largest[1]} there has {_megabytes(largest[0])}" if largest else ""
+        return StoreError(f"a write in {folder} went past this process's file-size limit ({_megabytes(limit)}, `ulimit "
+                          f"-f`{at}) ({one_line(exc)}); raise the limit and run `assay index` again")
+    free = free_bytes(folder)
+    if free is not None and free < LOW_SPACE:
+        return no_space(folder, exc)
+    if "disk i/o error" in text:
+        return StoreError(f"a disk I/O error while writing the index in {folder} ({one_line(exc)}); check that disk "
+                          "(free space, file-size limits, the system log), then run `assay index` again")
+    return None
+
 
 
 @contextmanager
@@ -476,6 +578,7 @@ class VectorStore:
         self._client = chroma_client(root, url)
         self._name = name or collection_name(root)
         self._collection = None
+        self._path = None if url else state_dir(root) / "chroma"  # an embedded store: its errors are read (`chroma_errors`)
 
     @property
     def name(self) -> str:
@@ -507,24 +610,30 @@ class VectorStore:
 
     def upsert(self, batch: EmbeddedBatch, batch_size: int = 500) -> None:
         """Ids and vectors only: the catalog holds text and facts, and metadata slowed upserts by a third."""
-        for start in range(0, len(batch.ids), batch_size):
-            self.collection.upsert(ids=batch.ids[start : start + batch_size], embeddings=batch.vectors[start : start + batch_size])
+        with chroma_errors(self._path, writing=True):
+            for start in range(0, len(batch.ids), batch_size):
+                self.collection.upsert(ids=batch.ids[start : start + batch_size],
+                                       embeddings=batch.vectors[start : start + batch_size])
 
     def delete(self, ids: list[str], batch_size: int = 500) -> None:
-        for start in range(0, len(ids), batch_size):
-            self.collection.delete(ids=ids[start : start + batch_size])
+        with chroma_errors(self._path, writing=True):
+            for start in range(0, len(ids), batch_size):
+                self.collection.delete(ids=ids[start : start + batch_size])
 
     def count(self) -> int:
-        return int(self.collection.count())
+        with chroma_errors(self._path):
+            return int(self.collection.count())
 
     def query(self, vector: list[float], k: int) -> list[tuple[str, float]]:
         """Top-k by cosine distance (Chroma returns fewer when the collection is smaller, none when empty)."""
-        res = self.collection.query(query_embeddings=[vector], n_results=k, include=["distances"])
+        with chroma_errors(self._path):
+            res = self.collection.query(query_embeddings=[vector], n_results=k, include=["distances"])
         return list(zip(res["ids"][0], [float(d) for d in res["distances"][0]]))
 
     def distances(self, vector: list[float], ids: list[str]) -> dict[str, float]:
         """Cosine distance (the collection's space) from `vector` to each stored passage among `ids`."""
-        res = self.collection.get(ids=ids, include=["embeddings"])
+        with chroma_errors(self._path):
+            res = self.collection.get(ids=ids, include=["embeddings"])
         return cosine_distances(res["ids"], res["embeddings"], vector)
 
 
@@ -560,6 +669,7 @@ class EmbeddedReader:
         self._bindings = None
         self._collection_id: str | None = None
         self._copy: Path | None = None  # a read-only store is read from a private copy (`readable_copy`)
+        self._path = path  # what an error names (the store, not a private copy of it)
         if not (path / "chroma.sqlite3").exists():
             return  # nothing stored yet: no vectors to find
         if not writable(path):
@@ -596,14 +706,16 @@ class EmbeddedReader:
         collection = self._collection()
         if collection is None or k <= 0:
             return []
-        res = self._bindings.query(collection, None, [vector], k, None, None, ["distances"], _TENANT, _DATABASE)
+        with chroma_errors(self._path):
+            res = self._bindings.query(collection, None, [vector], k, None, None, ["distances"], _TENANT, _DATABASE)
         return list(zip(res.ids[0], [float(d) for d in res.distances[0]]))
 
     def distances(self, vector: list[float], ids: list[str]) -> dict[str, float]:
         collection = self._collection()
         if collection is None:
             return {}
-        res = self._bindings.get(collection, ids, None, None, 0, None, ["embeddings"], _TENANT, _DATABASE)
+        with chroma_errors(self._path):
+            res = self._bindings.get(collection, ids, None, None, 0, None, ["embeddings"], _TENANT, _DATABASE)
         return cosine_distances(res.ids, res.embeddings, vector)
 
 
@@ -692,8 +804,18 @@ def require_manifest(root: Path) -> IndexManifest:
         if run_under_way(root):  # no manifest yet, a live run: asking to start it again would only hear "already indexing"
             raise NotIndexed(f"indexing in progress for {root} (its first run has not committed anything yet); retry "
                              "shortly: `assay status` or the index_status tool shows its progress")
-        raise NotIndexed(f"{root} is not indexed yet; index it first (`assay index {root}` or the index_workspace tool)")
+        raise NotIndexed(not_indexed_advice(root))
     return manifest
+
+
+def not_indexed_advice(root: Path) -> str:
+    """Why a folder has no index and what to do, the path shell-quoted for pasting. A subfolder of an indexed
+    workspace is pointed at that workspace: a second, nested index of it is rarely what the user meant."""
+    holder = indexed_workspace_of(root.parent)
+    if holder is not None:
+        return (f"{root} is not indexed itself but lies inside the indexed workspace {holder}; pass that path "
+                f"({shlex.quote(str(holder))})")
+    return f"{root} is not indexed yet; index it first (`assay index {shlex.quote(str(root))}` or the index_workspace tool)"
 
 
 _READ_MANIFESTS: dict[Path, tuple[object, IndexManifest]] = {}
@@ -779,18 +901,31 @@ def previous_manifest(root: Path, url: str | None, rebuild: bool) -> IndexManife
 LOST_VECTORS = "the vector store is empty although the manifest lists embedded passages: re-embedding everything"
 
 
-def prepare_dense(root: Path, url: str | None, previous: IndexManifest | None, rebuilt: bool) -> tuple[IndexManifest, str]:
+PROBE_DISTANCE = 1e-3  # a stored vector queried for itself comes back at ~1e-7 (float32); a damaged segment's do not
+
+
+def prepare_dense(root: Path, url: str | None, previous: IndexManifest | None, rebuilt: bool,
+                  known: Callable[[IndexManifest], list[list[float]]] | None = None) -> tuple[IndexManifest, str]:
     """The dense phase's first step, after the lexical phase committed: delete the vectors of purged passages,
-    and when the collection lost every vector the last run stored (its folder deleted, a new server), list
-    every passage as pending again (their vectors mostly come back from the embedding cache). Returns the
-    manifest and, in that case, the reason to report. A damaged store raises StoreError: BM25 still answers."""
+    and when the collection lost every vector the last run stored (its folder deleted, a new server), or the embedded
+    store is damaged (then set aside), list every passage as pending again (their vectors mostly come back from the
+    embedding cache). `known(manifest)` gives vectors the store must hold (a few, from that cache), for the check.
+    Returns the manifest and, in those cases, the reason to report. A server's damaged store raises StoreError:
+    BM25 still answers."""
     manifest = require_manifest(root)
     store = VectorStore(root, url, manifest.collection)
     reason = ""
     had_vectors = (previous is not None and not rebuilt and previous.collection == manifest.collection
                    and previous.entity_count - len(previous.dense_pending) > 0)
-    if had_vectors and store.count() == 0:
+    damage = vector_damage(store, known(manifest) if known else [], manifest.dimension) if had_vectors and not url else ""
+    if damage:
+        moved = set_aside_damaged_store(root)
+        store = VectorStore(root, url, manifest.collection)
+        reason = (f"the vector store was damaged ({damage}): set aside as {moved.name if moved else '-'}; every "
+                  "vector is stored again (from the embedding cache where it holds them)")
+    elif had_vectors and store.count() == 0:
         reason = LOST_VECTORS
+    if reason:
         manifest.dense_pending = sorted(manifest.entity_ids | set(manifest.notes))
     elif manifest.vectors_stale:
         store.delete(manifest.vectors_stale)
@@ -798,6 +933,27 @@ def prepare_dense(root: Path, url: str | None, previous: IndexManifest | None, r
         manifest.vectors_stale = []
         write_manifest(root, manifest)
     return manifest, reason
+
+
+def vector_damage(store: VectorStore, known: list[list[float]], dimension: int) -> str:
+    """Why the store's vectors cannot be trusted ("" when they can): a segment Chroma cannot read, or a vector the
+    store holds that a query for it no longer finds (an HNSW file overwritten: Chroma answers, with wrong neighbours).
+    A few queries, milliseconds; garbage in a part of a segment no probe reaches goes unnoticed (`--rebuild` mends it)."""
+    probes = known or ([[1.0] + [0.0] * (dimension - 1)] if dimension else [])  # none known: still exercise the reader
+    try:
+        if store.count() == 0:
+            return ""  # nothing stored to be damaged (a lost store: the caller's other case)
+        missed = 0
+        for vector in probes:
+            hits = store.query(vector, 1)
+            missed += bool(known) and not (hits and hits[0][1] <= PROBE_DISTANCE)  # (a garbage vector's: maybe NaN)
+        # HNSW is approximate: one probe it misses is no damage (and a fixed sample would be missed on every run,
+        # re-storing every vector each time); overwritten vectors are missed by most
+        if known and missed * 2 > len(known):
+            return f"{missed} of {len(known)} stored vectors are no longer found by a query for themselves"
+    except DamagedVectors as exc:
+        return _chroma_detail(exc.__cause__ or exc)
+    return ""
 
 
 def lexical_dir(root: Path) -> Path:

@@ -22,7 +22,7 @@ STOPWORDS = frozenset(
 )
 
 
-TOKENIZER_VERSION = 2  # bump when `tokenize` changes: the catalog's cached tokens are keyed by it
+TOKENIZER_VERSION = 3  # bump when `lexical_tokens` changes: the catalog's cached tokens are keyed by it
 _STEMMER = Stemmer.Stemmer("english")
 _stem = _STEMMER.stemWord
 stem_word = _stem  # the stemmer the index uses, for the rank stage's word roots
@@ -43,9 +43,30 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
+# a word holding a letter outside ASCII (`größe_berechnen`, `計算する`, `método`): `_TOKEN` reads only its ASCII runs
+_UNICODE_WORD = re.compile(r"(?:[^\W\d]|_)\w*")
+
+
+def lexical_tokens(text: str) -> list[str]:
+    """BM25's tokens: `tokenize`'s, and words holding non-ASCII letters whole (lowercased) with their snake-case
+    parts, in place of the ASCII fragments `tokenize` cuts from them (`método` read as `todo`, `計算する` as
+    nothing). `tokenize` itself is unchanged: the learned models' features were trained on it."""
+    words = [w for w in _UNICODE_WORD.findall(text) if not w.isascii()] if not text.isascii() else []
+    if not words:
+        return tokenize(text)
+    out = tokenize(_UNICODE_WORD.sub(lambda m: m.group(0) if m.group(0).isascii() else " ", text))
+    for word in words:
+        low = word.lower()
+        parts = [p for p in low.split("_") if p]
+        out.append(low)
+        if len(parts) > 1:
+            out.extend(t for p in parts for t in (_word_tokens(p) if p.isascii() else (p,)))
+    return out
+
+
 def token_string(text: str) -> str:
-    """`tokenize` joined by spaces: how the catalog stores a passage's tokens."""
-    return " ".join(tokenize(text))
+    """`lexical_tokens` joined by spaces: how the catalog stores a passage's tokens."""
+    return " ".join(lexical_tokens(text))
 
 
 @lru_cache(maxsize=200_000)

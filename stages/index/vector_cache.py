@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from assay.stages.core.artifacts import EmbeddedBatch, Entity
-from assay.stages.index.store import open_state_db
+from assay.stages.core.artifacts import EmbeddedBatch, Entity, IndexManifest
+from assay.stages.index.store import Catalog, open_state_db
 
 MAX_ROWS = 400_000
 
@@ -101,6 +101,28 @@ def split_cached(entities: list[Entity], embedder_name: str, cache: EmbedCache) 
     batch = EmbeddedBatch.model_construct(embedder=embedder_name, dimension=len(hits[0][1]), ids=[e.id for e, _ in hits],
                                           vectors=[v.tolist() for _, v in hits], truncated=0, cached=len(hits))
     return batch, missing
+
+
+def stored_samples(root: Path, manifest: IndexManifest, n: int = 8) -> list[list[float]]:
+    """Vectors the store must hold, as the cache remembers them: up to `n` passages spread over the manifest's
+    stored ones (what `prepare_dense` queries to tell a damaged segment). [] when the cache no longer has them."""
+    pending = set(manifest.dense_pending)
+    ids = [i for i in sorted(manifest.entity_ids) if i not in pending]
+    picked = ids[:: max(len(ids) // n, 1)][:n]
+    if not picked:
+        return []
+    catalog = Catalog(root)
+    try:
+        entities = list(catalog.get(picked).values())
+    finally:
+        catalog.close()
+    keys = [text_key(manifest.embedder, e.embed_text()) for e in entities]
+    cache = EmbedCache(root)
+    try:
+        found = cache.get(keys)
+    finally:
+        cache.close()
+    return [found[k].tolist() for k in keys if k in found]
 
 
 def remember(cache: EmbedCache, embedder_name: str, entities: list[Entity], vectors) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from assay.stages.core.artifacts import Candidate
+from assay.stages.core.artifacts import Candidate, Retrieval
 
 @lru_cache(maxsize=1)
 def _tokenizer():
@@ -69,9 +69,32 @@ def fit(blocks: list[list[str]], max_tokens: int | None, more: str = "{n} more l
     return "\n".join(kept)
 
 
-def search_text(candidates: list[Candidate], max_tokens: int | None, outline: bool = False, why=None) -> str:
+def search_rows(candidates: list[Candidate], why) -> list[dict]:
+    """Search results as JSON rows, the same in every door: each candidate but its body, with its rank, `why` (what
+    ranked it) and the rank stage's score and signals as `score` and `signals` (the MCP tool's first names)."""
+    return [{**c.model_dump(mode="json", exclude={"body", "rank_score", "rank_signals"}), "rank": position,
+             "score": c.rank_score, "signals": c.rank_signals, "why": why(c)}
+            for position, c in enumerate(candidates, start=1)]
+
+
+def search_json(query: str, result: Retrieval, why, words=lambda text: text) -> dict:
+    """What a search found, as data: the rows, and the degraded-retrieval note and the index's freshness, which a
+    reader must not lose with the text (`words`: the door's terms for the note's advice)."""
+    freshness = result.freshness
+    return {"query": query, "results": search_rows(result.candidates, why), "note": words(result.note) if result.note else result.note,
+            "freshness": freshness.model_dump(mode="json") if freshness is not None else None}
+
+
+def score_text(value: float | None, digits: int) -> str:
+    """A retrieval score as the search rows print it: `-` where that retriever did not find the passage."""
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def search_text(candidates: list[Candidate], max_tokens: int | None, outline: bool = False, why=None,
+                budget_name: str = "max_tokens") -> str:
     """Search results for an agent: whole entities best-first while they fit, then signatures and locations
-    only, then "N more". `outline`: signatures and locations only, from the first row."""
+    only, then "N more". `outline`: signatures and locations only, from the first row. `budget_name`: what the
+    door calls the budget (the CLI's `--max-tokens`)."""
     def head(c: Candidate, rank: int) -> str:
         reason = why(c) if why is not None else ""
         stale = " STALE" if c.stale else ""
@@ -85,7 +108,7 @@ def search_text(candidates: list[Candidate], max_tokens: int | None, outline: bo
         return "\n".join(head(c, i) for i, c in enumerate(candidates, start=1))
 
     def more(left: int) -> str:
-        return f"{left} more result(s) not shown: ask with a larger max_tokens, or open one of them at its file:line"
+        return f"{left} more result(s) not shown: ask with a larger {budget_name}, or open one of them at its file:line"
 
     out: list[str] = []
     used = 0

@@ -25,9 +25,15 @@ _PART = rf"(?:{_CH}|\({_CH}*\)|\[\[?{_CH}*\]\]?)"  # a bracketed part closed wit
 _PATH_START = rf"(?<!{_CH})(?<![/)\]])"  # never from the middle of a path
 
 
+def path_body(ext: str) -> str:
+    """A path (folders, then a name) ending in one of these extensions, as every reader of prose reads one: the
+    question grammar and the answer's statements must see `src/routes/+page.ts` whole, as the guard does."""
+    return rf"(?:{_PART}+/)*{_PART}+\.(?:{ext})"
+
+
 def _path(ext: str) -> str:
-    """A path (folders, then a name) ending in one of these extensions."""
-    return rf"{_PATH_START}(?:{_PART}+/)*{_PART}+\.(?:{ext})"
+    """A path that starts where a path can start."""
+    return _PATH_START + path_body(ext)
 
 
 # `a/b.py:12`, `b.py:12-20`, `b.py#L12`, `b.py line 12`

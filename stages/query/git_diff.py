@@ -10,7 +10,7 @@ import re
 from typing import NamedTuple
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_RAW = re.compile(r"^:(\d{6}) (\d{6}) ([0-9a-f]+) ([0-9a-f]+) [A-Z]\d*\t(.*)$")
+_RAW = re.compile(r"^:(\d{6}) (\d{6}) ([0-9a-f]+) ([0-9a-f]+) ([A-Z])\d*\t(.*)$")
 GITLINK_MODE = "160000"  # a submodule (or an embedded repository added as one): git records a commit, not a file
 
 _ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
@@ -96,11 +96,46 @@ def diff_gitlinks(diff: str) -> list[Gitlink]:
         m = _RAW.match(line)
         if not m or GITLINK_MODE not in (m.group(1), m.group(2)):
             continue
-        paths = [unquote_path(p) for p in m.group(5).split("\t")]
+        paths = [unquote_path(p) for p in m.group(6).split("\t")]
         was, now = m.group(1) == GITLINK_MODE, m.group(2) == GITLINK_MODE
         found.append(Gitlink(path=paths[-1] if now else paths[0], base=m.group(3) if was else None, present=now,
                              old_path=paths[0] if was else None))
     return found
+
+
+class RawChange(NamedTuple):
+    """One file entry of a `--raw` diff (a submodule's excluded): the only place a rename with no edit and a
+    mode-only change show, since their patches have no `---`/`+++` header and no hunk."""
+    status: str  # git's letter: M, A, D, R (renamed), C, T
+    old_mode: str
+    new_mode: str
+    old_path: str
+    path: str  # the new side's path (the old one for a deletion)
+
+
+def diff_raw(diff: str) -> list[RawChange]:
+    """The `--raw` lines before the patches of a `-p --raw` diff, submodule entries left out."""
+    found: list[RawChange] = []
+    for line in diff.splitlines():
+        if line.startswith("diff --git "):
+            break
+        m = _RAW.match(line)
+        if not m or GITLINK_MODE in (m.group(1), m.group(2)):
+            continue
+        paths = [unquote_path(p) for p in m.group(6).split("\t")]
+        found.append(RawChange(status=m.group(5), old_mode=m.group(1), new_mode=m.group(2), old_path=paths[0], path=paths[-1]))
+    return found
+
+
+def renames(raw: list[RawChange]) -> list[tuple[str, str]]:
+    """(old path, new path) of every renamed file, with or without edits."""
+    return [(r.old_path, r.path) for r in raw if r.status == "R"]
+
+
+def mode_changes(raw: list[RawChange]) -> list[tuple[str, str, str]]:
+    """(path, old mode, new mode) of files that exist on both sides with another mode (`chmod +x`)."""
+    return [(r.path, r.old_mode, r.new_mode) for r in raw
+            if r.old_mode != r.new_mode and "000000" not in (r.old_mode, r.new_mode)]
 
 
 def diff_hunks(diff: str) -> list[tuple[int, int, int, int]]:

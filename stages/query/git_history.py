@@ -2,10 +2,13 @@
 
 Uses the git CLI (present wherever a repository is). `changed_symbols(since)` maps `git diff <since>` (commits
 since REF plus the working tree) to the innermost indexed definitions whose lines the new side touches; a
-hunk that only deletes lines touches the definition around the deletion point. A deleted file's indexed
-definitions are reported removed, an untracked (not ignored) indexed file's added. `history(name)` runs
-`git log -L<start>,<end>:<file>` over the entity's span, mapped from the working tree (what the index holds)
-to HEAD's lines first, for "why is this like this" questions. A submodule (or an embedded repository added as
+hunk that only deletes lines touches the definition around the deletion point. A deleted file's definitions
+are reported removed (from the index, else parsed from the `since` side in git, as a re-index drops them), an
+untracked (not ignored) indexed file's added. Renames and mode changes are listed as files: a rename's edits
+are entities under the new path, while a pure rename lists no entity (its definitions did not change).
+`history(name)` runs `git log -L<start>,<end>:<file>` over the entity's span, mapped from the working tree (what
+the index holds) to HEAD's lines first (through an uncommitted rename to the old path), for "why is this like
+this" questions. A submodule (or an embedded repository added as
 one) is a single gitlink entry in its parent's diff, so both follow into its own repository: `changed` diffs it
 from the commit the parent recorded, `history` reads its own log; what cannot be followed is said in one line.
 
@@ -26,7 +29,8 @@ from pydantic import BaseModel, Field
 
 from assay.stages.core.artifacts import Entity, FileRecord
 from assay.stages.index.edges import definition_spans
-from assay.stages.query.git_diff import Gitlink, diff_files, diff_gitlinks, diff_hunks, head_span
+from assay.stages.query.git_diff import (Gitlink, diff_files, diff_gitlinks, diff_hunks, diff_raw, head_span, mode_changes,
+                                         renames)
 
 COMMIT_ID = re.compile(r"[0-9a-f]{40}")  # a full SHA-1 commit id
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # SHA-1 or SHA-256 repositories
@@ -49,8 +53,21 @@ class TouchedEntity(BaseModel):
     start_line: int
     end_line: int
     lines: list[int] = Field(default_factory=list, description="changed lines inside it (new side)")
-    change: str = Field("modified", description="modified | added (new or untracked file) | removed (file deleted)")
-    stale: bool = Field(False, description="the file changed since indexing: span and lines may not match")
+    change: str = Field("modified", description="modified | added (new or untracked file) | removed (file deleted; its "
+                        "lines are the deleted side's)")
+    stale: bool = Field(False, description="the file changed since indexing: its span is read from the file as it is now, "
+                        "while search and ask still hold the indexed version")
+
+
+class RenamedFile(BaseModel):
+    old: str
+    new: str
+
+
+class ModeChange(BaseModel):
+    file: str
+    old_mode: str
+    new_mode: str
 
 
 class ChangedSymbols(BaseModel):
@@ -60,9 +77,14 @@ class ChangedSymbols(BaseModel):
     outside: list[str] = Field(default_factory=list, description="changed lines in no definition: `file:line`")
     deleted_files: list[str] = Field(default_factory=list, description="files the diff deletes")
     untracked_files: list[str] = Field(default_factory=list, description="indexed files git does not track yet")
-    stale_files: list[str] = Field(default_factory=list, description="files changed since indexing (line mapping may be off)")
+    stale_files: list[str] = Field(default_factory=list, description="files changed since indexing (read as they are now)")
     not_followed: list[str] = Field(default_factory=list, description="submodules and nested repositories whose changes "
                                     "are not listed: `path: why`")
+    renamed_files: list[RenamedFile] = Field(default_factory=list, description="files the diff renames (a rename's "
+                                             "edits, if any, are among the entities under the new path)")
+    mode_changed: list[ModeChange] = Field(default_factory=list, description="files whose mode changed (`chmod +x`)")
+    conflicted_files: list[str] = Field(default_factory=list, description="files with an unresolved merge conflict: "
+                                        "definitions around the conflict markers may be cut short")
     note: str = ""
 
 
@@ -161,11 +183,78 @@ def map_to_entities(touched: dict[str, set[int]], by_file, added: set[str] = fro
     return sorted(found.values(), key=lambda t: (t.file, t.start_line)), outside
 
 
-def removed_entities(deleted: set[str], by_file) -> list[TouchedEntity]:
-    """Every definition the index still holds for files the diff deletes."""
-    return [TouchedEntity(entity=qual, kind=kind, file=file, start_line=start, end_line=end, change="removed")
-            for file in sorted(deleted)
-            for (kind, qual), (start, end, _) in sorted(definition_spans(by_file(file)).items(), key=lambda kv: kv[1][0])]
+def as_it_is_now(root: Path, stale: set[str], indexed: dict[str, FileRecord], by_file):
+    """`by_file`, but a file changed since indexing is parsed as it is now: the diff's lines are today's, and the
+    index's spans for that file are not (a line added above a function moved it, and the change was put in the
+    wrong definition or outside any). Nothing is written; the index stays as it was, and the entity stays STALE."""
+    if not stale:
+        return by_file
+    from assay.stages.index.parse import parse_source
+
+    current: dict[str, list[Entity]] = {}
+    for file in stale:
+        try:
+            current[file] = parse_source((root / file).read_bytes(), file, indexed[file].language, "").entities
+        except (OSError, KeyError):
+            continue  # unreadable now, or never indexed: the index's spans are all there is
+    return lambda file: current[file] if file in current else by_file(file)
+
+
+def removed_entities(deleted: set[str], by_file, old_side=None) -> list[TouchedEntity]:
+    """Every definition of the files the diff deletes: what the index still holds, else (`old_side`) the deleted
+    side read from git, since a re-index (a watcher's within seconds) drops a deleted file's definitions."""
+    found: list[TouchedEntity] = []
+    for file in sorted(deleted):
+        spans = definition_spans(by_file(file))
+        if not spans and old_side is not None:
+            spans = definition_spans(old_side(file))
+        found += [TouchedEntity(entity=qual, kind=kind, file=file, start_line=start, end_line=end, change="removed")
+                  for (kind, qual), (start, end, _) in sorted(spans.items(), key=lambda kv: kv[1][0])]
+    return found
+
+
+_OLD_BLOB_MAX = 1_000_000  # the index's default size limit: a larger deleted file was never indexed either
+
+
+def _blob(repo: Path, commit: str, path: str) -> bytes | None:
+    """The bytes of `path` (relative to `repo`) at `commit`, or None when git cannot give them."""
+    try:
+        done = subprocess.run(["git", "-C", str(repo), "cat-file", "blob", f"{commit}:./{path}"], capture_output=True,
+                              timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def deleted_side(root: Path, where: dict[str, tuple[Path, str, str]]):
+    """Definitions of a deleted workspace file as the `since` side of its diff held them, parsed from git; `where`
+    maps the file to (its repository, the commit the diff starts from, its path there). Files the index would
+    skip (the root's ignore rules, unknown languages, too large) give none, as the index would have held none."""
+    from assay.stages.index.discover import SHEBANG_BYTES, root_ignore_check
+    from assay.stages.index.languages import language_for, language_from_shebang
+    from assay.stages.index.parse import parse_source
+
+    ignored = root_ignore_check(root)
+
+    def old(file: str) -> list[Entity]:
+        if file not in where or ignored(file):
+            return []
+        repo, commit, path = where[file]
+        data = _blob(repo, commit, path)
+        if data is None or len(data) > _OLD_BLOB_MAX:
+            return []
+        name = path.rsplit("/", 1)[-1]
+        language = language_for(name) or (language_from_shebang(data[:SHEBANG_BYTES]) if "." not in name else None)
+        return parse_source(data, file, language, "").entities if language else []
+
+    return old
+
+
+def unmerged_paths(repo: Path, *paths: str) -> set[str]:
+    """Files of `repo` (of `paths`, when given) with an unresolved merge conflict: the parser's error recovery may end
+    a definition at a conflict marker (`<<<<<<<`), so its span is cut short and its changed lines read as outside it."""
+    out = git(repo, *_UNQUOTED, "ls-files", "--unmerged", "-z", "--", *paths)
+    return {entry.split("\t", 1)[1] for entry in out.split("\0") if "\t" in entry}
 
 
 def untracked_paths(repo: Path) -> tuple[list[str], list[str]]:
@@ -215,11 +304,14 @@ def changed_symbols(root: Path, since: str, by_file, indexed: dict[str, FileReco
     commit = verify_revision(root, since)
     found = _repo_changes(root, "", commit, by_file, indexed)
     stale = stale_files(root, set(found.touched), indexed or {})
-    entities, outside = map_to_entities(found.touched, by_file, found.added, stale)
-    entities += removed_entities(found.deleted, by_file)
-    files = sorted(set(found.touched) | found.deleted)
+    entities, outside = map_to_entities(found.touched, as_it_is_now(root, stale, indexed or {}, by_file), found.added, stale)
+    entities += removed_entities(found.deleted, by_file, deleted_side(root, found.deleted_at))
+    # A pure rename or a mode-only change touches no line (no entity), yet it is a change: its file is listed.
+    files = sorted(set(found.touched) | found.deleted | {r.new for r in found.renamed} | {m.file for m in found.mode_changed})
     return ChangedSymbols(since=since, files=files, entities=entities, outside=outside[:100], deleted_files=sorted(found.deleted),
                           untracked_files=sorted(found.untracked), stale_files=sorted(stale), not_followed=found.not_followed,
+                          renamed_files=sorted(found.renamed, key=lambda r: r.new),
+                          mode_changed=sorted(found.mode_changed, key=lambda m: m.file), conflicted_files=sorted(found.conflicted),
                           note="" if files or found.not_followed else f"nothing changed since {since}")
 
 
@@ -231,13 +323,21 @@ class _Changes:
     deleted: set[str] = field(default_factory=set)
     untracked: set[str] = field(default_factory=set)
     not_followed: list[str] = field(default_factory=list)
+    renamed: list[RenamedFile] = field(default_factory=list)
+    mode_changed: list[ModeChange] = field(default_factory=list)
+    deleted_at: dict[str, tuple[Path, str, str]] = field(default_factory=dict)  # file -> (repository, since commit, path there)
+    conflicted: set[str] = field(default_factory=set)
 
     def merge(self, other: "_Changes") -> None:
+        self.conflicted |= other.conflicted
         self.touched.update(other.touched)
         self.added |= other.added
         self.deleted |= other.deleted
         self.untracked |= other.untracked
         self.not_followed += other.not_followed
+        self.renamed += other.renamed
+        self.mode_changed += other.mode_changed
+        self.deleted_at.update(other.deleted_at)
 
 
 def _repo_changes(repo: Path, prefix: str, commit: str, by_file, indexed: dict[str, FileRecord] | None,
@@ -245,7 +345,8 @@ def _repo_changes(repo: Path, prefix: str, commit: str, by_file, indexed: dict[s
     """Changes of the repository at `repo` (workspace paths start with `prefix`) since `commit`, tracked and
     untracked. A submodule is one gitlink entry in its parent's diff (`libs/sub`, line 1), so it is followed into
     its own repository instead of being reported as a location."""
-    diff = git(repo, *_UNQUOTED, "diff", *_DIFF, *_RAW, "--end-of-options", commit, "--")
+    # -M whatever diff.renames says: a rename is one entry (its raw line names both paths), not a delete and an add
+    diff = git(repo, *_UNQUOTED, "diff", *_DIFF, *_RAW, "-M", "--end-of-options", commit, "--")
     touched, added, deleted = diff_files(diff)
     links = diff_gitlinks(diff)
     for link in links:  # drop only the submodule side: a file replaced by a submodule is still a deleted file
@@ -255,7 +356,11 @@ def _repo_changes(repo: Path, prefix: str, commit: str, by_file, indexed: dict[s
         if link.old_path is not None:
             deleted.discard(link.old_path)
     found = _Changes(touched={prefix + f: lines for f, lines in touched.items()}, added={prefix + f for f in added},
-                     deleted={prefix + f for f in deleted})
+                     deleted={prefix + f for f in deleted}, deleted_at={prefix + f: (repo, commit, f) for f in deleted})
+    raw = diff_raw(diff)
+    found.renamed = [RenamedFile(old=prefix + old, new=prefix + new) for old, new in renames(raw)]
+    found.mode_changed = [ModeChange(file=prefix + f, old_mode=was, new_mode=now) for f, was, now in mode_changes(raw)]
+    found.conflicted = {prefix + f for f in unmerged_paths(repo)}
     files, nested = untracked_paths(repo)
     untracked = untracked_lines([prefix + f for f in files], by_file, indexed)
     for file, lines in untracked.items():
@@ -307,37 +412,66 @@ def owning_repository(root: Path, file: str) -> tuple[Path, str]:
     return root, file
 
 
-def _span_in_head(repo: Path, entity: Entity, path: str) -> tuple[tuple[int, int] | None, str]:
-    """HEAD's lines for the entity's (working-tree) span in `repo`, where its file is `path`, and a note when they
-    differ or do not exist."""
+def _path_in_head(repo: Path, path: str) -> str | None:
+    """`path`'s name in HEAD: itself, or the old name when git sees an uncommitted rename (a staged `git mv`:
+    `git log -L` follows renames only in commits, so the search must start from the old name)."""
+    if _in_head(repo, path):
+        return path
+    raw = diff_raw(git(repo, *_UNQUOTED, "diff", "--no-color", "--no-ext-diff", "--relative", *_RAW, "-M", "HEAD", "--"))
+    return next((old for old, new in renames(raw) if new == path), None)
+
+
+def _span_in_head(repo: Path, entity: Entity, path: str) -> tuple[tuple[int, int] | None, str, str]:
+    """HEAD's lines for the entity's (working-tree) span in `repo`, where its file is `path`, the file's path in
+    HEAD (its old name across an uncommitted rename), and a note when they differ or do not exist."""
     if not has_commits(repo):
-        return None, "not committed yet: the repository has no commits"
-    if not _in_head(repo, path):
-        return None, f"not committed yet: {entity.file} is not in HEAD"
+        return None, "not committed yet: the repository has no commits", path
+    head_path = _path_in_head(repo, path)
+    if head_path is None:
+        return None, f"not committed yet: {entity.file} is not in HEAD", path
     if not (repo / path).exists():
-        return (entity.start_line, entity.end_line), f"{entity.file} is deleted in the working tree; traced HEAD's lines as indexed"
-    diff = git(repo, *_UNQUOTED, "diff", *_DIFF, "HEAD", "--", path)
+        return ((entity.start_line, entity.end_line), f"{entity.file} is deleted in the working tree; traced HEAD's "
+                "lines as indexed", head_path)
+    renamed = ""
+    if head_path != path:
+        renamed = f"traced through the uncommitted rename from {entity.file[:len(entity.file) - len(path)] + head_path}"
+    diff = git(repo, *_UNQUOTED, "diff", *_DIFF, "-M", "HEAD", "--", *dict.fromkeys([head_path, path]))
     span = head_span(diff_hunks(diff), entity.start_line, entity.end_line)
     if span is None:
-        return None, "not committed yet: HEAD holds none of its lines (uncommitted edits)"
+        return None, "; ".join(filter(None, [renamed, "not committed yet: HEAD holds none of its lines (uncommitted edits)"])), head_path
     if span != (entity.start_line, entity.end_line):
-        return span, f"traced HEAD's lines {span[0]}-{span[1]} (the file has uncommitted edits)"
-    return span, ""
+        return span, "; ".join(filter(None, [renamed, f"traced HEAD's lines {span[0]}-{span[1]} (the file has uncommitted edits)"])), head_path
+    return span, renamed, head_path
+
+
+HISTORY_LIMIT_MAX = 10_000  # commits shown at most; git reads `-n` as a 32-bit int (-n4294967296 showed none)
+
+
+def check_history_limit(limit: int) -> None:
+    """A one-line error for a limit git would misread: -n0 prints no commit, -n-1 all of them, and a value past
+    2**31 wraps. Worded for the CLI (`--limit`); the MCP door says `limit`."""
+    if limit < 1:
+        raise ValueError(f"--limit must be 1 or more (got {limit})")
+    if limit > HISTORY_LIMIT_MAX:
+        raise ValueError(f"--limit must be {HISTORY_LIMIT_MAX} or less (got {limit})")
 
 
 def history(root: Path, entity: Entity, limit: int = 20) -> History:
     """Commits that changed the lines of one entity, newest first, from the repository that holds its file (a
     submodule's own). The entity's lines are the working tree's (what the index holds); `git log -L` reads HEAD's,
     so they are mapped through the uncommitted diff first."""
+    check_history_limit(limit)
     result = History(entity=entity.qualname, file=entity.file, start_line=entity.start_line, end_line=entity.end_line)
     repo, path = owning_repository(root, entity.file)
-    span, note = _span_in_head(repo, entity, path)
+    span, note, head_path = _span_in_head(repo, entity, path)
     nested = repo.relative_to(root).as_posix() if repo != root else ""
+    conflict = (f"warning: {entity.file} has an unresolved merge conflict: its definitions may end at a conflict marker, "
+                "so commits to the lines past it are missing") if unmerged_paths(repo, path) else ""
     result.note = "; ".join(filter(None, [nested and f"{entity.file} is in {nested}, a submodule or nested repository "
-                                                     "with its own history: these are its commits", note]))
+                                                     "with its own history: these are its commits", note, conflict]))
     if span is None:
         return result
-    out = git(repo, "log", f"-L{span[0]},{span[1]}:{path}", "--no-patch", f"-n{limit}",
+    out = git(repo, "log", f"-L{span[0]},{span[1]}:{head_path}", "--no-patch", f"-n{limit}",
               "--date=short", "--format=%H%x09%an%x09%ad%x09%s")
     for line in out.splitlines():
         parts = line.split("\t", 3)
@@ -366,10 +500,20 @@ def render_changed(result: ChangedSymbols) -> str:
         lines.append("  outside any definition: " + ", ".join(result.outside[:10]) + (" ..." if len(result.outside) > 10 else ""))
     if result.deleted_files:
         lines.append("  deleted: " + ", ".join(result.deleted_files[:10]) + (" ..." if len(result.deleted_files) > 10 else ""))
+    if result.renamed_files:
+        lines.append("  renamed: " + ", ".join(f"{r.old} -> {r.new}" for r in result.renamed_files[:10])
+                     + (" ..." if len(result.renamed_files) > 10 else ""))
+    if result.mode_changed:
+        lines.append("  mode changed: " + ", ".join(f"{m.file} ({m.old_mode} -> {m.new_mode})" for m in result.mode_changed[:10])
+                     + (" ..." if len(result.mode_changed) > 10 else ""))
     lines += [f"  not listed: {item}" for item in result.not_followed[:10]]
+    if result.conflicted_files:
+        lines.append("warning: unresolved merge conflict in " + ", ".join(result.conflicted_files[:10])
+                     + (" ..." if len(result.conflicted_files) > 10 else "") + ": definitions may end at a conflict marker, "
+                     "so changed lines inside them may be listed outside any definition (resolve, then re-index)")
     if result.stale_files:
-        lines.append(f"warning: {len(result.stale_files)} file(s) changed since indexing, their entities and lines may be off "
-                     f"(re-index to refresh): " + ", ".join(result.stale_files[:10]) + (" ..." if len(result.stale_files) > 10 else ""))
+        lines.append(f"warning: {len(result.stale_files)} file(s) changed since indexing (their entities above are read "
+                     f"from the files as they are now; search and ask hold the indexed version until a re-index): " + ", ".join(result.stale_files[:10]) + (" ..." if len(result.stale_files) > 10 else ""))
     if result.note:
         lines.append(result.note)
     return "\n".join(lines)

@@ -18,10 +18,12 @@ marked, never guessed into a resolved row.
 from __future__ import annotations
 
 import math
+import os
 import posixpath
 import re
 import threading
 import tomllib
+import unicodedata
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -132,6 +134,58 @@ def package_dirs(root: Path | None) -> list[tuple[str, str]]:
         return []
     pairs = [(k, v) for k, v in mapping.items() if isinstance(k, str) and k and isinstance(v, str) and k != v]
     return sorted(pairs, key=lambda kv: -len(kv[0]))
+
+
+_RECEIPT_LINE = re.compile(r"(\d+)(?:-\d+)?")  # `file.py:120`, `file.py:120-140`: the receipts every output prints
+
+
+def split_file(query: str) -> tuple[str, str]:
+    """`pkg/mod.py:send` as ("pkg/mod.py", "send"); a name without a file part as ("", name). The last colon splits,
+    so `C:\\repo\\mod.py:send` keeps its drive; C++'s `ns::send` is a name."""
+    file, sep, name = query.rpartition(":")
+    if not sep or not file.strip() or not name or file.endswith(":"):
+        return "", query
+    return file, name
+
+
+def split_receipt(text: str) -> tuple[str, int] | None:
+    """A receipt `pkg/mod.py:120` (or `:120-140`) as ("pkg/mod.py", 120); None for anything else."""
+    file, name = split_file(text)
+    found = _RECEIPT_LINE.fullmatch(name) if file else None
+    return (file, int(found.group(1))) if found else None
+
+
+def file_key(file: str, root: Path | str | None = None) -> str:
+    """A file as pasted, as the index names files (workspace-relative, `/`), in NFC for comparing: `./a/b.py`,
+    `a\\b.py` and `/ws/a/b.py` (inside the workspace `root`) all read `a/b.py`; an absolute path elsewhere stays one."""
+    given = unicodedata.normalize("NFC", file.strip().replace("\\", "/"))
+    if root is not None and posixpath.isabs(given):
+        given = _under_root(given, str(root))
+    return posixpath.normpath(given) if given else given
+
+
+def _under_root(path: str, root: str) -> str:
+    """`path` relative to the workspace, as written or (through a symlink to the workspace) where it lies."""
+    base = unicodedata.normalize("NFC", root).rstrip("/") + "/"
+    for candidate in (posixpath.normpath(path), unicodedata.normalize("NFC", os.path.realpath(path))):
+        if candidate.startswith(base):
+            return candidate[len(base):]
+    return path
+
+
+def innermost(entities: Iterable[Entity], line: int, kinds: frozenset[str] | None = None) -> Entity | None:
+    """The innermost entity (of `kinds`) covering `line`, over each one's whole span (a long one is stored in parts):
+    the shortest; on a tie a definition before what is none (a file holding one function spans the same lines)."""
+    spans: dict[tuple[str, str, str], list[Entity]] = {}
+    for e in entities:
+        if kinds is None or e.kind in kinds:
+            spans.setdefault((e.kind, e.qualname, e.content_hash), []).append(e)  # the parts of one entity
+    covering = []
+    for parts in spans.values():
+        start, end = min(p.start_line for p in parts), max(p.end_line for p in parts)
+        if start <= line <= end:
+            covering.append((end - start, parts[0].kind not in DEFINITION_KINDS, min(parts, key=lambda p: p.part)))
+    return min(covering, key=lambda c: c[:2])[2] if covering else None
 
 
 class Graph:
@@ -531,15 +585,38 @@ class Graph:
         return [e for e in hits if shared[e.id] == best]
 
     def targets(self, query: str) -> list[Entity]:
-        """Definitions a query names: `Session.send`, `send`, `pkg/mod.py:send`."""
-        file = ""
-        if ":" in query and not query.startswith(":"):
-            file, _, query = query.rpartition(":")
-        short = query.rsplit(".", 1)[-1]
-        found = [e for e in self.by_name(short) if e.qualname == query or e.name == query or e.qualname.endswith("." + query)]
-        if file:
-            found = [e for e in found if e.file == file or e.file.endswith("/" + file)]
+        """Definitions a query names: `Session.send`, `send`, `pkg/mod.py:send`, or a receipt `pkg/mod.py:120` (the
+        innermost definition covering that line). The file part as pasted: `./`, `\\`, absolute, either normal form."""
+        receipt = split_receipt(query)
+        if receipt is not None:
+            line = receipt[1]
+            return [hit for f in self.files_named(receipt[0]) if (hit := innermost(self.catalog.by_file(f), line, DEFINITION_KINDS))]
+        file, query = split_file(query)
+        found = self._named(query)
+        if file and found:
+            files = self.files_named(file)
+            found = [e for e in found if e.file in files]
         return found
+
+    def _named(self, query: str) -> list[Entity]:
+        short = query.rsplit(".", 1)[-1]
+        return [e for e in self.by_name(short) if e.qualname == query or e.name == query or e.qualname.endswith("." + query)]
+
+    def files_named(self, file: str) -> set[str]:
+        """Indexed files a name's file part means: that file, or every file ending in it (`requests/utils.py`).
+        Compared in NFC: a name typed NFC finds a file stored NFD (macOS) and back. A folder symlinked inside the
+        workspace names the files where it points (the index skips symlinks, so it holds them only there)."""
+        root = getattr(self.catalog, "root", None)
+        key = file_key(file, root)
+        found = self._files_ending(key)
+        if not found and root is not None and not posixpath.isabs(key):
+            real = os.path.realpath(os.path.join(root, key))
+            if real.startswith(os.path.join(str(root), "")):
+                found = self._files_ending(file_key(os.path.relpath(real, root)))
+        return found
+
+    def _files_ending(self, key: str) -> set[str]:
+        return {f for f in self.files if (n := unicodedata.normalize("NFC", f)) == key or n.endswith("/" + key)}
 
     def entity(self, entity_id: str) -> Entity | None:
         """The definition an edge sits in, by id ('' = module level: None)."""
@@ -626,8 +703,29 @@ def named_targets(graph: Graph, query: str) -> list[Entity]:
     """The definitions a query names; a name with none is an error, so a typo never reads as "no callers"."""
     targets = graph.targets(query)
     if not targets:
-        raise ValueError(f"no definition named {query!r} in the index; try `assay search {query}` for similar names")
+        raise ValueError(_none_named(graph, query))
     return targets
+
+
+def _none_named(graph: Graph, query: str) -> str:
+    """Why a query names no definition: its file part is no indexed file, no definition covers a receipt's line,
+    the name is defined only in other files, or it is nowhere in the index."""
+    file, name = split_file(query)
+    if not file:
+        return f"no definition named {query!r} in the index; try `assay search {query}` for similar names"
+    if _RECEIPT_LINE.fullmatch(name):
+        if not graph.files_named(file):
+            return f"{file!r} is not an indexed file (paths are workspace-relative, e.g. src/app.py:120)"
+        return (f"no definition covers {file}:{name} (a blank line, a comment or module-level code); give the "
+                "definition's name, or a line inside it")
+    elsewhere = sorted({e.file for e in graph.targets(name)})
+    shown = ", ".join(elsewhere[:5]) + (" ..." if len(elsewhere) > 5 else "")
+    where = f"; {name!r} is defined in {shown}" if elsewhere else ""
+    if not graph.files_named(file):
+        return f"{file!r} is not an indexed file (paths are workspace-relative, e.g. src/app.py:{name}){where}"
+    if where:
+        return f"no definition named {name!r} in {file}{where}"
+    return f"no definition named {name!r} in {file} nor elsewhere in the index; try `assay search {name}` for similar names"
 
 
 def callers(catalog, query: str, limit: int = 50, unresolved: bool = True) -> GraphResult:

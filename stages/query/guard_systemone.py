@@ -82,5 +82,5 @@ def guard_with_systemone(backend: SystemOneBackend, text: str, passages: list[Ca
     top = len(GROUNDED["criteria"]) - 1
     score = answer_value(reply.answers, "grounded", "score", top=top)
     return finish(text, merge(checked, verdicts, "systemone"), backend="systemone", model=reply.model, calls=reply.calls,
-                  failure=note, usage=[reply.as_call("guard")],
+                  failure=note, usage=reply.as_calls("guard"),
                   model_grounded=None if score is None else round(score / top, 3))

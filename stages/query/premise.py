@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable, Collection, Iterable, Iterator
 
 from assay.stages.core.artifacts import Candidate, DEFINITION_KINDS, Entity, Premise, PremiseCheck, PremiseFinding, short_name
+from assay.stages.query.claims import path_body
 
 Resolver = Callable[[str], list[Entity]]
 
@@ -94,7 +95,8 @@ _DECO = (r"(?P<D>static\s*method|class\s*method|read-only\s+property|cached[\s_]
          r"context\s*manager|data\s*class|fixture|overload)")
 _ASYNC = r"(?P<A>async(?:hronous(?:ly)?)?|coroutine|awaitable|non-blocking|sync(?:hronous(?:ly)?)?|blocking)"
 _KIND = r"(?P<K>class|function|method|constant|variable|interface|enum|struct|trait)"
-_FILE = r"(?<![\w$./'\"`-])[`'\"]?(?P<F>[\w./-]+\.(?:py|pyi|js|jsx|ts|tsx|mjs|cjs|go|rs|java|kt|rb|php|c|h|cc|cpp|hpp|cs|swift|scala)(?![\w])|[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)[`'\"]?"
+_FILE = (r"(?<![\w$./'\"`+@-])[`'\"]?(?P<F>(?:[A-Za-z]:(?=[\\/]))?" + path_body("py|pyi|js|jsx|ts|tsx|mjs|cjs|go|rs|java|kt|rb|php|c|h|cc|cpp|hpp|cs|swift|scala")
+         + r"(?![\w])|[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)[`'\"]?")
 
 
 class _LazyPattern:
@@ -181,6 +183,12 @@ _GRAMMAR: dict[str, tuple[_LazyPattern, ...]] = {
         _g(r"^\W*(?:in|inside|within|for)\s+(?:the\s+)?{S},?\s+(?:why|how|what|when|where|which|does|do|is|can)\b[^?]*?\b{P}\s+(?:{PN}\s+)?"
            r"(?:defaults?|defaulting|is\s+defaulted|default\s+value\s+is)\s+(?:to\s+)?{L}"),
     ),
+    "value": (  # a constant's value: "Why is `MAX_REDIRECTS` set to 50?"; `_slot_values` keeps literals only
+        _g(r"{S0}{ADV}\s+(?:is|was|gets|got|being)\s+(?:set|initiali[sz]ed|defined|assigned|hard-?coded|fixed|pinned)\s+(?:to|as|at)\s+{L}"),
+        _g(r"\b(?:is|was)\s+{S0}\s+(?:set\s+to\s+|equal\s+to\s+)?{L}\s*(?:\?|$)"),
+        _g(r"\bvalue\s+of\s+{S0}\s+(?:is|being|=)\s*{L}"),
+        _g(r"{S0}\s*(?:==?|equals)\s*{L}(?!\s*(?:by\s+default|in\b|for\b))"),
+    ),
     "decorator": (
         _g(r"{S}(?:,?\s+(?:which|that))?{ADV}\s+(?:is|was|being|as)(?:\s+not)?\s+(?:declared\s+as\s+|defined\s+as\s+|implemented\s+as\s+|marked\s+as\s+|made\s+|written\s+as\s+)?(?:a|an)?\s*{DECO}\b"),
         _g(r"{S}{ADV}\s+(?:is\s+|was\s+|being\s+)?(?:decorated|wrapped|marked|annotated)\s+(?:with|by|as)\s+(?:the\s+|an?\s+)?@?{D}"),
@@ -229,9 +237,9 @@ _GRAMMAR: dict[str, tuple[_LazyPattern, ...]] = {
     "file": (
         _g(r"{S}{ADV}\s+(?:is\s+|was\s+|being\s+|gets\s+|get\s+)?(?:defined|declared|implemented|located|found|kept|written|living|lives|live|sits?|resides?|stored|placed)"
            r"\s+(?:in|inside|within|under|at)\s+(?:the\s+)?(?:file\s+|module\s+|package\s+)?{F}"),
-        _g(r"\b{F}\s+(?:define|declare|implement|contain|hold|house)[sd]?\s+(?:the\s+)?{S}"),
-        _g(r"\b(?:the\s+)?{F}\s+(?:module|file)'s\s+{S}"),
-        _g(r"{S}\s+(?:in|from)\s+(?:the\s+)?(?P<F>[\w./-]+\.(?:py|pyi|js|ts|tsx|go|rs|java))\b"),
+        _g(r"{F}\s+(?:define|declare|implement|contain|hold|house)[sd]?\s+(?:the\s+)?{S}"),  # {F} knows where a path starts
+        _g(r"(?:\bthe\s+)?{F}\s+(?:module|file)'s\s+{S}"),
+        _g(r"{S}\s+(?:in|from)\s+(?:the\s+)?(?P<F>" + path_body("py|pyi|js|ts|tsx|go|rs|java") + r")\b"),
         _g(r"{S}\s+(?:in|from)\s+(?:the\s+)?{F}\s+(?:module|file)\b"),
     ),
     "kind": (
@@ -252,6 +260,7 @@ _GATES: dict[str, tuple[str, ...]] = {
     "param": ("param", "arg", "keyword", "option", "flag", "input", "pass", "suppl", "provid", "specif", "giv", "=", "hand",
               "requir", "optional", "mandatory", "needed", "called with", "signature", "value"),
     "default": ("default",),
+    "value": ("set", "initiali", "defin", "assign", "hard", "fix", "pin", "value", "=", "equal", "is "),
     "decorator": ("static", "class", "property", "abstract", "context", "fixture", "overload", "decorat", "wrapped",
                   "marked", "annotated", "@"),
     "async": ("sync", "coroutine", "await", "block"),
@@ -325,7 +334,7 @@ def extract(question: str) -> list[Premise]:
                 if slots is None:
                     continue
                 value, param = slots
-                if not value or (kind not in ("default", "kind", "async") and value.lower() in _STOP):
+                if not value or (kind not in ("default", "kind", "async", "value") and value.lower() in _STOP):
                     continue
                 if kind == "default" and value.lower() in _FUNCTION_WORDS - {"true", "false", "none", "null"}:
                     continue
@@ -417,8 +426,12 @@ def _slot_values(kind: str, g: dict, phrase: str) -> tuple[str, str] | None:
         value = _clean(g["V"])
         if not _typeish(g["V"], phrase):
             return None
+    elif kind == "value":
+        value = _clean_literal(g["V"])
+        if not _LITERAL_VALUE.fullmatch(value):
+            return None  # "why is `X` set to something else": only a literal can be checked against the code
     elif kind == "file":
-        value = _clean(g["F"])
+        value = g["F"].strip("`'\"")  # a path keeps its `@` (npm scopes)
     elif kind == "kind":
         value = _KIND_WORDS.get((g.get("K") or "class").lower(), "class")
     return value, param
@@ -578,11 +591,14 @@ def _decorator_match(claimed: str, decorators: list[str]) -> bool:
 
 
 def _file_match(claimed: str, path: str) -> bool:
-    c = claimed.strip("/")
+    # `./src/a.py` and Windows' `src\a.py` name the same file as `src/a.py`
+    c = re.sub(r"^(?:\./)+", "", claimed.replace("\\", "/")).strip("/")
     if re.search(r"\.\w{1,5}$", c) and not re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", c.rsplit(".", 1)[0] + ".x"):
-        return path == c or path.endswith("/" + c)
-    if path == c or path.endswith("/" + c):
-        return True
+        # a name read after a space may be the end of one holding spaces (`dir/spaced mod.py`), and an absolute one
+        # (`/home/me/repo/src/a.py`, `C:\repo\src\a.py`) ends with the workspace path: neither is a contradiction
+        return path == c or path.endswith(("/" + c, " " + c)) or c.endswith("/" + path)
+    if path == c or path.endswith("/" + c) or any(part.startswith(c + " ") for part in path.split("/")):
+        return True  # the last: a word read before a space may begin a part holding spaces (`dir with space/`)
     stem = path.rsplit(".", 1)[0]
     mod = c.replace(".", "/")
     return stem == mod or stem.endswith("/" + mod) or stem.endswith("/" + mod + "/__init__") or stem == mod + "/__init__"
@@ -636,9 +652,19 @@ def _check_one(p: Premise, e: Entity, resolve: Resolver) -> tuple[bool | None, s
         defaults = (target.facts.defaults if target.facts else {}) or {}
         if p.param not in defaults:
             return False, f"`{p.param}` of {name} has no default: callers must pass it ({_loc(target)})"
-        if _norm_literal(defaults[p.param]) == _norm_literal(p.value):
+        default = defaults[p.param]
+        if _norm_literal(default) == _norm_literal(p.value):
             return True, ""
-        return False, f"`{p.param}` of {name} defaults to `{defaults[p.param]}`, not `{p.value}` ({_loc(target)})"
+        shown = f"`{default}`"
+        named_constant = re.fullmatch(r"[A-Za-z_$][\w$.]*", default) and not _LITERAL_VALUE.fullmatch(default)
+        if named_constant and _LITERAL_VALUE.fullmatch(p.value):
+            named = _named_value(default, resolve)
+            if named is None:
+                return None, ""  # its value is out of sight (imported, computed): doubt, not contradiction
+            if _norm_literal(named) == _norm_literal(p.value):
+                return True, ""
+            shown = f"`{default}` (`{named}`)"
+        return False, f"`{p.param}` of {name} defaults to {shown}, not `{p.value}` ({_loc(target)})"
     if p.kind == "decorator":
         if facts is None:
             return (None, "") if e.kind in _CLASS_KINDS or e.kind in _FUNC_KINDS else (False, f"{name} is a {e.kind} ({_loc(e)})")
@@ -678,6 +704,13 @@ def _check_one(p: Premise, e: Entity, resolve: Resolver) -> tuple[bool | None, s
         if _file_match(p.value, e.file):
             return True, ""
         return False, f"{name} is defined in `{e.file}`, not `{p.value}` ({_loc(e)})"
+    if p.kind == "value":
+        value = constant_value(e)
+        if value is None:
+            return None, ""
+        if _norm_literal(value) == _norm_literal(p.value):
+            return True, ""
+        return False, f"{name} is `{value}`, not `{p.value}` ({_loc(e)})"
     if p.kind == "kind":
         actual = _KIND_WORDS.get(e.kind, e.kind)
         if actual == p.value or {actual, p.value} <= {"class", "struct", "interface", "trait", "enum"} and p.value == "class":
@@ -687,7 +720,31 @@ def _check_one(p: Premise, e: Entity, resolve: Resolver) -> tuple[bool | None, s
 
 
 _SCORES = {"base": 0.9, "param": 0.85, "default": 0.85, "decorator": 0.8, "async": 0.85, "returns": 0.75,
-           "raises": 0.6, "file": 0.8, "kind": 0.8}
+           "raises": 0.6, "file": 0.8, "kind": 0.8, "value": 0.8}
+
+# a literal a constant may be set to, as the question or the code writes it
+_LITERAL_VALUE = re.compile(r"-?(?:0[xXoObB][0-9a-fA-F_]+|\d[\d_]*(?:\.\d+)?(?:[eE]-?\d+)?)|'[^'\n]*'|\"[^\"\n]*\"|"
+                            r"True|False|None|true|false|null|nil|undefined")
+# `NAME = 20`, `NAME: int = 20`, `const NAME = 20;`, `NAME := 20`: the literal a definition's first line gives
+_DEFINED_AS = re.compile(r"^\s*(?:(?:export|const|let|var|static|final|public|private|pub)\s+)*[\w$.]+\s*(?::\s*[^=\n]+?)?\s*:?=\s*"
+                         r"(?P<v>[^\n;]+?)\s*;?\s*(?:#.*|//.*)?$")
+
+
+def constant_value(e: Entity) -> str | None:
+    """The literal a constant's definition gives it (`MAX = 20` -> `20`); None for an expression or no constant."""
+    if e.kind not in ("constant", "variable"):
+        return None
+    first = e.body.splitlines()[0] if e.body else ""
+    found = _DEFINED_AS.match(first)
+    value = found.group("v").strip() if found else ""
+    return value if _LITERAL_VALUE.fullmatch(value) else None
+
+
+def _named_value(name: str, resolve: Resolver) -> str | None:
+    """The literal of the constant a default names (`max_redirects=DEFAULT_MAX_REDIRECTS` -> `20`), when one
+    definition of that name gives one."""
+    values = {v for e in resolve(name) if (v := constant_value(e)) is not None}
+    return values.pop() if len(values) == 1 else None
 
 
 def check(premises: Iterable[Premise], resolve: Resolver) -> list[PremiseFinding]:

@@ -108,7 +108,7 @@ def render_text(report: QueryReport, max_dropped_rows: int = 10, max_tokens: int
     evidence.extend(_row(i, rp) for i, rp in enumerate(rows, start=1))
     if len(sel.dropped) > max_dropped_rows:
         evidence.append(words(f"  ... {len(sel.dropped) - max_dropped_rows} more dropped (see --json)"))
-    advice = ["Guidance:", *("  " + g for g in guidance(report, words))]
+    advice = ["Guidance:", *("  " + g for g in guidance_lines(report, words))]
     sources = ["Sources:"]
     for rp in sel.included:
         c = rp.candidate
@@ -127,7 +127,11 @@ def render_text(report: QueryReport, max_dropped_rows: int = 10, max_tokens: int
     if max_tokens is None or count_tokens(text) <= max_tokens:
         return text
     return fit([answer, assessment, advice, sources, evidence, LEGEND.splitlines()], max_tokens,
-               more=words("{n} more report line(s) not shown: ask again with a larger max_tokens (the JSON report holds them all)"))
+               more=words(MORE_LINES))
+
+
+# in the CLI's terms, as all of Assay's advice; the MCP door rewords it (a larger max_tokens, the structured content)
+MORE_LINES = "{n} more report line(s) not shown: ask again with a larger --max-tokens (--json prints them all)"
 
 
 def guard_lines(g: GuardReport) -> list[str]:
@@ -155,8 +159,24 @@ def distrust(g: GuardReport | None, limit: int = 5, words: Callable[[str], str] 
     return out
 
 
+def with_guidance(report: QueryReport, words: Callable[[str], str] = _same) -> QueryReport:
+    """The report with its Guidance as fields (trust, action, the other lines), computed once here and only rendered
+    after: the text, --json and the MCP structured content carry the same advice. A door that words advice its own
+    way (`words`, see render_text) calls this again before rendering, so its text and its data still agree."""
+    lines = guidance(report, words)
+    trust, action = lines[0].removeprefix("trust: "), lines[1].removeprefix("action: ")
+    return report.model_copy(update={"trust": trust, "action": action, "guidance": lines[2:]})
+
+
+def guidance_lines(report: QueryReport, words: Callable[[str], str] = _same) -> list[str]:
+    """The Guidance section's lines: from the report's fields when it has them, else computed (a report built by hand)."""
+    if report.trust is None:
+        return guidance(report, words)
+    return [f"trust: {report.trust}", f"action: {report.action}", *report.guidance]
+
+
 def guidance(report: QueryReport, words: Callable[[str], str] = _same) -> list[str]:
-    """Guidance lines; `words` rewords only Assay's own advice (see render_text)."""
+    """Guidance lines, trust first and action second; `words` rewords only Assay's own advice (see render_text)."""
     sel = report.selection
     out: list[str] = []
     if report.status == "supported":
@@ -210,6 +230,10 @@ def make_report(
     freshness: Freshness | None = None, max_tokens: int | None = None, cited_file_tokens: int = 0,
     guard: GuardReport | None = None,
 ) -> QueryReport:
+    if judgment.answerable is not None and not any(rp.scores is not None for rp in selection.included + selection.dropped):
+        # a set-level answer is believed only beside a passage score (as coverage is): a reply whose every passage
+        # score was rejected, or a judge that scored nothing, has not judged what the answer is built from
+        judgment = judgment.model_copy(update={"answerable": None})
     status, coverage = status_of(selection, judgment, question)
     if notes and status == "supported":
         status = "partial"  # retrieval was degraded (e.g. BM25 only): do not claim full support
@@ -218,6 +242,7 @@ def make_report(
         answer=answer, selection=selection, judgment=judgment, route=route, timings=timings, notes=notes or [],
         called_by=called_by or {}, freshness=freshness, guard=guard,
     )
+    report = with_guidance(report)
     report.tokens_cited_files = cited_file_tokens
     report.text, report.tokens_returned = report_text(report, max_tokens)
     return report

@@ -13,10 +13,10 @@ import re
 from functools import cache
 
 from assay.stages.core.artifacts import Premise
-from assay.stages.query.claims import CODE_EXTENSIONS
+from assay.stages.query.claims import CODE_EXTENSIONS, path_body
 
 _SLOT = r"(?P<{g}>`[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?:\(\))?`|(?<![\w$.`])[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?:\(\))?)"
-_FILE = r"(?P<V>`?[\w./-]+\.(?:" + "|".join(CODE_EXTENSIONS) + r")`?)(?![\w/])"
+_FILE = r"(?P<V>`?" + path_body("|".join(CODE_EXTENSIONS)) + r"`?)(?![\w/])"
 _A = r"(?:(?:an?|the)\s+)?"
 _PARAM_NOUN = r"(?:argument|parameter|keyword|kwarg|option)s?\b"
 _FORMS: tuple[tuple[str, str], ...] = (

@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic import TypeAdapter, ValidationError
 
 from assay.stages.core.artifacts import Candidate, Judgment, PassageScores, RankedPassage, Selection, Thresholds
-from assay.stages.core.config import DATA_DIR, json_object
+from assay.stages.core.config import DATA_DIR, MAX_RESULTS, json_object
 from assay.stages.query.judge.calibrated import load_models
 from assay.stages.query.judge.local import passage_injection
 
@@ -27,14 +27,14 @@ BEYOND_IN_ORDER = "beyond top-k in rank order"
 
 def default_thresholds(backend: str, override_file: str | None = None, top_k: int | None = None) -> Thresholds:
     """Per-backend defaults from data/thresholds.json (the local judge's from its calibration sweep, stored with its
-    weights), optionally overridden by a user JSON file."""
+    weights), optionally overridden by a user JSON file, then by the top_k the user chose (None: not chosen)."""
     table = json.loads((DATA_DIR / "thresholds.json").read_text())
     values = dict(table["default"])
     values.update(table.get(backend, {}))
     if backend == "local":
         values.update(load_models().thresholds)
     if override_file:
-        values.update(override_values(override_file, backend, top_k_given=top_k is not None))
+        values.update(override_values(override_file, backend))
     if top_k is not None:
         values["top_k"] = top_k
     try:
@@ -54,9 +54,10 @@ THRESHOLDS_FORM = ("expected a JSON file holding an object of thresholds, flat o
                    '{"relevance_min": 0.4, "evidence_min": 0.4} or {"ollama": {"relevance_min": 0.5}}')
 
 
-def override_values(path: str, backend: str, top_k_given: bool = True) -> dict:
+def override_values(path: str, backend: str) -> dict:
     """The values an ASSAY_THRESHOLDS file sets for `backend`: its flat keys, then its `default` section, then the
-    backend's own. A key Assay would not read is an error naming it: a misspelt key used to be ignored silently."""
+    backend's own. A key Assay would not read is an error naming it: a misspelt key used to be ignored silently.
+    Its `top_k` yields to one the user chose (ASSAY_TOP_K, --top-k)."""
     extra = _read_override(path)
     known = set(Thresholds.model_fields)
     sections = {name: extra[name] for name in SECTIONS if name in extra}
@@ -69,9 +70,6 @@ def override_values(path: str, backend: str, top_k_given: bool = True) -> dict:
         if unknown:
             raise ValueError(f"ASSAY_THRESHOLDS ({path}): unknown key {where}{unknown[0]}; known keys: "
                              f"{', '.join(sorted(known))}, optionally under a backend ({', '.join(SECTIONS)})")
-        if top_k_given and "top_k" in table:  # every caller passes ASSAY_TOP_K (or --top-k), which would replace it
-            raise ValueError(f"ASSAY_THRESHOLDS ({path}): {where}top_k is not read from this file; "
-                             "set ASSAY_TOP_K or --top-k instead")
         for key, value in table.items():
             _check_value(path, f"{where}{key}", key, value)
     return {**flat, **sections.get("default", {}), **sections.get(backend, {})}
@@ -88,11 +86,24 @@ def _check_value(path: str, name: str, key: str, value: object) -> None:
     except ValidationError as exc:
         raise ValueError(f"ASSAY_THRESHOLDS ({path}): {name}: {exc.errors()[0].get('msg', 'invalid')} (got {value!r}); "
                          f"{THRESHOLDS_FORM}") from None
-    if whole and number < 1:
-        raise ValueError(f"ASSAY_THRESHOLDS ({path}): {name}: must be a whole number from 1 (got {value!r})")
+    if whole and not 1 <= number <= MAX_RESULTS:
+        raise ValueError(f"ASSAY_THRESHOLDS ({path}): {name}: must be a whole number from 1 to {MAX_RESULTS} "
+                         f"(got {value!r}), as for ASSAY_TOP_K")
     if not whole and not (math.isfinite(number) and 0.0 <= number <= 1.0):
         raise ValueError(f"ASSAY_THRESHOLDS ({path}): {name}: must be between 0 and 1 (got {value!r}); "
                          "judge scores lie in [0, 1]")
+    if key in _FLAGS_ALL_AT_ZERO and number == 0:
+        raise ValueError(f"ASSAY_THRESHOLDS ({path}): {name}: must be above 0 (got {value!r}); "
+                         f"{_FLAGS_ALL_AT_ZERO[key]}")
+
+
+# `injection < injection_max` and `contradicts >= contradicts_min`: at 0 the first is false and the second true for
+# every score in [0, 1], so a clean passage of 0.00 raised a security alarm or a conflict. A minimum of 0 for
+# relevance, evidence or answerable only turns that filter off (everything passes), which is a choice a user can make.
+_FLAGS_ALL_AT_ZERO = {
+    "injection_max": "a 0 flags every passage as a prompt-injection attempt and drops it (a score is never below 0)",
+    "contradicts_min": "a 0 flags every passage as contradicting the question (every score is 0 or more)",
+}
 
 
 def _read_override(path: str) -> dict:

@@ -47,7 +47,7 @@ def with_local_floor(judgment: Judgment, candidates: list[Candidate], premises: 
 
 def local_thresholds(settings: Settings) -> Thresholds:
     """The thresholds the threshold stage holds the local judge's scores to, a user's override included."""
-    return default_thresholds("local", settings.thresholds, settings.top_k)
+    return default_thresholds("local", settings.thresholds, settings.chosen_top_k())
 
 
 def run_judge(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 
 from pydantic import ValidationError
 
@@ -224,8 +225,15 @@ def merge_batches(backend: str, model: str, parts: list[tuple[dict[str, PassageS
         answerable=max(answerable) if answerable else None,
         coverage=max(coverage) if coverage else None,
         conflict=max(conflict) if conflict else None,
-        calls=calls, failure="; ".join(failures),
+        calls=calls, failure=distinct_failures(failures),
     )
+
+
+def distinct_failures(failures: list[str]) -> str:
+    """Each distinct failure once, first-seen order, with how many batches hit it: a judge that is down fails every
+    batch the same way, and "X; X; X" read as three problems."""
+    counts = Counter(failures)
+    return "; ".join(f if counts[f] == 1 else f"{f} ({counts[f]} batches)" for f in counts)
 
 
 def judge_with_ollama(

@@ -162,7 +162,7 @@ def judge_with_systemone(backend: SystemOneBackend, question: str, candidates: l
     return Judgment(
         backend="systemone", model=reply.model, scores=scores, answerable=answerable,
         coverage=None if coverage is None else int(round(coverage)), conflict=answer_value(reply.answers, "conflict", "noul"),
-        calls=reply.calls, reasons=reasons, notes=notes, usage=[reply.as_call()],
+        calls=reply.calls, reasons=reasons, notes=notes, usage=reply.as_calls(),
         failure=failure if missing else "",
     )
 
