@@ -41,7 +41,8 @@ def audit_pipeline(
 
     used = judge or settings.judge
     if start and end and start > end:
-        raise ValueError(f"--since {start} is after --until {end}: no day lies between them; swap the two days")
+        raise ValueError(f"the first day {start} (--since, or a deployment's start) is after the last {end} (--until, or "
+                         "end): no day lies between them; swap the two days")
     check_judges_local_mode(settings, [rejudge, used])  # before a snapshot is read or a passage sent
     if labels:  # a bad or empty labels file is named before any passage is re-judged
         audit_stats.load_labels(Path(labels))

@@ -214,7 +214,15 @@ def _not_indexed_line(root: Path, path: str) -> str:
     holder = indexed_workspace_of(root.parent)
     if holder is not None:
         return f"{root}: not indexed; it lies inside the indexed workspace {holder} (run `assay status {shlex.quote(str(holder))}`)"
-    return f"{root}: not indexed (run `assay index {shlex.quote(path)}`)"
+    return f"{root}: not indexed (run `assay index {_pasteable(path)}`)"
+
+
+def _pasteable(path: str) -> str:
+    """A path as a command's argument, shell-quoted; one starting with `-` as `./-dash`, or the command would read
+    it as an option (`assay index -dash`: "No such option: -d")."""
+    import shlex
+
+    return shlex.quote(f"./{path}" if path.startswith("-") else path)
 
 
 @app.command()

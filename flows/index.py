@@ -14,14 +14,16 @@ from assay.stages.core import registry
 from assay.stages.core.artifacts import IndexReport
 from assay.stages.core.config import Settings
 from assay.stages.core.llm_clients import require_local_stores
-from assay.stages.core.progress import STORED, ProgressSink, StatusSink, progress_for, status_run
+from assay.stages.core.progress import LEXICAL, STORED, ProgressSink, StatusSink, progress_for, status_run
 from assay.stages.core.workspace import collection_name, resolve_workspace
 from assay.stages.index.embed import check_switch, embedder_for
 from assay.stages.index.incremental import (
     build_report, carried_pending, merge_shares, moved_reason, next_collection, next_manifest, shares, stored_vectors,
 )
 from assay.stages.index.notes import backfill_notes_log, recover_notes, rescue_notes
-from assay.stages.index.store import Catalog, VectorStore, mark_embedded, storage_failure, write_lock
+from assay.stages.index.store import (
+    QUICK_CHECK_BYTES, Catalog, VectorStore, damaged_dbs, mark_embedded, set_aside_damaged_dbs, storage_failure, write_lock,
+)
 from assay.stages.index.vector_cache import EmbedCache, remember, split_cached
 from assay.tasks import index as t
 
@@ -57,8 +59,10 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
     with write_lock(root, on_wait=wait_turn):
         if waited:
             progress_for(root).advance("waiting")
-        rescued = rescue_notes(root) if rebuild else None  # before the plan sets a damaged catalog aside
+        rescued, damage = (rescue_notes(root), "") if rebuild else _set_aside_damaged(root)
         previous, plan, settings = call(t.plan, root, discovery, settings, rebuild)
+        if damage and plan.rebuild:  # the fresh catalog is empty: the plan re-parses every file; say why
+            plan = plan.model_copy(update={"rebuild_reason": damage})
         require_local_stores(settings)  # the embedder the workspace keeps may be an Ollama one: before it is asked
         check_switch(embedder_for(settings), previous.embedder if previous is not None else None)  # before any write
         lap("plan")
@@ -76,7 +80,9 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
         sources = {f.path: f for f in discovery.files}
         manifest = next_manifest(root, previous, plan, parsed, sources, embedder.name, embedder.dimension, collection,
                                  to_embed=[e.id for e in entities] + carried)
+        progress_for(root).start(LEXICAL, 1)
         call(t.purge, root, manifest)  # BM25 and the manifest: queryable from here on
+        progress_for(root).advance(LEXICAL)  # written at once: a run killed from here on says the index answers
         backfill_notes_log(root, manifest.notes)  # notes from before the log: logged now, so they outlive the catalog
         lap("lexical")
         manifest, lost = call(t.prepare_vectors, root, previous, plan, settings)
@@ -106,6 +112,21 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
         catalog.counts("kind"), catalog.counts("language"),
     )
     return call(t.report, data.model_copy(update={"embed_cached": cached}))
+
+
+def _set_aside_damaged(root) -> tuple[dict | None, str]:
+    """A plain run's check of the catalog (where quick: `QUICK_CHECK_BYTES`): one SQLite cannot read past its header
+    answers every query with "malformed", while a run that changes nothing would report success over it. A damaged
+    one is set aside (its notes read first, from it or the notes log) and rebuilt from the files. (A damaged
+    embedding cache still fails the run with the `--rebuild` advice.) Returns (the rescued notes or None, the
+    reason to report or "")."""
+    damaged = damaged_dbs(root, QUICK_CHECK_BYTES, names=("catalog.sqlite",))
+    if not damaged:
+        return None, ""
+    rescued = rescue_notes(root)
+    set_aside_damaged_dbs(root, damaged)
+    return rescued, (f"catalog.sqlite was damaged ({damaged['catalog.sqlite']}): set aside as catalog.sqlite.damaged; "
+                     "the catalog is rebuilt from the files")
 
 
 def _carry_notes(root, previous, plan, rescued: dict | None):

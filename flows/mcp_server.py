@@ -126,7 +126,25 @@ def _settings(**overrides: Any) -> Settings:
     try:
         return Settings(**given) if given else Settings()
     except ValidationError as exc:
-        raise ValueError(invalid_arguments(exc)) from None
+        raise ValueError(invalid_settings(exc, set(given))) from None
+
+
+def invalid_settings(exc: ValidationError, arguments: set[str]) -> str:
+    """A settings error in one line: a tool argument in its own name, a value from the environment by its variable
+    in the CLI's words (`ASSAY_TOP_K: Input should be ...`): "top_k must be 1 or more" named no variable to fix."""
+    said: dict[str, str] = {}
+    for err in exc.errors():
+        field = str(err["loc"][0]) if err.get("loc") else ""
+        said.setdefault(field, invalid_argument(err) if field in arguments else _variable_error(err))
+    return "; ".join(said.values()) or "invalid settings"
+
+
+def _variable_error(err: Any) -> str:
+    """One error of a setting read from its ASSAY_* variable, worded as the CLI's `_one_line` words it."""
+    field = ".".join(str(part) for part in err.get("loc", ()))
+    msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+    got = f" (got {repr(err['input'])[:80]})" if "input" in err else ""
+    return f"ASSAY_{field.upper()}: {msg}{got}"
 
 
 def allowed_roots() -> list[Path]:
@@ -222,6 +240,7 @@ def index_workspace(path: str, rebuild: bool = False) -> CallToolResult:
 
     try:
         root = workspace(path)
+        settings = _index_settings()  # a bad setting is this call's error, not a run that never starts
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
     key = str(root)
@@ -233,18 +252,40 @@ def index_workspace(path: str, rebuild: bool = False) -> CallToolResult:
 
         def work() -> None:
             try:
-                run_index(key, _settings(), rebuild=rebuild, status=status)  # it finishes the status, done or failed
+                run_index(key, settings, rebuild=rebuild, status=status)  # it finishes the status, done or failed
                 registry.register(root)
                 from assay.flows.watch import ensure_watching
 
-                ensure_watching(root, _settings())  # keep it fresh from here on (ASSAY_WATCH=false turns this off)
-            except Exception:  # noqa: BLE001 - the status file carries the error
-                pass
+                ensure_watching(root, settings)  # keep it fresh from here on (ASSAY_WATCH=false turns this off)
+            except Exception as exc:  # noqa: BLE001 - the status file carries the error
+                _fail_unfinished(status, exc)
 
         job = threading.Thread(target=work, name=f"index {key}", daemon=True)
         _jobs[key] = job
         job.start()
     return result(f"indexing started for {root}; poll index_status(path) for progress", {"workspace": key, "state": "running"})
+
+
+def _index_settings() -> Settings:
+    """The settings an index run uses, with the check `run_index` makes before its run begins (local mode: loopback
+    stores only): what fails at once fails the call, not a background run."""
+    from assay.stages.core.llm_clients import require_local_stores
+
+    settings = _settings()
+    require_local_stores(settings)
+    return settings
+
+
+def _fail_unfinished(status: prog.StatusSink, exc: BaseException) -> None:
+    """A run that raised before `run_index` tracked it (a check at its start) left status.json "running" under this
+    server's live pid, so index_status said "running" for as long as the server lived: end it "failed", with why."""
+    if status.state.get("state") != "running":
+        return  # `run_index` finished it, done or failed (a later step, the watcher, failed after it)
+    try:
+        status.error(one_line(exc))
+        status.finish("failed")
+    except OSError:  # a full disk or a deleted folder: nothing more to record
+        pass
 
 
 @server.tool(description="Progress of the latest index run of a workspace: files done/total, entities, ETA, last error.")
@@ -402,18 +443,16 @@ def _innermost(catalog: Catalog, file: str, line: int) -> list[Entity]:
     Every note starts at line 1 of the one pseudo-file `.assay/notes`, so there a line names a note only when one
     note alone covers it; else the id must (never a wrong note)."""
     from assay.stages.index.notes import NOTES_FILE
-    from assay.stages.query.graph import innermost
+    from assay.stages.query.graph import innermost, line_problem
 
-    if line < 1:
-        raise ValueError(f"line must be 1 or more (lines count from 1; got {line})")
     entities = catalog.by_file(file)
     covering = [e for e in entities if e.start_line <= line <= e.end_line]
     if file == NOTES_FILE and len(covering) > 1:
         raise ValueError(f"{len(covering)} notes cover {file}:{line} (every note starts at line 1); give name: the "
                          "note's id (note-...) from search, notes or remember")
-    last = max((e.end_line for e in entities), default=0)
-    if line > last:
-        raise ValueError(f"line {line} is past the end of {file} (the index holds lines 1-{last})")
+    problem = line_problem(file, line, max((e.end_line for e in entities), default=0))  # the graph tools' words
+    if problem:
+        raise ValueError(problem)
     hit = innermost(entities, line)
     return [hit] if hit is not None else []
 
@@ -446,6 +485,8 @@ def _workspace_file(root: Path, files: list[str], file: str) -> str:
 
     inside(root, file.replace("\\", "/"))  # raises for `..` and symlinks out
     indexed = {unicodedata.normalize("NFC", f): f for f in files}
+    if "\\" in file and (literal := file_key(file, root, backslash=False)) in indexed:
+        return indexed[literal]  # `\` is a name character on Linux and macOS (`we\ird.py`): as given first
     key = file_key(file, root)
     if key in indexed:
         return indexed[key]
@@ -575,7 +616,10 @@ def usage(path: str) -> CallToolResult:
 @server.tool(description="Workspaces this machine has indexed that this server may access.")
 def list_workspaces() -> CallToolResult:
     rows = []
-    roots = allowed_roots()
+    try:
+        roots = allowed_roots()  # ASSAY_ALLOWED_ROOTS naming no folder: the one-line error every tool gives
+    except Exception as exc:  # noqa: BLE001
+        return failure(exc)
     for item in registry.known():
         p = Path(item)
         try:
@@ -631,10 +675,37 @@ def _stop_watcher(root: Path) -> None:
         raise ValueError(FORGET_WHILE_INDEXING)
 
 
-def _has_state(root: Path) -> bool:
-    """Whether the workspace is indexed, so that its `.assay/` is Assay's per-workspace state to delete (never
-    creates it). A folder's `.assay/` without a manifest may be anything, Assay's home (`~/.assay` of `~`) included."""
+# Assay's per-workspace state files, by name (each also as `<name>-wal`, `<name>.damaged`, `<name>.<pid>.tmp`...):
+# what forget deletes when the manifest is gone, since a lost manifest left the whole index behind. A `.assay/`
+# holding none of them may be anything (Assay's home `~/.assay` of `~` is refused before this is asked).
+_STATE_NAMES = ("manifest.json", "catalog.sqlite", "embed_cache.sqlite", "chroma", "lexical", "status.json",
+                "write.holder", "notes.jsonl", "judgments", "usage", "audits", "brief.md", "brief_corrections.md",
+                "brief.fingerprint")
+
+
+def _assay_owned(name: str) -> bool:
+    """Whether a name in `.assay/` is one of Assay's state files (or a WAL, set-aside or temporary copy of one)."""
+    return any(name == own or name.startswith((own + "-", own + ".")) for own in _STATE_NAMES)
+
+
+def _indexed(root: Path) -> bool:
     return (state_dir(root) / "manifest.json").is_file()
+
+
+def _state_files(root: Path) -> list[Path]:
+    """The `.assay/` entries forget deletes (never creates the folder): all but the kept ones of an indexed
+    workspace; without a manifest, only Assay's own files by name. A symlinked `.assay/` without a manifest is
+    left alone: it may point anywhere."""
+    folder = state_dir(root)
+    if not folder.is_dir() or (folder.is_symlink() and not _indexed(root)):
+        return []
+    named = _indexed(root)
+    return [c for c in folder.iterdir() if c.name not in _KEPT_STATE and (named or _assay_owned(c.name))]
+
+
+def _has_state(root: Path) -> bool:
+    """Whether the workspace has Assay state to delete: an index, or what a lost manifest left behind."""
+    return bool(_state_files(root))
 
 
 def _delete_state(root: Path) -> None:
@@ -648,9 +719,8 @@ def _delete_state(root: Path) -> None:
         # a copied workspace's manifest names the original's server collection, which is not this one's to drop
         if manifest is not None and manifest.collection and s.chroma_url and owns_collection(root, manifest.collection):
             VectorStore(root, s.chroma_url).drop(manifest.collection)
-        for child in state_dir(root).iterdir():
-            if child.name not in _KEPT_STATE:
-                shutil.rmtree(child) if child.is_dir() else child.unlink()
+        for child in _state_files(root):
+            shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
         forget_cached_client(root)
 
 

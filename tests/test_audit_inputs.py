@@ -103,7 +103,7 @@ def test_agreement_and_pending_leave_out_failed_rows_but_keep_judge_none() -> No
     ('{"ollama": {"evidence_min": Infinity}}', "ollama.evidence_min: must be between 0 and 1 (got inf)"),
     ('{"contradicts_min": true}', "contradicts_min: must be a number (got true)"),
     ('{"answerable_min": "2"}', "answerable_min: must be between 0 and 1 (got '2')"),
-    ('{"top_k": 0}', "top_k: must be a whole number from 1 (got 0)"),
+    ('{"top_k": 0}', "top_k: must be a whole number from 1 to 1000 (got 0)"),
 ])
 def test_threshold_values_out_of_range_are_a_one_line_error_naming_the_key(tmp_path: Path, text: str, words: str) -> None:
     path = tmp_path / "th.json"
@@ -208,7 +208,8 @@ def test_rejudge_with_the_backend_that_made_every_judgment_says_so(asked: Path) 
 def test_since_after_until_is_an_error(asked: Path) -> None:
     result = runner.invoke(app, ["audit", str(asked), "--since", "2027-01-01", "--until", "2026-01-01"], env=NO_JUDGE)
     assert result.exit_code == 2
-    assert result.output.strip() == "error: --since 2027-01-01 is after --until 2026-01-01: no day lies between them; swap the two days"
+    assert result.output.strip() == ("error: the first day 2027-01-01 (--since, or a deployment's start) is after the last "
+                                     "2026-01-01 (--until, or end): no day lies between them; swap the two days")
 
 
 def test_an_audit_with_no_judgments_says_to_ask_first(project: Path) -> None:

@@ -43,7 +43,8 @@ def test_a_hand_written_codex_table_is_updated_not_declared_twice(tmp_path: Path
     path = _config(tmp_path, CODEX, 'model = "o3"\n\n' + form + '\n[mcp_servers.github]\ncommand = "gh"\n')
     assert [a.action for a in apply(tmp_path, _entry(tmp_path), agents=[CODEX])] == ["updated"]
     data = tomllib.loads(path.read_text())
-    assert data["mcp_servers"]["assay"]["command"] == "/new/assay" and "X" not in data["mcp_servers"]["assay"]["env"]
+    assert data["mcp_servers"]["assay"]["command"] == "/new/assay"
+    assert data["mcp_servers"]["assay"]["env"].get("X", "1") == "1"  # a variable the user added is kept
     assert data["model"] == "o3" and data["mcp_servers"]["github"] == {"command": "gh"}
     assert path.read_text().count("[mcp_servers.assay") == 2 and "/old/" not in path.read_text()  # table + env, once
 
@@ -196,3 +197,17 @@ def test_a_root_that_does_not_exist_is_refused_in_one_line(tmp_path: Path, monke
     assert result.output.strip().splitlines() == [f"error: root {tmp_path / 'scr'} is not an existing folder; "
                                                   "pass --root with a folder that exists"]
     assert path.read_text() == "{}"
+
+
+@pytest.mark.parametrize("agent", [CURSOR, VSCODE, CODEX])
+def test_a_reinstall_keeps_the_variables_a_user_added_to_assays_entry(tmp_path: Path, agent) -> None:
+    """A second `assay install` rewrote Assay's entry whole and dropped the user's ASSAY_JUDGE, with no backup."""
+    path = _config(tmp_path, agent)
+    apply(tmp_path, server_entry([tmp_path / "old"], command="/old/assay"), agents=[agent])
+    text = path.read_text().replace('"ASSAY_ALLOWED_ROOTS"', '"ASSAY_JUDGE": "none", "ASSAY_ALLOWED_ROOTS"') \
+        if agent is not CODEX else path.read_text() + 'ASSAY_JUDGE = "none"\n'
+    path.write_text(text)
+    (action,) = apply(tmp_path, _entry(tmp_path), agents=[agent])
+    data = tomllib.loads(path.read_text()) if agent is CODEX else jsonc.loads(path.read_text())
+    env = (data["mcp_servers"] if agent is CODEX else data["servers" if agent is VSCODE else "mcpServers"])["assay"]["env"]
+    assert action.action == "updated" and env == {"ASSAY_JUDGE": "none", "ASSAY_ALLOWED_ROOTS": str(tmp_path)}

@@ -46,7 +46,7 @@ def test_direct_and_prefect_are_obeyed_and_a_typo_is_an_error(clean_env: Path, m
     monkeypatch.setenv("ASSAY_ORCHESTRATION", "prefect")
     assert orchestrated()
     monkeypatch.setenv("ASSAY_ORCHESTRATION", "prefec")
-    with pytest.raises(ValueError, match="auto, prefect, direct"):
+    with pytest.raises(ValueError, match="ASSAY_ORCHESTRATION: Input should be 'auto', 'prefect' or 'direct'"):
         orchestrated()
 
 

@@ -56,3 +56,11 @@ def test_a_name_holding_a_space_is_not_contradicted_by_its_last_word() -> None:
     facts = [f.fact for f in check_question("Why is spaced_helper defined in dir with space/spaced mod.py?", resolve)
              if not f.holds and f.contradicts >= FLAG_AT]
     assert facts == []
+
+
+def test_a_module_shaped_last_word_of_a_spaced_name_is_no_contradiction() -> None:
+    """`mod.py` reads as a module name (`mod`), which took another branch of the file check."""
+    resolve = resolver_from(parse_source(b"def spaced_helper(x):\n    return x\n", "dir with space/spaced mod.py", "python", "h").entities)
+    facts = [f.fact for f in check_question("What does spaced_helper in dir with space/spaced mod.py return?", resolve)
+             if not f.holds and f.contradicts >= FLAG_AT]
+    assert facts == []

@@ -25,3 +25,17 @@ def test_bm25_finds_a_definition_by_its_non_ascii_name_and_not_by_a_fragment() -
     assert [i for i, _ in index.search("What does 計算する call?", 3)] == ["a"]
     assert [i for i, _ in index.search("todo", 3)] == ["c"]
     assert [i for i, _ in index.search("método", 3)] == ["b"]
+
+
+def test_camel_case_parts_of_a_non_ascii_name_are_tokens() -> None:
+    """`naïveBayesModel` was found by "model" before non-ASCII words were read whole; it must still be."""
+    assert {"naïve", "model"} <= set(lexical_tokens("naïveBayesModel")) and "data" in lexical_tokens("getÜberData")
+    index = LexicalIndex.build(["a", "b"], ["def naïveBayesModel(x): pass", "def other(x): pass"])
+    assert [i for i, _ in index.search("model", 2)] == ["a"]
+
+
+def test_a_decomposed_name_is_the_composed_one() -> None:
+    import unicodedata
+
+    composed, decomposed = "café_total", unicodedata.normalize("NFD", "café_total")
+    assert lexical_tokens(decomposed) == lexical_tokens(composed) == ["café_total", "café", "total"]

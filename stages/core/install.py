@@ -76,6 +76,9 @@ def allowed_roots(roots: list[Path]) -> list[Path]:
         folder = root.expanduser().resolve()
         if not folder.is_dir():
             raise ValueError(f"root {root} is not an existing folder; pass --root with a folder that exists")
+        if os.pathsep in str(folder):  # ASSAY_ALLOWED_ROOTS would split it into two roots, neither of them this one
+            raise ValueError(f"root {folder} holds {os.pathsep!r}, which separates ASSAY_ALLOWED_ROOTS' folders; pass "
+                             "--root with a folder above it whose path has none, or rename the folder")
         out.append(folder)
     return out
 
@@ -211,7 +214,10 @@ def _apply_one(agent: Agent, path: Path, entry: dict | None, dry_run: bool) -> I
 
     try:
         before, layout = _decode(path.read_bytes()) if path.exists() else ("", _Layout())
-        had = ENTRY in _servers(_parse(agent, before), _KEYS[agent.format])
+        servers = _servers(_parse(agent, before), _KEYS[agent.format])
+        had = ENTRY in servers
+        if entry is not None and had:
+            entry = _kept_env(entry, servers[ENTRY])
         after = before if entry is None and not had else _checked(agent, before, _edit(agent, before, entry), entry)
     except (OSError, ValueError) as exc:  # JsoncError, TOMLDecodeError, UnicodeDecodeError and ConfigError among them
         return done("skipped", reason=_reason(exc))
@@ -226,6 +232,16 @@ def _apply_one(agent: Agent, path: Path, entry: dict | None, dry_run: bool) -> I
     except OSError as exc:
         return done("skipped", reason=str(exc))
     return done("removed" if entry is None else ("updated" if had else "added"), backup=backup)
+
+
+def _kept_env(entry: dict, existing: object) -> dict:
+    """The entry with the variables a user added to Assay's installed entry (`ASSAY_JUDGE`, a key): a re-install
+    sets Assay's own (the roots) and keeps theirs, which it used to drop with no backup holding them."""
+    old = existing.get("env") if isinstance(existing, dict) else None
+    if not isinstance(old, dict):
+        return entry
+    ours = entry.get("env") or {}
+    return {**entry, "env": {**{k: v for k, v in old.items() if k not in ours}, **ours}}
 
 
 def _reason(exc: BaseException) -> str:

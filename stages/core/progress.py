@@ -73,7 +73,10 @@ class StatusSink:
             st["done"] += n
             if skipped:
                 st["skipped"] = st.get("skipped", 0) + n
-        self._write(force=stage == STORED)  # once a slice, as the manifest is: a run killed now must say it as it is
+            complete = st["done"] >= st["total"] > 0
+        # a stored slice (as the manifest records it) and a stage's last item are written at once, not throttled:
+        # a run killed right after must say what it reached ("parse 113/114" read as unfinished once all was parsed)
+        self._write(force=stage == STORED or complete)
 
     def error(self, message: str) -> None:
         with self._lock:
@@ -205,6 +208,7 @@ def run_under_way(root: Path) -> bool:
 
 
 STORED = "stored"  # a count, not a stage: passages whose vectors the index run stored (and crossed off the manifest)
+LEXICAL = "lexical"  # the stage that purges stale passages, saves BM25 and writes the manifest: done = queryable
 
 _NUMBER = (int, float)
 _STATUS_FIELDS: dict[str, tuple[type, ...]] = {
@@ -253,7 +257,7 @@ def run_view(state: dict | None, now: float | None = None) -> dict | None:
         "state": state.get("state", ""), "stage": stage, "pid": state.get("pid"),
         "files_done": parse.get("done", 0), "files_total": parse.get("total", 0),
         "passages_done": embed.get("done", 0), "passages_total": embed.get("total", 0),
-        **_stored_view(stages),
+        **_stored_view(stages), "lexical_committed": _complete(stages.get(LEXICAL, {})),
         "rate": rate, "eta_seconds": eta, "started": state.get("started"), "ended": ended,
         "elapsed_seconds": round((ended or now) - state.get("started", now), 1),
         "last_error": state.get("last_error", ""), "summary": state.get("summary", {}),
@@ -269,6 +273,10 @@ def _stored_view(stages: dict) -> dict:
     this_run = stored.get("done", 0) - stored.get("skipped", 0)  # `skipped`: those stored before this run
     return {"passages_stored": stored.get("done", 0), "passages_in_index": stored.get("total", 0),
             "passages_unstored": max(embed.get("done", 0) - this_run, 0)}  # (cached ones count as embedded too)
+
+
+def _complete(stage: dict) -> bool:
+    return stage.get("total", 0) > 0 and stage.get("done", 0) >= stage["total"]
 
 
 def _rate(stage: dict, until: float) -> float | None:
@@ -302,12 +310,20 @@ def run_line(view: dict) -> str:
                + (f" ({summary['embed_cached']} from cache)" if summary.get("embed_cached") else "")
                if "entities" in summary and "embedded" in summary else at)
         return f"last index done at {when} in {_duration(view['elapsed_seconds'])}: {got}"
+    if view.get("lexical_committed"):  # the manifest and BM25 were written: searches see every parsed file
+        at += ", queryable by BM25"
     if state == "interrupted":  # embedded = in the vector cache; the store may hold fewer until the next run
-        return (f"last index interrupted (its process {view['pid']} is gone; last heard of at {when}) during "
-                f"{view['stage'] or 'start-up'}: {at}; run `assay index` to resume (what it embedded is cached and "
-                "is stored without embedding again)")
+        return (f"last index interrupted (its process {view['pid']} is gone; last heard of at {when}) {_phase(view)}: "
+                f"{at}; run `assay index` to resume (what it embedded is cached and is stored without embedding again)")
     error = f": {view['last_error']}" if view["last_error"] else ""
-    return f"last index {state} at {when} during {view['stage'] or 'start-up'}{error} ({at})"
+    return f"last index {state} at {when} {_phase(view)}{error} ({at})"
+
+
+def _phase(view: dict) -> str:
+    """Where an ended run stopped: "during parse", or "after its lexical phase" once that phase committed."""
+    if view["stage"] == LEXICAL and view.get("lexical_committed"):
+        return "after its lexical phase"
+    return f"during {view['stage'] or 'start-up'}"
 
 
 def _clock(ts: float | None) -> str:

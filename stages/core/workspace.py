@@ -159,8 +159,16 @@ def owns_collection(root: Path, name: str) -> bool:
 
 
 def parse_roots(spec: str | None, default: Path) -> list[Path]:
+    """ASSAY_ALLOWED_ROOTS as folders (unset or empty: `default`), checked as Settings checks the variable: `:`
+    alone refused every workspace ("outside the allowed roots ()"), and ` /x` became the root `<cwd>/ /x`."""
+    from assay.stages.core.config import check_roots
+
     if not spec:
         return [Path(os.path.realpath(default))]
+    try:
+        check_roots(spec)
+    except ValueError as exc:
+        raise WorkspaceError(f"ASSAY_ALLOWED_ROOTS: {exc} (got {spec!r})") from None
     return [Path(os.path.realpath(os.path.expanduser(p))) for p in spec.split(os.pathsep) if p.strip()]
 
 

@@ -105,18 +105,26 @@ class LexicalIndex:
     def save(self, folder: Path) -> None:
         """Write to a temporary sibling, then rename over the old index, so readers never see half."""
         folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".lexical-", dir=folder.parent))
-        if self._retriever is not None:
-            self._retriever.save(str(tmp))
-        (tmp / "ids.json").write_text(json.dumps(self.ids))
-        if self.counts is not None:
-            self.counts.save(tmp)
+        sweep_temporaries(folder.parent)
+        tmp = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=folder.parent))
+        try:
+            self._write(tmp)
+        except BaseException:  # a full disk, a file-size limit: a half-written copy of the index must not stay
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         old = folder.with_name(folder.name + ".old")
         if folder.exists():
             shutil.rmtree(old, ignore_errors=True)
             os.replace(folder, old)
         os.replace(tmp, folder)
         shutil.rmtree(old, ignore_errors=True)
+
+    def _write(self, tmp: Path) -> None:
+        if self._retriever is not None:
+            self._retriever.save(str(tmp))
+        (tmp / "ids.json").write_text(json.dumps(self.ids))
+        if self.counts is not None:
+            self.counts.save(tmp)
 
     @classmethod
     def load(cls, folder: Path) -> "LexicalIndex":
@@ -149,6 +157,17 @@ class LexicalIndex:
         if not ids:
             return cls(None, []), before
         return cls(bm25s.BM25.load(str(folder)), ids), before
+
+
+TEMP_PREFIX = ".lexical-"
+
+
+def sweep_temporaries(state: Path) -> None:
+    """Remove the temporary folders of saves a kill cut short. Only a writer saves, under the workspace's write
+    lock, so any such folder at the start of a save is another run's leftover (the size of a BM25 index)."""
+    for stale in state.glob(f"{TEMP_PREFIX}*"):
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
 
 
 def damaged(folder: Path, exc: BaseException) -> ValueError:

@@ -20,6 +20,7 @@ workspace inside a larger repository do not change what is parsed.
 
 from __future__ import annotations
 
+import posixpath
 import re
 import subprocess
 from dataclasses import dataclass, field
@@ -418,7 +419,20 @@ def _path_in_head(repo: Path, path: str) -> str | None:
     if _in_head(repo, path):
         return path
     raw = diff_raw(git(repo, *_UNQUOTED, "diff", "--no-color", "--no-ext-diff", "--relative", *_RAW, "-M", "HEAD", "--"))
-    return next((old for old, new in renames(raw) if new == path), None)
+    found = next((old for old, new in renames(raw) if new == path), None)
+    return found if found is not None else _renamed_from_outside(repo, path)
+
+
+def _renamed_from_outside(repo: Path, path: str) -> str | None:
+    """The old name, relative to the workspace (`../other/help.py`), of a file renamed into a workspace that is a
+    folder of a larger repository from outside it: `--relative` drops that old side, so the rename never shows
+    there. One diff of the whole repository's uncommitted changes, asked only when the file is not in HEAD."""
+    prefix = git(repo, "rev-parse", "--show-prefix").strip().rstrip("/")
+    if not prefix:  # the workspace is the repository's top: the first diff saw every rename
+        return None
+    raw = diff_raw(git(repo, *_UNQUOTED, "diff", "--no-color", "--no-ext-diff", *_RAW, "-M", "HEAD", "--", ":(top)"))
+    old = next((o for o, new in renames(raw) if new == f"{prefix}/{path}"), None)
+    return posixpath.relpath(old, prefix) if old is not None else None
 
 
 def _span_in_head(repo: Path, entity: Entity, path: str) -> tuple[tuple[int, int] | None, str, str]:
@@ -435,7 +449,11 @@ def _span_in_head(repo: Path, entity: Entity, path: str) -> tuple[tuple[int, int
     renamed = ""
     if head_path != path:
         renamed = f"traced through the uncommitted rename from {entity.file[:len(entity.file) - len(path)] + head_path}"
-    diff = git(repo, *_UNQUOTED, "diff", *_DIFF, "-M", "HEAD", "--", *dict.fromkeys([head_path, path]))
+    outside = head_path.startswith("../")  # renamed in from outside the workspace: `--relative` would drop that side
+    if outside:
+        renamed += " (outside the workspace)"
+    args = tuple(a for a in _DIFF if a != "--relative") if outside else _DIFF
+    diff = git(repo, *_UNQUOTED, "diff", *args, "-M", "HEAD", "--", *dict.fromkeys([head_path, path]))
     span = head_span(diff_hunks(diff), entity.start_line, entity.end_line)
     if span is None:
         return None, "; ".join(filter(None, [renamed, "not committed yet: HEAD holds none of its lines (uncommitted edits)"])), head_path

@@ -155,10 +155,12 @@ def split_receipt(text: str) -> tuple[str, int] | None:
     return (file, int(found.group(1))) if found else None
 
 
-def file_key(file: str, root: Path | str | None = None) -> str:
+def file_key(file: str, root: Path | str | None = None, backslash: bool = True) -> str:
     """A file as pasted, as the index names files (workspace-relative, `/`), in NFC for comparing: `./a/b.py`,
-    `a\\b.py` and `/ws/a/b.py` (inside the workspace `root`) all read `a/b.py`; an absolute path elsewhere stays one."""
-    given = unicodedata.normalize("NFC", file.strip().replace("\\", "/"))
+    `a\\b.py` and `/ws/a/b.py` (inside the workspace `root`) all read `a/b.py`; an absolute path elsewhere stays one.
+    `backslash=False` keeps `\\` as the name character it is on Linux and macOS (`we\\ird.py`): callers try that
+    reading first, so a file named so is found, and read `\\` as a Windows separator only when it names none."""
+    given = unicodedata.normalize("NFC", file.strip().replace("\\", "/") if backslash else file.strip())
     if root is not None and posixpath.isabs(given):
         given = _under_root(given, str(root))
     return posixpath.normpath(given) if given else given
@@ -607,6 +609,9 @@ class Graph:
         Compared in NFC: a name typed NFC finds a file stored NFD (macOS) and back. A folder symlinked inside the
         workspace names the files where it points (the index skips symlinks, so it holds them only there)."""
         root = getattr(self.catalog, "root", None)
+        found = self._files_ending(file_key(file, root, backslash=False)) if "\\" in file else set()  # `we\ird.py`
+        if found:
+            return found
         key = file_key(file, root)
         found = self._files_ending(key)
         if not found and root is not None and not posixpath.isabs(key):
@@ -713,9 +718,14 @@ def _none_named(graph: Graph, query: str) -> str:
     file, name = split_file(query)
     if not file:
         return f"no definition named {query!r} in the index; try `assay search {query}` for similar names"
-    if _RECEIPT_LINE.fullmatch(name):
-        if not graph.files_named(file):
+    if found := _RECEIPT_LINE.fullmatch(name):
+        files = graph.files_named(file)
+        if not files:
             return f"{file!r} is not an indexed file (paths are workspace-relative, e.g. src/app.py:120)"
+        last = max((e.end_line for f in files for e in graph.catalog.by_file(f)), default=0)
+        beyond = line_problem(next(iter(files)) if len(files) == 1 else file, int(found.group(1)), last)
+        if beyond:
+            return beyond
         return (f"no definition covers {file}:{name} (a blank line, a comment or module-level code); give the "
                 "definition's name, or a line inside it")
     elsewhere = sorted({e.file for e in graph.targets(name)})
@@ -726,6 +736,16 @@ def _none_named(graph: Graph, query: str) -> str:
     if where:
         return f"no definition named {name!r} in {file}{where}"
     return f"no definition named {name!r} in {file} nor elsewhere in the index; try `assay search {name}` for similar names"
+
+
+def line_problem(file: str, line: int, last: int) -> str | None:
+    """Why `line` is no line of `file`, whose indexed entities end at `last` (None when it is one): get_entity and
+    the graph commands give the same reason, where the graph's "no definition covers" would mislead."""
+    if line < 1:
+        return f"line must be 1 or more (lines count from 1; got {line})"
+    if line > last:
+        return f"line {line} is past the end of {file} (the index holds lines 1-{last})"
+    return None
 
 
 def callers(catalog, query: str, limit: int = 50, unresolved: bool = True) -> GraphResult:

@@ -597,8 +597,8 @@ def _file_match(claimed: str, path: str) -> bool:
         # a name read after a space may be the end of one holding spaces (`dir/spaced mod.py`), and an absolute one
         # (`/home/me/repo/src/a.py`, `C:\repo\src\a.py`) ends with the workspace path: neither is a contradiction
         return path == c or path.endswith(("/" + c, " " + c)) or c.endswith("/" + path)
-    if path == c or path.endswith("/" + c) or any(part.startswith(c + " ") for part in path.split("/")):
-        return True  # the last: a word read before a space may begin a part holding spaces (`dir with space/`)
+    if path == c or path.endswith(("/" + c, " " + c)) or any(part.startswith(c + " ") for part in path.split("/")):
+        return True  # the last two: a name read after or before a space may end or begin one holding spaces
     stem = path.rsplit(".", 1)[0]
     mod = c.replace(".", "/")
     return stem == mod or stem.endswith("/" + mod) or stem.endswith("/" + mod + "/__init__") or stem == mod + "/__init__"

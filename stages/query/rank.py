@@ -99,7 +99,8 @@ TEST_FACTOR = 0.3
 TEST_WORD_FACTOR = 0.55  # sqrt(0.3): half the penalty's weight on a log scale
 # a name, dotted or not; it may end in a sigil that is part of the name (Ruby's `empty?` / `save!` / `name=`,
 # Elixir's `valid?`, Haskell's `foldl'`), or in a call's `()`
-_SYMBOL_QUERY = re.compile(r"^[A-Za-z_$][\w$]*(?:[.:#]+[A-Za-z_$][\w$]*)*[?!=']?\(?\)?$")
+# `[^\W\d]` is `[A-Za-z_]` on ASCII and any letter else: `計算する` and `Ünïcödé` name themselves as `método` does
+_SYMBOL_QUERY = re.compile(r"^(?:[^\W\d]|\$)[\w$]*(?:[.:#]+(?:[^\W\d]|\$)[\w$]*)*[?!=']?\(?\)?$")
 _METHOD_MENTION = re.compile(r"(?<![\w.])\.([A-Za-z_$][\w$]*)")
 # `HttpClient`, `XMLParser`; not an acronym's plural (`URLs`, `IDs`: English words)
 _CAMEL_WORD = re.compile(r"\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b|\b(?![A-Z]{2,}s\b)[A-Z]{2,}[a-z][A-Za-z0-9]*\b")
