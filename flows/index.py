@@ -21,9 +21,9 @@ from assay.stages.index.incremental import (
     build_report, carried_pending, merge_shares, moved_reason, next_collection, next_manifest, shares, stored_vectors,
 )
 from assay.stages.index.notes import backfill_notes_log, recover_notes, rescue_notes
-from assay.stages.index.store import (
-    QUICK_CHECK_BYTES, Catalog, VectorStore, damaged_dbs, mark_embedded, set_aside_damaged_dbs, storage_failure, write_lock,
-)
+from assay.stages.index.state_db import QUICK_CHECK_BYTES, damaged_dbs, set_aside_damaged_dbs
+from assay.stages.index.storage_errors import storage_failure
+from assay.stages.index.store import Catalog, VectorStore, mark_embedded, write_lock
 from assay.stages.index.vector_cache import EmbedCache, remember, split_cached
 from assay.tasks import index as t
 

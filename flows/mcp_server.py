@@ -526,7 +526,7 @@ def _graph(command: str, path: str, name: str, depth: int = 3, limit: int = 50) 
         res = query_workspace(workspace(path), command, name, depth=depth, limit=min(limit, 500))  # < 1: the stage refuses it
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
-    return result(mcp_words(render(res)), res.model_dump())
+    return result(render(res, lambda text: mcp_words(text, flags=True)), res.model_dump())  # rows stay verbatim
 
 
 @server.tool(description="Call sites of a function, method or class (`name`, `Class.method`, `file.py:name`), one row each.")

@@ -28,7 +28,7 @@ from assay.flows.index import run_index
 from assay.stages.core import progress as prog
 from assay.stages.core.config import Settings
 from assay.stages.core.writer import other_writer
-from assay.stages.index import store
+from assay.stages.index import storage_errors, store
 from assay.stages.index.incremental import dense_note, stored_vectors
 from assay.stages.index.notes import add_note, list_notes, notes_log
 from assay.stages.index.store import VectorStore, forget_cached_client, load_manifest, vector_damage
@@ -242,7 +242,7 @@ def test_a_full_disk_while_chroma_stores_says_so_with_its_remedy(indexed: Path, 
         raise InternalError("Error in compaction: Error purging logs")
 
     monkeypatch.setattr(Collection, "upsert", compaction_fails)
-    monkeypatch.setattr(store, "free_bytes", lambda path: 100_000)
+    monkeypatch.setattr(storage_errors, "free_bytes", lambda path: 100_000)
     (indexed / "pkg" / "extra.py").write_text("def extra_helper(x):\n    return x + 1\n")
     shown = runner.invoke(app, ["index", str(indexed)])
     assert shown.exit_code == 2, shown.output
@@ -254,7 +254,7 @@ def test_a_full_disk_while_chroma_stores_says_so_with_its_remedy(indexed: Path, 
 
 def test_the_same_chroma_error_with_space_to_spare_is_left_as_chroma_said_it(tmp_path: Path) -> None:
     exc = chromadb.errors.InternalError("Error in compaction: Error purging logs")
-    assert store.vector_failure(tmp_path, exc, writing=True) is exc  # this test's disk is not nearly full
+    assert storage_errors.vector_failure(tmp_path, exc, writing=True) is exc  # this test's disk is not nearly full
 
 
 def test_a_status_write_that_finds_the_disk_full_leaves_no_temporary_file(tmp_path: Path,

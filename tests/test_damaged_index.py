@@ -22,7 +22,8 @@ from assay.stages.core.config import Settings
 from assay.stages.core.progress import read_status
 from assay.stages.core.workspace import collection_name
 from assay.stages.index.lexical import LexicalIndex
-from assay.stages.index.store import Catalog, DamagedDatabase, lexical_dir, load_manifest
+from assay.stages.index.state_db import DamagedDatabase
+from assay.stages.index.store import Catalog, lexical_dir, load_manifest
 from assay.stages.query.retrieve import search
 from tests.test_index_resume import SLICE, Killed, StandInEmbedder, use
 

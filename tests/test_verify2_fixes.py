@@ -24,7 +24,8 @@ from assay.stages.core.artifacts import Entity
 from assay.stages.core.config import Settings
 from assay.stages.index.lexical import LexicalIndex
 from assay.stages.index.notes import add_note, list_notes
-from assay.stages.index.store import Catalog, DamagedDatabase, load_manifest
+from assay.stages.index.state_db import DamagedDatabase
+from assay.stages.index.store import Catalog, load_manifest
 from assay.stages.query.git_history import history
 from assay.stages.query.identifiers import question_identifiers
 from assay.stages.query.rank import query_shape

@@ -3,7 +3,7 @@
 All three live in the workspace's own `.assay/` folder (or vectors on a Chroma server when
 ASSAY_CHROMA_URL is set). Writes from any process hold `.assay/write.lock`; readers never
 take it. Upserts use stable ids in bounded batches; nothing is deleted before its
-replacement is written.
+replacement is written. The SQLite files open through `state_db`; failures are worded by `storage_errors`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import os
 import shlex
-import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -23,20 +22,16 @@ from filelock import FileLock, Timeout
 
 from assay.stages.core.artifacts import Edge, EmbeddedBatch, Entity, IndexManifest, ParseResult
 from assay.stages.core.errors import DISK_FULL_ADVICE, disk_full, one_line
-from assay.stages.core.errors import _chain as error_chain
 from assay.stages.core.progress import run_under_way
-from assay.stages.core.workspace import (collection_name, indexed_workspace_of, make_state_dir, not_writable, state_dir,
-                                         writable)
+from assay.stages.core.workspace import collection_name, indexed_workspace_of, make_state_dir, state_dir, writable
 from assay.stages.core.writer import clear_writer, other_writer, record_writer
 from assay.stages.index.lexical import LexicalIndex
+from assay.stages.index.state_db import open_state_db, set_aside_damaged_dbs
+from assay.stages.index.storage_errors import DamagedVectors, StoreError, _chroma_detail, chroma_errors
 from assay.stages.index.term_counts import TermCounts
 from assay.stages.index.tokens import TOKENIZER_VERSION, token_string
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-
-
-class StoreError(RuntimeError):
-    """The store is missing or damaged; the message says how to recover."""
 
 
 @lru_cache(maxsize=1)
@@ -142,105 +137,6 @@ def unopenable(path: Path, exc: BaseException) -> StoreError:
     return StoreError(f"the vector store in {path} cannot be opened ({one_line(exc)}); run `assay index --rebuild`")
 
 
-class DamagedVectors(StoreError):
-    """A vector segment Chroma cannot read (its HNSW files cut short or overwritten); `prepare_dense` repairs it."""
-
-
-# what Chroma's Rust engine says of a segment it cannot read: "Error constructing hnsw segment reader", "Error
-# deserializing pickle file", "Error getting embedding"
-_DAMAGE_TEXTS = ("hnsw", "segment reader", "deserializ", "pickle", "error getting embedding")
-LOW_SPACE = 64 * 1024 * 1024  # below this, a write Chroma fails without naming a cause is taken for a full disk
-
-
-def free_bytes(path: Path) -> int | None:
-    """Free space on the disk that holds `path` (its nearest existing folder); None when it cannot be told."""
-    import shutil
-
-    for folder in (path, *path.parents):
-        if folder.exists():
-            try:
-                return shutil.disk_usage(folder).free
-            except OSError:
-                return None
-    return None
-
-
-def _megabytes(n: int) -> str:
-    return f"{n / 1e6:.1f} MB"
-
-
-def no_space(path: Path, exc: BaseException) -> StoreError:
-    """A write that found the disk (nearly) full: where, how much is left, and what to do (not a rebuild)."""
-    free = free_bytes(path)
-    left = f"{_megabytes(free)} free; " if free is not None else ""
-    return StoreError(f"no space left on device for {path} ({left}{_chroma_detail(exc)}): {DISK_FULL_ADVICE}")
-
-
-def _chroma_detail(exc: BaseException) -> str:
-    """Chroma's error, its last three causes: its Rust errors chain every layer ("Error executing plan: Error
-    sending backfill request to compactor: ... EOF while parsing") into one line too long to read."""
-    return ": ".join(one_line(exc).split(": ")[-3:])
-
-
-def vector_failure(path: Path, exc: BaseException, writing: bool) -> BaseException:
-    """What a failed Chroma call on the embedded store at `path` means for a person: a full disk (Chroma's Rust
-    writer says "Error in compaction: Error purging logs", no errno: the free space decides), a damaged segment, or
-    else Chroma's own error, unchanged."""
-    if isinstance(exc, StoreError):
-        return exc
-    if disk_full(exc):
-        return no_space(path, exc)
-    if any(text in str(exc).lower() for text in _DAMAGE_TEXTS):
-        return DamagedVectors(f"the vector store in {path} is damaged ({_chroma_detail(exc)}); run `assay index "
-                              "--rebuild`")
-    free = free_bytes(path) if writing else None
-    if free is not None and free < LOW_SPACE:
-        return no_space(path, exc)
-    return exc
-
-
-@contextmanager
-def chroma_errors(path: Path | None, writing: bool = False) -> Iterator[None]:
-    """Chroma's errors on the embedded store at `path` as `vector_failure` reads them (a server's: unchanged)."""
-    try:
-        yield
-    except Exception as exc:  # noqa: BLE001 - chroma raises many types
-        failure = vector_failure(path, exc, writing) if path is not None else exc
-        if failure is exc:
-            raise
-        raise failure from exc
-
-
-def storage_failure(root: Path, exc: BaseException) -> StoreError | None:
-    """An index run's failure that a limit of the machine caused, said with its remedy: a file-size limit
-    (`ulimit -f`: SQLite says only "disk I/O error") or a full disk; None for any other error (or one already
-    said in these words)."""
-    import errno
-    import resource
-
-    if isinstance(exc, StoreError) or disk_full(exc):
-        return None  # said already (`one_line` words a full disk)
-    text = str(exc).lower()
-    errnos = {getattr(e, "errno", None) for e in error_chain(exc)}
-    if "disk i/o error" not in text and "error in compaction" not in text and not errnos & {errno.EFBIG, errno.EIO}:
-        return None
-    folder = state_dir(root)
-    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
-    if limit != resource.RLIM_INFINITY and (errno.EFBIG in errnos or "disk i/o error" in text):
-        largest = max(((p.stat().st_size, p.name) for p in folder.rglob("*") if p.is_file()), default=None)
-        at = f"; {largest[1]} there has {_megabytes(largest[0])}" if largest else ""
-        return StoreError(f"a write in {folder} went past this process's file-size limit ({_megabytes(limit)}, `ulimit "
-                          f"-f`{at}) ({one_line(exc)}); raise the limit and run `assay index` again")
-    free = free_bytes(folder)
-    if free is not None and free < LOW_SPACE:
-        return no_space(folder, exc)
-    if "disk i/o error" in text:
-        return StoreError(f"a disk I/O error while writing the index in {folder} ({one_line(exc)}); check that disk "
-                          "(free space, file-size limits, the system log), then run `assay index` again")
-    return None
-
-
-
 @contextmanager
 def write_lock(root: Path, timeout: float = 600.0, on_wait: Callable[[int | None], None] | None = None) -> Iterator[None]:
     """Serialise writers across processes (two IDEs on one workspace); readers never wait. The holder's pid is
@@ -259,193 +155,6 @@ def write_lock(root: Path, timeout: float = 600.0, on_wait: Callable[[int | None
     finally:
         clear_writer(root)
         lock.release()
-
-
-_DAMAGE_CODES = (11, 26)  # SQLITE_CORRUPT ("database disk image is malformed"), SQLITE_NOTADB ("file is not a database")
-
-
-def is_damage(exc: BaseException) -> bool:
-    """SQLite says the file itself is damaged (not locked, not a bad query, not a full disk)."""
-    if not isinstance(exc, sqlite3.DatabaseError):
-        return False
-    code = getattr(exc, "sqlite_errorcode", None)
-    return type(exc) is sqlite3.DatabaseError if code is None else code & 0xFF in _DAMAGE_CODES
-
-
-class _GuardedCursor(sqlite3.Cursor):
-    """A cursor whose damage errors name the file and the remedy: a page damaged past the header passes the open's
-    check and fails only when a query reads it, as a bare "database disk image is malformed" at every door."""
-
-    def _guard(self, call: Callable[..., Any], *args: Any) -> Any:
-        try:
-            return call(*args)
-        except sqlite3.DatabaseError as exc:
-            if is_damage(exc):
-                raise damaged_db(self.connection.path, exc) from exc
-            raise
-
-    def execute(self, *args: Any) -> sqlite3.Cursor:
-        return self._guard(super().execute, *args)
-
-    def executemany(self, *args: Any) -> sqlite3.Cursor:
-        return self._guard(super().executemany, *args)
-
-    def executescript(self, *args: Any) -> sqlite3.Cursor:
-        return self._guard(super().executescript, *args)
-
-    def fetchone(self) -> Any:
-        return self._guard(super().fetchone)
-
-    def fetchmany(self, *args: Any) -> list[Any]:
-        return self._guard(super().fetchmany, *args)
-
-    def fetchall(self) -> list[Any]:
-        return self._guard(super().fetchall)
-
-    def __next__(self) -> Any:  # rows are read lazily: the damaged page may come mid-iteration
-        return self._guard(super().__next__)
-
-
-class _GuardedConnection(sqlite3.Connection):
-    """A state database whose every statement runs through `_GuardedCursor` (`Connection.execute` does not ask
-    `cursor()` for its cursor, so it is routed here); `path` names the file in the error."""
-
-    path: Path
-
-    def cursor(self, factory: Any = _GuardedCursor) -> sqlite3.Cursor:  # type: ignore[override]
-        return super().cursor(factory)
-
-    def execute(self, *args: Any) -> sqlite3.Cursor:  # type: ignore[override]
-        return self.cursor().execute(*args)
-
-    def executemany(self, *args: Any) -> sqlite3.Cursor:  # type: ignore[override]
-        return self.cursor().executemany(*args)
-
-    def executescript(self, *args: Any) -> sqlite3.Cursor:  # type: ignore[override]
-        return self.cursor().executescript(*args)
-
-    def commit(self) -> None:
-        try:
-            super().commit()
-        except sqlite3.DatabaseError as exc:
-            if is_damage(exc):
-                raise damaged_db(self.path, exc) from exc
-            raise
-
-
-def _connect(path: Path, target: str, **kwargs: Any) -> sqlite3.Connection:
-    db = sqlite3.connect(target, factory=_GuardedConnection, **kwargs)
-    db.path = path  # type: ignore[attr-defined]
-    return db
-
-
-def open_state_db(root: Path, name: str) -> sqlite3.Connection:
-    """A SQLite database in the workspace's `.assay/` (WAL: readers never block the index writer). In a folder this
-    process cannot write (a read-only mount, another user's checkout) an existing database is opened for reading,
-    so an index built elsewhere still answers; a write through it fails there."""
-    folder = state_dir(root)
-    if folder.is_dir() and not writable(folder) and (folder / name).exists():
-        return _read_only_db(folder / name)
-    folder = make_state_dir(root)
-    try:
-        db = _connect(folder / name, str(folder / name), timeout=60, check_same_thread=False)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("SELECT count(*) FROM sqlite_master").fetchone()  # a damaged header fails here, not mid-run
-    except sqlite3.OperationalError as exc:  # "unable to open database file" names neither the file nor why
-        if not writable(folder):  # WAL writes its index beside the database, a reader too
-            raise not_writable(folder) from exc
-        raise
-    except sqlite3.DatabaseError as exc:  # "file is not a database" / "malformed": names no file, advises nothing
-        raise damaged_db(folder / name, exc) from exc
-    return db
-
-
-class DamagedDatabase(StoreError):
-    """A state database SQLite cannot read; `assay index --rebuild` sets it aside and starts afresh."""
-
-
-def damaged_db(path: Path, exc: BaseException) -> DamagedDatabase:
-    return DamagedDatabase(f"{path} is damaged ({one_line(exc)}); run `assay index --rebuild` (it sets the file "
-                           f"aside as {path.name}.damaged and starts a fresh one)")
-
-
-def db_damage(path: Path) -> str:
-    """Why SQLite cannot read the database at `path` ("" when it can, or it does not exist): its header and a
-    quick check of every page, as a rebuild must know before it trusts the file."""
-    if not path.exists():
-        return ""
-    try:
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=60)
-    except sqlite3.Error as exc:
-        return one_line(exc)
-    try:
-        rows = db.execute("PRAGMA quick_check(1)").fetchall()
-    except sqlite3.OperationalError:  # locked or unreadable (permissions): not damage, the open says why
-        return ""
-    except sqlite3.DatabaseError as exc:
-        return one_line(exc)
-    finally:
-        db.close()
-    if rows == [("ok",)]:
-        return ""
-    # quick_check's report spans lines ("*** in database main ***\nPage 5: ..."): one line in a message
-    return " ".join(str(rows[0][0]).split()).removeprefix("*** in database main *** ") if rows else "no result from its check"
-
-
-STATE_DATABASES = ("catalog.sqlite", "embed_cache.sqlite")
-
-
-QUICK_CHECK_BYTES = 256 * 2**20  # `PRAGMA quick_check` reads every page (~0.1 s per 64 MB): a plain run checks below this
-
-
-def damaged_dbs(root: Path, most_bytes: int | None = None, names: Iterable[str] = STATE_DATABASES) -> dict[str, str]:
-    """State database name -> why SQLite cannot read it, for those of `names` that are damaged. With `most_bytes`, a
-    larger file is not checked (a plain index run must stay quick; a read of a damaged page still names the remedy)."""
-    found: dict[str, str] = {}
-    for name in names:
-        path = state_dir(root) / name
-        size = path.stat().st_size if path.exists() else 0
-        if most_bytes is not None and size > most_bytes:
-            continue
-        if why := db_damage(path):
-            found[name] = why
-    return found
-
-
-def set_aside_damaged_dbs(root: Path, names: Iterable[str] | None = None) -> list[Path]:
-    """Move each state database SQLite cannot read (and its WAL files, which a fresh file must not inherit) to
-    `<name>.damaged`, kept rather than deleted, so a rebuild starts afresh: the catalog is re-parsed, the embedding
-    cache (only a cache) refills. `names` (found damaged already) skips checking them again. Returns the paths set
-    aside."""
-    folder = state_dir(root)
-    moved: list[Path] = []
-    for name in STATE_DATABASES if names is None else names:
-        path = folder / name
-        if names is None and not db_damage(path):
-            continue
-        for part in (path, path.with_name(f"{name}-wal"), path.with_name(f"{name}-shm")):
-            if part.exists():
-                os.replace(part, part.with_name(f"{part.name}.damaged"))
-        moved.append(path.with_name(f"{name}.damaged"))
-    return moved
-
-
-def _read_only_db(path: Path) -> sqlite3.Connection:
-    """A WAL database read without writing: `mode=ro` shares the writer's WAL index where its files are there (a
-    live index run); with none to share (a finished index on a read-only mount) SQLite can only read it as
-    immutable, which is what such a mount is."""
-    uri = path.resolve().as_uri()
-    for flags in ("mode=ro", "immutable=1"):
-        db = _connect(path, f"{uri}?{flags}", uri=True, timeout=60, check_same_thread=False)
-        try:
-            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            return db
-        except sqlite3.OperationalError:
-            db.close()
-        except sqlite3.DatabaseError as exc:
-            db.close()
-            raise damaged_db(path, exc) from exc
-    raise not_writable(path.parent)
 
 
 _CATALOG_SCHEMA = """

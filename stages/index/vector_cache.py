@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from assay.stages.core.artifacts import EmbeddedBatch, Entity, IndexManifest
-from assay.stages.index.store import Catalog, open_state_db
+from assay.stages.index.state_db import open_state_db
+from assay.stages.index.store import Catalog
 
 MAX_ROWS = 400_000
 

@@ -24,7 +24,7 @@ import re
 import threading
 import tomllib
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
 
@@ -930,13 +930,14 @@ def _stale_line(files: list[str]) -> str:
     return f"STALE: {len(files)} file(s) here changed or were deleted since indexing ({named}); run `assay index`"
 
 
-def render(result: GraphResult) -> str:
-    """One row per site: `holder  file:line  (site file:line)`, unresolved rows marked, with a count line."""
+def render(result: GraphResult, words: Callable[[str], str] = lambda text: text) -> str:
+    """One row per site: `holder  file:line  (site file:line)`, unresolved rows marked, with a count line. `words`
+    rewords Assay's own lines for another door (MCP: tools, not commands); rows and names stay verbatim."""
     if not result.targets:
-        return result.note
+        return words(result.note)
     lines = [f"{result.command} {result.query}: " + "; ".join(result.targets)]
     if result.stale_files:
-        lines.append(_stale_line(result.stale_files))
+        lines.append(words(_stale_line(result.stale_files)))
     for r in result.rows:
         mark = "" if r.resolved else f"  [unresolved: {r.via}]"
         depth = f"  depth {r.depth}" if result.command == "impact" else ""
@@ -945,11 +946,11 @@ def render(result: GraphResult) -> str:
         lines.append(f"  {r.entity}  {where}  ({r.relation} at {r.site_file}:{r.site_line}){depth}{mark}{stale}")
     count = f"{result.total} site(s)" + (f", {result.truncated} more not shown (raise --limit)" if result.truncated else "")
     resolved = sum(1 for r in result.rows if r.resolved)
-    lines.append(f"{count}; {resolved} resolved, {len(result.rows) - resolved} unresolved shown")
+    lines.append(words(f"{count}; {resolved} resolved, {len(result.rows) - resolved} unresolved shown"))
     if result.command == "impact":
         lines.append(_tests_line(result))
     if result.note:
-        lines.append(result.note)
+        lines.append(words(result.note))
     return "\n".join(lines)
 
 
