@@ -297,8 +297,10 @@ def search(
                        + (" STALE (file changed since indexing)" if hits[int(rank) - 1].stale else ""))
         return
     table = Table("#", "entity", "kind", "location", "distance", "bm25", "score", "why")
+    from rich.markup import escape
+
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(escape(cell) for cell in row))  # `app/[id]/page.py` is a path, not Rich markup
     for column in table.columns:
         column.overflow = "fold"
     out.print(table)
@@ -835,8 +837,9 @@ def mcp() -> None:
 
 def main() -> None:
     """The `assay` command; it skips the interpreter's teardown at the end (`flows.process_exit`)."""
-    from assay.flows.process_exit import exit_code, exit_now
+    from assay.flows.process_exit import exit_code, exit_now, lost_output, prepare_streams
 
+    prepare_streams()  # before any output: a cp1252 terminal or a closed stream must not crash a command
     try:
         app()
         code = 0
@@ -845,7 +848,7 @@ def main() -> None:
         code = 130
     except SystemExit as exc:
         code = exit_code(exc)
-    exit_now(code)
+    exit_now(lost_output(code))
 
 
 if __name__ == "__main__":

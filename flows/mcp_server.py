@@ -768,7 +768,15 @@ def _warm() -> None:
 
 
 def serve() -> None:
+    import sys
+
     from assay.flows.prefect_api import start_private_api
+
+    if sys.stdin is None:  # launched with stdin closed (`<&-`): the SDK would fail deep inside with a traceback
+        if sys.stderr is not None:
+            print("error: stdin is closed: assay mcp talks MCP over stdin/stdout; launch it from an IDE",
+                  file=sys.stderr)
+        raise SystemExit(2)
 
     threading.Thread(target=_warm, daemon=True).start()
     start_private_api()  # flows run on Prefect once its API answers; direct until then

@@ -13,7 +13,8 @@ from assay.stages.core.config import Settings
 from assay.stages.core.progress import progress_for
 from assay.stages.index.embed import embed_entities, embedder_for, get_embedder, kept_embedder
 from assay.stages.index.store import (
-    Catalog, StoreError, VectorStore, load_manifest, prepare_dense, previous_manifest, rebuild_lexical, write_manifest,
+    Catalog, StoreError, VectorStore, distrust_foreign_tokens, load_manifest, prepare_dense, previous_manifest,
+    rebuild_lexical, write_manifest,
 )
 from assay.stages.index.vector_cache import EmbedCache, embed_with_cache, stored_samples
 from assay.tasks.gpu import gpu_slot
@@ -151,6 +152,7 @@ def purge(root: Path, manifest: IndexManifest) -> int:
         catalog.replace([], stale)
         manifest = manifest.model_copy(update={"vectors_stale": sorted(set(manifest.vectors_stale) | set(stale))})
     catalog.drop_edges_except(set(manifest.files))
+    distrust_foreign_tokens(root, catalog)  # from the last run's manifest: this one is written below
     rebuild_lexical(root, catalog)
     write_manifest(root, manifest)
     return len(stale)

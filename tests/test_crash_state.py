@@ -94,6 +94,14 @@ def test_a_note_from_before_the_notes_log_is_logged_by_the_next_run_and_survives
     assert [n.body for n in list_notes(indexed)] == [NOTE]
 
 
+def test_a_note_from_before_the_notes_log_is_logged_by_the_next_remember(indexed: Path) -> None:
+    """An older Assay's note was logged only by the next index run: a `remember` first, then a damaged catalog, lost it."""
+    add_note(indexed, NOTE, StandInEmbedder())
+    notes_log(indexed).unlink()  # as a workspace whose notes an older Assay added
+    add_note(indexed, "a second note", StandInEmbedder())
+    assert NOTE in notes_log(indexed).read_text() and "a second note" in notes_log(indexed).read_text()
+
+
 def test_a_note_nothing_holds_any_more_is_reported_and_not_counted(indexed: Path) -> None:
     add_note(indexed, NOTE, StandInEmbedder())
     notes_log(indexed).unlink()

@@ -189,6 +189,8 @@ class IndexManifest(BaseModel):
 
     schema_version: int = SCHEMA_VERSION
     parser: int = Field(1, description="version of the parse stage that made these entities")
+    tokenizer: int = Field(0, description="BM25 tokenizer whose tokens the catalog holds (0: not said, an older Assay "
+                           "wrote it, whose entities this version's stored tokens may not match)")
     workspace: str
     embedder: str = ""
     dimension: int = 0

@@ -22,7 +22,7 @@ from assay.stages.index.discover import file_hash, held_still
 from assay.stages.index.languages import NOTEBOOK
 from assay.stages.index.notebook import view_problem
 from assay.stages.index.source_text import utf8_source
-from assay.stages.index.tokens import token_string
+from assay.stages.index.tokens import TOKENIZER_VERSION, token_string
 from assay.stages.index.parse import PARSER_VERSION, parse_source
 from assay.stages.query.freshness import git_head
 
@@ -220,7 +220,8 @@ def next_manifest(
             entity_ids=[e.id for e in pf.entities], partial=pf.partial, mtime_ns=mtime_ns,
         )
     manifest = IndexManifest(
-        workspace=str(root), parser=PARSER_VERSION, embedder=embedder, dimension=dimension, collection=collection,
+        workspace=str(root), parser=PARSER_VERSION, tokenizer=TOKENIZER_VERSION, embedder=embedder, dimension=dimension,
+        collection=collection,
         files=dict(sorted(files.items())),
         notes=previous.notes if previous is not None else [],
         dense_pending=sorted(set(to_embed)),

@@ -27,6 +27,13 @@ logging.getLogger("bm25s").setLevel(logging.WARNING)
 SWAP_RETRIES = 5  # reads retried when a concurrent save swaps the folder under them
 
 
+def _umask_dir_mode() -> int:
+    """The mode a plain mkdir gives a folder under the current umask (0755 under 022)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o777 & ~mask
+
+
 class _ArrayBM25(bm25s.BM25):
     """bm25s with its score matrix built by whole-array numpy from term counts instead of a Python loop per
     passage (bm25s names `build_index_from_ids` as the method to override for this): 9k passages 0.45 s ->
@@ -108,6 +115,7 @@ class LexicalIndex:
         sweep_temporaries(folder.parent)
         tmp = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=folder.parent))
         try:
+            tmp.chmod(_umask_dir_mode())  # mkdtemp makes it 0700: another user's search could not read it
             self._write(tmp)
         except BaseException:  # a full disk, a file-size limit: a half-written copy of the index must not stay
             shutil.rmtree(tmp, ignore_errors=True)

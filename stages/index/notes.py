@@ -57,6 +57,7 @@ def add_note(root: Path, text: str, embedder: Embedder, chroma_url: str | None =
         note = make_note(text)
         batch = embed_entities([note], embedder)
         VectorStore(root, chroma_url, manifest.collection).upsert(batch)
+        backfill_notes_log(root, manifest.notes)  # notes an older Assay added: logged before this one, kept alike
         append_notes_log(root, [note])  # before the manifest lists it: a listed note is always in the log
         catalog = Catalog(root)
         catalog.replace([note], [])

@@ -191,6 +191,7 @@ class Catalog:
         self.root = root
         self._db = open_state_db(root, "catalog.sqlite")
         self._db.executescript(_CATALOG_SCHEMA)
+        self._others: list[str] | None = None
 
     def replace(self, upserts: list[Entity], deletes: Iterable[str], tokens: dict[str, str] | None = None) -> None:
         """Upsert entities (with their BM25 tokens: given, or computed here) and delete ids, in one transaction."""
@@ -206,6 +207,8 @@ class Catalog:
             gone = [(i,) for i in deletes]
             self._db.executemany("DELETE FROM entities WHERE id = ?", gone)
             self._db.executemany(f"DELETE FROM {_TOKENS} WHERE id = ?", gone)
+            for table in self._other_token_tables():  # another Assay version's rows for these ids are stale now: it
+                self._db.executemany(f"DELETE FROM {table} WHERE id = ?", [(e.id,) for e in upserts] + gone)  # re-tokenizes
             self._db.executemany("DELETE FROM injection_scans WHERE id = ?", gone)
             self._db.executemany("INSERT OR IGNORE INTO lexical_changes (id) VALUES (?)", [(e.id,) for e in upserts] + gone)
 
@@ -360,6 +363,20 @@ class Catalog:
 
     def count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM entities").fetchone()[0])
+
+    def _other_token_tables(self) -> list[str]:
+        """Token tables of other tokenizer versions (an older or newer Assay on the same workspace), looked up once."""
+        if self._others is None:
+            names = self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'lexical_tokens_v%'")
+            self._others = [n for (n,) in names if n != _TOKENS and n[len("lexical_tokens_v"):].isdigit()]
+        return self._others
+
+    def forget_tokens(self) -> None:
+        """Drop this version's stored BM25 tokens (the next build tokenizes every entity again): a row is keyed by
+        entity id, so one written before another Assay version changed that entity would keep its old words."""
+        with self._db:
+            self._db.execute(f"DELETE FROM {_TOKENS}")
+            self._db.execute("INSERT OR IGNORE INTO lexical_changes (id) VALUES (?)", (_ALL_CHANGED,))
 
     def clear(self) -> None:
         with self._db:
@@ -709,6 +726,7 @@ def previous_manifest(root: Path, url: str | None, rebuild: bool) -> IndexManife
 LOST_VECTORS = "the vector store is empty although the manifest lists embedded passages: re-embedding everything"
 
 
+PROBE_NEIGHBOURS = 10
 PROBE_DISTANCE = 1e-3  # a stored vector queried for itself comes back at ~1e-7 (float32); a damaged segment's do not
 
 
@@ -751,14 +769,13 @@ def vector_damage(store: VectorStore, known: list[list[float]], dimension: int) 
     try:
         if store.count() == 0:
             return ""  # nothing stored to be damaged (a lost store: the caller's other case)
-        missed = 0
         for vector in probes:
-            hits = store.query(vector, 1)
-            missed += bool(known) and not (hits and hits[0][1] <= PROBE_DISTANCE)  # (a garbage vector's: maybe NaN)
-        # HNSW is approximate: one probe it misses is no damage (and a fixed sample would be missed on every run,
-        # re-storing every vector each time); overwritten vectors are missed by most
-        if known and missed * 2 > len(known):
-            return f"{missed} of {len(known)} stored vectors are no longer found by a query for themselves"
+            # ten neighbours, not one: HNSW is approximate, and a fixed sample it missed once would be missed on every
+            # run (every vector re-stored each time); a stored vector is among its own ten nearest at distance ~0
+            hits = store.query(vector, PROBE_NEIGHBOURS)
+            # |distance|: a garbage vector's may be NaN or far below zero, and a stored vector is at ~0 from itself
+            if known and not any(abs(distance) <= PROBE_DISTANCE for _, distance in hits):
+                return "a stored vector is no longer found by a query for itself"
     except DamagedVectors as exc:
         return _chroma_detail(exc.__cause__ or exc)
     return ""
@@ -766,6 +783,18 @@ def vector_damage(store: VectorStore, known: list[list[float]], dimension: int) 
 
 def lexical_dir(root: Path) -> Path:
     return state_dir(root) / "lexical"
+
+
+def distrust_foreign_tokens(root: Path, catalog: Catalog) -> None:
+    """Forget this version's stored tokens when the last run was another Assay version's (its manifest names another
+    tokenizer, or none) or cannot be read: that version may have changed entities whose rows here still hold their
+    old words. Call before this run's manifest is written."""
+    try:
+        previous = load_manifest(root)
+    except StoreError:  # damaged (a rebuild is under way): trust nothing it stood for
+        previous = IndexManifest(workspace=str(root))
+    if previous is not None and previous.tokenizer != TOKENIZER_VERSION:
+        catalog.forget_tokens()
 
 
 def rebuild_lexical(root: Path, catalog: Catalog) -> int:

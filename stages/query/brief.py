@@ -282,8 +282,21 @@ def add_correction(root: Path, note: str) -> None:
     path = state_dir(root) / CORRECTIONS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [line.rstrip() for line in note.splitlines()]
+    item = "- " + "\n  ".join(lines) + "\n"
+    if _has_item(path, item):  # a retried `update_brief` or a re-run script: the correction is there already
+        return
     with path.open("a", encoding="utf-8") as fh:  # later lines indented into the item: they cannot start a heading
-        fh.write("- " + "\n  ".join(lines) + "\n")
+        fh.write(item)
+
+
+def _has_item(path: Path, item: str) -> bool:
+    """Whether the corrections file already holds this exact item (a multi-line item counts whole)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return False
+    items = re.split(r"(?m)^(?=- )", text)
+    return item in items
 
 
 def workspace_brief(root: Path, correction: str | None = None, writer: Writer | None = None,

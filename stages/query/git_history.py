@@ -124,6 +124,10 @@ def git(root: Path, *args: str, timeout: float = 30.0) -> str:
         if "not a git repository" in done.stderr.lower():
             raise NotAGitRepository(f"{root} is not a git repository: listing changed entities and their history needs "
                                     "git (run `git init` and commit)")
+        if "dubious ownership" in done.stderr.lower():  # another user's checkout: git refuses it, whatever it holds
+            raise NotAGitRepository(f"{_label(args)}: git refuses to read {root}: detected dubious ownership (the "
+                                    f"repository belongs to another user); run git config --global --add "
+                                    f"safe.directory {root}")
         raise ValueError(f"{_label(args)}: {msg}")
     return done.stdout
 
