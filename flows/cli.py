@@ -81,12 +81,10 @@ def _one_line(exc: BaseException) -> str:
     from pydantic import ValidationError
 
     if isinstance(exc, ValidationError) and exc.errors():
-        first = exc.errors()[0]
-        field = ".".join(str(part) for part in first.get("loc", ()))
-        name = f"ASSAY_{field.upper()}" if exc.title == "Settings" else field  # only Settings fields are variables
-        msg = str(first.get("msg", "invalid")).removeprefix("Value error, ")
-        got = f" (got {repr(first['input'])[:80]})" if "input" in first else ""
-        return one_line(ValueError(f"{name}: {msg}{got}"))
+        from assay.stages.core.config import variable_error
+
+        # only Settings fields are variables
+        return one_line(ValueError(variable_error(exc.errors()[0], variable=exc.title == "Settings")))
     return one_line(exc)
 
 

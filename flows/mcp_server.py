@@ -31,7 +31,7 @@ from assay.flows import runtime  # noqa: F401
 from assay.stages.core import registry
 from assay.stages.core.errors import one_line
 from assay.stages.core import progress as prog
-from assay.stages.core.config import Settings
+from assay.stages.core.config import Settings, variable_error
 from assay.stages.core.workspace import (WorkspaceError, check_allowed, inside, owns_collection, parse_roots,
                                          refuse_assay_home, resolve_workspace, state_dir)
 from assay.stages.core.visible import visible
@@ -135,16 +135,8 @@ def invalid_settings(exc: ValidationError, arguments: set[str]) -> str:
     said: dict[str, str] = {}
     for err in exc.errors():
         field = str(err["loc"][0]) if err.get("loc") else ""
-        said.setdefault(field, invalid_argument(err) if field in arguments else _variable_error(err))
+        said.setdefault(field, invalid_argument(err) if field in arguments else variable_error(err))
     return "; ".join(said.values()) or "invalid settings"
-
-
-def _variable_error(err: Any) -> str:
-    """One error of a setting read from its ASSAY_* variable, worded as the CLI's `_one_line` words it."""
-    field = ".".join(str(part) for part in err.get("loc", ()))
-    msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-    got = f" (got {repr(err['input'])[:80]})" if "input" in err else ""
-    return f"ASSAY_{field.upper()}: {msg}{got}"
 
 
 def allowed_roots() -> list[Path]:

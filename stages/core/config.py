@@ -160,6 +160,15 @@ def check_roots(spec: str) -> None:
             raise ValueError(f"the root {part!r} has spaces around it; separate the folders with {os.pathsep!r} alone")
 
 
+def variable_error(err: Any, variable: bool = True) -> str:
+    """One pydantic error in one line: `ASSAY_TOP_K: Input should be ... (got '0')` for a setting read from its
+    ASSAY_* variable (the variable to fix named; the CLI and the MCP server word it alike), else the field's name."""
+    field = ".".join(str(part) for part in err.get("loc", ()))
+    msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+    got = f" (got {repr(err['input'])[:80]})" if "input" in err else ""
+    return f"{'ASSAY_' + field.upper() if variable else field}: {msg}{got}"
+
+
 def env_setting(name: str) -> Any:
     """One setting as Settings() reads it (ASSAY_<NAME>; empty is unset, so the default), checked alone. For the
     doors that decide where a run goes (mode, orchestration): they must agree with Settings (`ASSAY_MODE=` is local,

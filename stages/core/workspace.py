@@ -32,8 +32,11 @@ def resolve_workspace(path: str | os.PathLike[str]) -> Path:
         raise WorkspaceError(f"workspace does not exist: {path}{hint}")
     if not real.is_dir():
         raise WorkspaceError(_not_a_folder(path, real))
-    refuse_assay_home(real)
-    _refuse_state_folder(real)
+    from assay.stages.core.registry import home_folders
+
+    homes = home_folders()  # two realpaths: once for both checks
+    refuse_assay_home(real, homes)
+    _refuse_state_folder(real, homes)
     return real
 
 
@@ -57,14 +60,14 @@ def _not_a_folder(path: str | os.PathLike[str], real: Path) -> str:
             f"{real.parent}{where}); to look inside one file, name it in the query")
 
 
-def refuse_assay_home(root: Path) -> None:
+def refuse_assay_home(root: Path, homes: list[Path] | None = None) -> None:
     """Refuse a workspace whose state folder would be Assay's per-user home (the workspace list, models, eval data)
     or hold it, and Assay's home itself: indexing would write into the home and `forget_workspace`, which empties
     the state folder, would delete it. Workspaces inside the home (the eval corpora) keep their own state folders."""
     from assay.stages.core.registry import home_folders
 
     folder = state_dir(root)
-    for home in home_folders():
+    for home in home_folders() if homes is None else homes:
         if root == home:
             raise WorkspaceError(f"{root} is Assay's own home (ASSAY_HOME), not a project; pass a project folder")
         if folder == home:
@@ -78,13 +81,10 @@ def refuse_assay_home(root: Path) -> None:
 _STATE_FOLDERS = {STATE_DIR: "Assay's state folder", ".git": "git's folder"}
 
 
-def _refuse_state_folder(root: Path) -> None:
+def _refuse_state_folder(root: Path, homes: list[Path]) -> None:
     """Refuse a path in a workspace's `.assay/` or a repository's `.git/`: indexing one would nest an index inside
     the index (`.assay/.assay/`) and list the state folder as a workspace. Assay's home (`~/.assay`) is no
     workspace's state folder: the eval corpora under it are workspaces."""
-    from assay.stages.core.registry import home_folders
-
-    homes = home_folders()
     for folder in (root, *root.parents):
         what = _STATE_FOLDERS.get(folder.name)
         if what is None or folder in homes:
