@@ -154,8 +154,8 @@ def status(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -
       assay status
 
       assay status ~/src/myrepo --json   # the `run` field: state, files, passages embedded, rate, ETA"""
-    from assay.stages.index.incremental import dense_note
-    from assay.stages.index.report import passages_line
+    from assay.stages.index.incremental import dense_note, older_parser
+    from assay.stages.index.report import passages_line, skipped_line
     from assay.stages.core.progress import read_status, run_line, run_view
     from assay.stages.index.store import Catalog, load_manifest
     from assay.stages.core.workspace import resolve_workspace
@@ -187,7 +187,7 @@ def status(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -
         "by_kind": by_kind, "by_language": by_language, "embedder": manifest.embedder,
         "updated_at": manifest.updated_at, "notes": len(manifest.notes),
         "partial_files": sum(1 for r in manifest.files.values() if r.partial), "last_run": last_run, "run": run,
-        "dense_pending": len(manifest.dense_pending),
+        "dense_pending": len(manifest.dense_pending), "parser": manifest.parser, "parser_current": not older_parser(manifest),
     }
     if as_json:
         typer.echo(json.dumps(data))
@@ -199,6 +199,10 @@ def status(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -
         typer.echo(f"run: {run_line(run)}")
     if manifest.dense_pending and (run is None or run["state"] != "running"):  # a running index's line says more
         typer.echo(f"dense (vectors in the store): {dense_note(manifest)}")
+    if run is not None and run["state"] == "done" and skipped_line(run["summary"]):
+        typer.echo(skipped_line(run["summary"]))
+    if older_parser(manifest):
+        typer.echo(f"parser: {older_parser(manifest)}")
     typer.echo("by kind: " + ", ".join(f"{k} {v}" for k, v in data["by_kind"].items()))
 
 
@@ -408,17 +412,23 @@ def watch(path: str = PathArg, debounce: Optional[int] = typer.Option(None, min=
         return
 
     def said(changed: list[str], report, error) -> None:
-        head = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
-        if error is not None:
-            typer.echo(_terminal_line(f"{head}: re-index failed: {one_line(error)}"))
-        else:
-            typer.echo(_terminal_line(f"{head}: re-indexed {report.files_parsed} file(s), {report.entities_total} entities"))
+        typer.echo(_terminal_line(watch_line(changed, report, error)))
 
     typer.echo(_terminal_line(f"watching {root} (Ctrl-C stops)"))
     try:
         watch_workspace(root, settings, on_run=said, catch_up=True)
     except Exception as exc:  # noqa: BLE001 - the watcher's own failure (not a run's: those print a line and go on)
         _fail(exc)
+
+
+def watch_line(changed: list[str], report, error: BaseException | None) -> str:
+    """One watch run in one line: what changed, and what the run did; a full re-index says why (after an upgrade
+    the parser changed and every file is parsed again: minutes, which the user should not take for a hang)."""
+    head = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+    if error is not None:
+        return f"{head}: re-index failed: {one_line(error)}"
+    full = f" (full re-index: {report.rebuild_reason})" if report.rebuild_reason else ""
+    return f"{head}: re-indexed {report.files_parsed} file(s), {report.entities_total} entities{full}"
 
 
 @app.command()

@@ -21,6 +21,7 @@ from assay.stages.index.incremental import (
     build_report, carried_pending, merge_shares, moved_reason, next_collection, next_manifest, shares, stored_vectors,
 )
 from assay.stages.index.notes import backfill_notes_log, recover_notes, rescue_notes
+from assay.stages.index.report import skipped_named
 from assay.stages.index.state_db import QUICK_CHECK_BYTES, damaged_dbs, set_aside_damaged_dbs
 from assay.stages.index.storage_errors import storage_failure
 from assay.stages.index.store import Catalog, VectorStore, mark_embedded, write_lock
@@ -276,7 +277,8 @@ def run_summary(report: IndexReport) -> dict:
     """What a finished run's status keeps of its report."""
     return {"files": report.files_seen, "files_parsed": report.files_parsed, "entities": report.entities_total,
             "embedded": report.entities_embedded, "embed_cached": report.embed_cached,
-            "dense_pending": report.dense_pending, "skipped": report.skipped}
+            "dense_pending": report.dense_pending, "skipped": report.skipped,
+            "skipped_named": skipped_named(report)}
 
 
 @lazy_flow("assay-index")

@@ -183,8 +183,7 @@ def env_setting(name: str) -> Any:
         try:
             Settings.__pydantic_validator__.validate_assignment(settings, name, given[name])
         except ValidationError as exc:
-            msg = str(exc.errors()[0].get("msg", "invalid")).removeprefix("Value error, ")
-            raise ValueError(f"ASSAY_{name.upper()}: {msg} (got {given[name]!r})") from None
+            raise ValueError(variable_error({**exc.errors()[0], "loc": (name,), "input": given[name]})) from None
     return getattr(settings, name)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import os
 from collections.abc import Iterator
 from pathlib import PurePath
 
@@ -43,6 +44,29 @@ def unwritable_state(exc: BaseException) -> tuple[str, str] | None:
     return None
 
 
+def unreadable_state(exc: BaseException) -> str | None:
+    """The file under a workspace's `.assay/` a read was refused on (another user's index, a folder made 0700), if
+    so: the OSError does not say whether it read or wrote, so the file's own readability decides, and a refused read
+    must not be worded as a refused write (searching writes nothing)."""
+    for e in _chain(exc):
+        if isinstance(e, OSError) and e.errno in (errno.EACCES, errno.EPERM) and e.filename:
+            name = str(e.filename)
+            if STATE_DIR in PurePath(name).parts and _refuses_reading(name):
+                return name
+    return None
+
+
+def _refuses_reading(name: str) -> bool:
+    """True when the file (or the folder on its way) exists but this user may not read it."""
+    path = name
+    while path and not os.path.lexists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            return False
+        path = parent
+    return bool(path) and not os.access(path, os.R_OK | (os.X_OK if os.path.isdir(path) else 0))
+
+
 def one_line(exc: BaseException) -> str:
     """The error's first line, or its type's name when it says nothing; a full disk and a workspace whose
     `.assay/` cannot be written say what to do."""
@@ -50,6 +74,10 @@ def one_line(exc: BaseException) -> str:
     line = text.splitlines()[0] if text else type(exc).__name__
     if disk_full(exc) and DISK_FULL_ADVICE not in line:
         return f"the disk is full ({line}): {DISK_FULL_ADVICE}"
+    unreadable = unreadable_state(exc)
+    if unreadable is not None and "cannot read the index" not in line:
+        return (f"cannot read the index file {unreadable} (permission denied): ask its owner to make the workspace's "
+                "`.assay/` readable to you (chmod -R a+rX), or index a copy of the workspace you own")
     refused = unwritable_state(exc)
     if refused is not None and "cannot write the index" not in line:
         return (f"cannot write the index at {refused[0]} ({refused[1]}): indexing, `assay audit` and brief "

@@ -121,13 +121,53 @@ def _heading(lines: list[str]) -> list[str]:
     return lines[first:]
 
 
+def _inside_strings(lines: list[str]) -> list[bool]:
+    """For each line, whether it begins inside a multi-line (triple-quoted) string: a `[mcp_servers.assay]`
+    written inside one (an instructions text, say) is text, not a table header, and must be neither cut nor refused."""
+    inside: list[bool] = []
+    quote = ""  # the open multi-line string's delimiter
+    for line in lines:
+        inside.append(bool(quote))
+        i = 0
+        while i < len(line):
+            if quote:
+                if quote == '"""' and line[i] == "\\":
+                    i += 2
+                    continue
+                if line.startswith(quote, i):
+                    i += 3
+                    while line.startswith(quote[0], i):  # up to two quotes may close the string's own text
+                        i += 1
+                    quote = ""
+                    continue
+                i += 1
+            elif line[i] == "#":
+                break
+            elif line.startswith(('"""', "'''"), i):
+                quote, i = line[i:i + 3], i + 3
+            elif line[i] in "\"'":
+                i = _string_end(line, i)
+            else:
+                i += 1
+    return inside
+
+
+def _string_end(line: str, start: int) -> int:
+    """The index just past the one-line string that opens at `start` (basic strings have escapes, literal ones not)."""
+    i = start + 1
+    while i < len(line) and line[i] != line[start]:
+        i += 2 if line[start] == '"' and line[i] == "\\" else 1
+    return i + 1
+
+
 def _codex_without(text: str) -> str:
     """The TOML text with Assay's tables (and only them) removed; the comments above the next table are kept."""
     out: list[str] = []
     skipping, pending = False, []  # pending: the comment and blank lines since the removed table's last key
-    for line in _lines(text):
+    lines = _lines(text)
+    for line, in_string in zip(lines, _inside_strings(lines)):
         bare = line.strip()
-        if _HEADER.match(bare):
+        if not in_string and _HEADER.match(bare):
             if skipping and not _CODEX_TABLE.match(bare):
                 out += _heading(pending)
             skipping, pending = bool(_CODEX_TABLE.match(bare)), []

@@ -27,6 +27,15 @@ from assay.stages.index.parse import PARSER_VERSION, parse_source
 from assay.stages.query.freshness import git_head
 
 
+def older_parser(manifest: IndexManifest) -> str:
+    """What `status` says of an index another parser version built (empty when it is this one's): the next run
+    re-indexes everything, which a user who just upgraded should expect before it takes minutes."""
+    if manifest.parser == PARSER_VERSION:
+        return ""
+    return (f"the index was built by parser version {manifest.parser}, this Assay's is {PARSER_VERSION}: the next "
+            "`assay index` (or `assay watch`) re-indexes everything; searches answer from the older index until then")
+
+
 def plan_index(discovery: DiscoveryResult, manifest: IndexManifest | None, embedder: str, rebuild: bool = False,
                catalog_entities: int | None = None) -> IndexPlan:
     """Decide which files this run re-parses and re-embeds: those whose content hash changed since the manifest,

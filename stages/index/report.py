@@ -58,6 +58,26 @@ def _skipped_lines(r: IndexReport) -> list[str]:
     return lines
 
 
+def skipped_named(r: IndexReport) -> dict[str, list[str]]:
+    """A few skipped files of each reason by name, for the status file: `assay status` named only counts, so a user
+    could not tell which file a 'binary 1' was without re-running the index."""
+    named: dict[str, list[str]] = {}
+    for s in r.skipped_examples:
+        if s.reason in r.skipped and len(named.setdefault(s.reason, [])) < NAMED_PER_REASON:
+            named[s.reason].append(f"{s.path} ({s.detail})" if s.detail else s.path)
+    return named
+
+
+def skipped_line(summary: dict) -> str:
+    """`status`'s line for a finished run's skipped files (empty when none): counts, and the named few of each."""
+    parts = []
+    for reason, count in (summary.get("skipped") or {}).items():
+        named = (summary.get("skipped_named") or {}).get(reason, [])
+        more = f" and {count - len(named)} more" if named and count > len(named) else ""
+        parts.append(f"{reason} {count}" + (f" ({', '.join(named)}{more})" if named else ""))
+    return ("skipped by the last run: " + "; ".join(parts) + " (`assay index --json` names them all)") if parts else ""
+
+
 def _partial_lines(r: IndexReport) -> list[str]:
     """Files parsed with errors (counted as parsed: what parsed is searchable), named with what went wrong."""
     if not r.files_partial:
