@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
 
@@ -109,10 +113,55 @@ class _RichSink:
         console.print(f"[yellow]warning:[/yellow] {message}")
 
 
+@contextmanager
+def _signals_interrupt() -> Iterator[list[int]]:
+    """SIGINT and SIGTERM raise KeyboardInterrupt while the block runs, so a killed index run says what it left;
+    the list holds the signals received (its exit code is 130 for Ctrl-C, 143 for SIGTERM, as the shell's would be)."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():  # signal handlers are the main thread's only
+        yield received
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _interrupted_line(root: Path) -> str:
+    """What an interrupted index run left usable, from the status file it ended with."""
+    from assay.stages.core.progress import read_status, run_view
+
+    resume = "run `assay index` to resume (what it embedded is cached and is not embedded again)"
+    try:
+        view = run_view(read_status(root))
+    except Exception:  # noqa: BLE001 -- a damaged status file must not hide the interruption itself
+        view = None
+    if view is None or view["pid"] != os.getpid():  # stopped before it ran (waiting for another run's lock)
+        return f"interrupted before indexing began; {resume}"
+    if view["lexical_committed"]:
+        usable = "BM25 search covers every parsed file"
+    else:
+        usable = "searches use the last finished index, if any (this run's BM25 was not written yet)"
+    if view["passages_stored"] is not None:
+        ahead = view["passages_unstored"]
+        usable += (f"; {view['passages_stored']} of {view['passages_in_index']} passages stored as vectors"
+                   + (f" ({ahead} more embedded and cached)" if ahead > 0 else ""))
+    return f"interrupted during {view['stage'] or 'start-up'}: {usable}; {resume}"
+
+
 @app.command()
 def index(
     path: str = PathArg,
-    rebuild: bool = typer.Option(False, "--rebuild", help="drop the vector store and re-embed everything"),
+    rebuild: bool = typer.Option(False, "--rebuild", help=(
+        "re-parse every file, rebuild the catalog and BM25, and fill a fresh vector collection from the embedding "
+        "cache (same content, same embedder): only passages it lacks are embedded again")),
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
 ) -> None:
     """Index a workspace (incremental: only changed files are re-parsed and re-embedded).
@@ -134,11 +183,22 @@ def index(
     try:
         root = resolve_workspace(path)
         columns = (TextColumn("{task.description:>8}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-        with Progress(*columns, console=console, transient=True, disable=as_json or not console.is_terminal) as progress:
-            report = run_index(str(root), _settings(), rebuild=rebuild, watcher=_RichSink(progress))  # it writes status.json
+        with _signals_interrupt() as received:
+            try:
+                with Progress(*columns, console=console, transient=True, disable=as_json or not console.is_terminal) as progress:
+                    report = run_index(str(root), _settings(), rebuild=rebuild, watcher=_RichSink(progress))  # it writes status.json
+            except KeyboardInterrupt:  # caught here: Typer would turn it into a silent exit 130
+                report = None
+            except Exception:  # an interrupt inside a C extension's start-up surfaces as its error ("initialization failed")
+                if not received:
+                    raise
+                report = None
     except Exception as exc:  # noqa: BLE001
         _fail(exc)
         return
+    if report is None:
+        typer.echo(_interrupted_line(root), err=True)
+        raise typer.Exit(143 if received[:1] == [signal.SIGTERM] else 130)
     if as_json:
         typer.echo(report.model_dump_json(indent=1))
         return
@@ -211,11 +271,13 @@ def _not_indexed_line(root: Path, path: str) -> str:
     workspace, that workspace (a second, nested index is rarely what was meant)."""
     import shlex
 
-    from assay.stages.core.workspace import indexed_workspace_of
+    from assay.stages.core.workspace import indexed_workspace_of, unindexable_here
 
     holder = indexed_workspace_of(root.parent)
     if holder is not None:
         return f"{root}: not indexed; it lies inside the indexed workspace {holder} (run `assay status {shlex.quote(str(holder))}`)"
+    if why := unindexable_here(root):  # read-only, too deep: advising `assay index` there would only lead to an error
+        return f"{root}: not indexed, and {why}"
     return f"{root}: not indexed (run `assay index {_pasteable(path)}`)"
 
 
@@ -428,7 +490,9 @@ def watch_line(changed: list[str], report, error: BaseException | None) -> str:
     if error is not None:
         return f"{head}: re-index failed: {one_line(error)}"
     full = f" (full re-index: {report.rebuild_reason})" if report.rebuild_reason else ""
-    return f"{head}: re-indexed {report.files_parsed} file(s), {report.entities_total} entities{full}"
+    gone = report.files_removed  # a deletion re-parses nothing: without this the line says "0 file(s)"
+    removed = f", removed {gone}" if gone else ""
+    return f"{head}: re-indexed {report.files_parsed} file(s){removed}, {report.entities_total} entities{full}"
 
 
 @app.command()

@@ -15,7 +15,7 @@ from assay.stages.core.artifacts import IndexReport
 from assay.stages.core.config import Settings
 from assay.stages.core.llm_clients import require_local_stores
 from assay.stages.core.progress import LEXICAL, STORED, ProgressSink, StatusSink, progress_for, status_run
-from assay.stages.core.workspace import collection_name, resolve_workspace
+from assay.stages.core.workspace import collection_name, narrow_state_dir, resolve_workspace
 from assay.stages.index.embed import check_switch, embedder_for
 from assay.stages.index.incremental import (
     build_report, carried_pending, merge_shares, moved_reason, next_collection, next_manifest, shares, stored_vectors,
@@ -58,6 +58,7 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
         progress_for(root).start("waiting", 1)
 
     with write_lock(root, on_wait=wait_turn):
+        narrow_state_dir(root, (f.path for f in discovery.files))  # before any passage text is written
         if waited:
             progress_for(root).advance("waiting")
         rescued, damage = (rescue_notes(root), "") if rebuild else _set_aside_damaged(root)

@@ -353,7 +353,7 @@ async def search(query: str, path: str, ctx: Context, k: int = 10, max_tokens: i
 
     try:
         root = workspace(path)
-        check_query_text(query, "question")  # an empty one in the words `ask` refuses it with (the stage checks k)
+        query = check_query_text(query)  # empty: one line, as the CLI's search says it (the stage checks k)
         budget = _budget(max_tokens) or None  # 0: no limit, as for ask
         res = await _run(lambda: search_stage(root, query, _settings(), k=min(k, 100)), ctx, "searching")
     except Exception as exc:  # noqa: BLE001
@@ -623,9 +623,15 @@ def list_workspaces() -> CallToolResult:
     return result("\n".join(rows) or "no indexed workspaces", {"workspaces": rows})
 
 
-@server.tool(description="Delete a workspace's index, notes and audit snapshots (its .assay folder). Cannot be undone.")
+@server.tool(description="Delete a workspace's index, notes and audit snapshots (Assay's files in its .assay folder). Cannot be undone.")
 def forget_workspace(path: str) -> CallToolResult:
     try:
+        gone = registry.listed_missing(path)  # moved or deleted: nothing on disk to delete, only its list entry
+        if gone is not None:
+            check_allowed(gone, allowed_roots())
+            registry.forget(gone)
+            return result(f"{gone} is not on disk (moved or deleted): removed it from the workspace list",
+                          {"workspace": str(gone), "forgotten": True, "on_disk": False})
         root = workspace(path)
         with _jobs_lock:  # no index_workspace starts a run between the check and the deletion
             if _indexing(root):
@@ -672,7 +678,7 @@ def _stop_watcher(root: Path) -> None:
 # holding none of them may be anything (Assay's home `~/.assay` of `~` is refused before this is asked).
 _STATE_NAMES = ("manifest.json", "catalog.sqlite", "embed_cache.sqlite", "chroma", "lexical", "status.json",
                 "write.holder", "notes.jsonl", "judgments", "usage", "audits", "brief.md", "brief_corrections.md",
-                "brief.fingerprint")
+                "brief.fingerprint", "centrality.json")
 
 
 def _assay_owned(name: str) -> bool:

@@ -36,7 +36,7 @@ def check_local_mode(settings: Settings) -> None:
 
 
 def query_pipeline(workspace: str, question: str, settings: Settings, call: Caller = prefect_call) -> QueryReport:
-    check_query_text(question, "question")  # empty or past the length limit: one line
+    question = check_query_text(question, "question")  # empty or past the length limit: one line
     question = " ".join(question.split())
     check_local_mode(settings)
     root = resolve_workspace(workspace)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import date
 from typing import Any, TypeVar
+from urllib.parse import urlparse
 
 from assay.tasks.lazy import LazyPrefect
 from assay.tasks.lazy import flow as lazy_flow  # noqa: F401 - the flows' decorator: Prefect is built on first run
@@ -54,7 +55,21 @@ def quiet_prefect() -> Iterator[None]:
     if os.environ.get("PREFECT_API_URL"):  # set after Prefect was imported (the MCP server's own API): honour it
         updates[PREFECT_API_URL] = os.environ["PREFECT_API_URL"]
     with temporary_settings(updates=updates):
+        from assay.flows.prefect_api import current_api
+
+        direct_to_api(current_api())  # whichever API the run's clients (built after this) will use
         yield
+
+
+def direct_to_api(url: str | None) -> None:
+    """A loopback Prefect API is reached directly: its host goes into NO_PROXY. Prefect's clients read the environment's
+    HTTP(S)_PROXY (trust_env) and have no switch of their own, so every API call, an ask report's artifact with its
+    code included, went through whatever proxy the shell names."""
+    from assay.stages.core.llm_clients import proxy_free
+    from assay.stages.index.chroma_http import bypass_proxy_for
+
+    if url and proxy_free(url):
+        bypass_proxy_for(urlparse(url if "://" in url else f"http://{url}").hostname or "127.0.0.1")
 
 
 def orchestration_mode() -> str:
@@ -87,10 +102,12 @@ def orchestrated() -> bool:
 
         require_loopback(configured, "the Prefect API (PREFECT_API_URL)")
     if configured and configured_answers(configured, mode):
+        direct_to_api(configured)
         return True
     url = local_server_api() or (process_api() if mode == "prefect" and not current_api() else None)
     if url:
         os.environ["PREFECT_API_URL"] = url  # read by Prefect when it is first imported, or by quiet_prefect
+        direct_to_api(url)
         return True
     return mode == "prefect"  # on the API a test harness set in Prefect's settings
 

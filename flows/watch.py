@@ -14,8 +14,8 @@ from pathlib import Path
 from assay.flows.index import run_index
 from assay.stages.core.artifacts import IndexReport
 from assay.stages.core.config import Settings
-from assay.stages.core.workspace import STATE_DIR
-from assay.stages.index.watch import batches
+from assay.stages.core.workspace import STATE_DIR, root_identity
+from assay.stages.index.watch import WatchedFolderGone, batches, check_watched
 
 OnRun = Callable[[list[str], IndexReport | None, BaseException | None], None]
 
@@ -36,14 +36,25 @@ def watch_workspace(root: Path, settings: Settings, stop: threading.Event | None
     reported to `on_run` and the watch goes on: the next change retries. `catch_up`: one incremental run as the
     watch begins, for edits made while nothing watched (or a folder never indexed); it runs beside the watch, so a
     change during it is a batch of its own (the write lock orders the two runs)."""
+    identity = root_identity(root)  # the folder watched: runs index by path, so one moved away must stop the watch
     if catch_up:
         threading.Thread(target=_run, args=(root, settings, [CATCH_UP], on_run), name="assay-watch catch-up",
                          daemon=True).start()
-    for changed in batches(root, settings.watch_debounce_ms, stop):
+    for changed in batches(root, settings.watch_debounce_ms, stop, identity):  # raises WatchedFolderGone
         if stop is not None and stop.is_set():
             break  # stopped while this batch gathered: a forgotten workspace must not be indexed again
         if changed:
+            check_watched(root, identity)  # moved while the batch gathered: never index what is at the old path now
             _run(root, settings, _labelled(changed), on_run)
+
+
+def _watch_in_background(root: Path, settings: Settings, stop: threading.Event) -> None:
+    """The MCP server's watcher: one whose folder was moved or deleted just ends (`index_status` of the old path
+    says it does not exist; indexing the new path starts a watcher there)."""
+    try:
+        watch_workspace(root, settings, stop)
+    except WatchedFolderGone:
+        stop.set()
 
 
 def _run(root: Path, settings: Settings, changed: list[str], on_run: OnRun | None) -> None:
@@ -69,7 +80,8 @@ def ensure_watching(root: Path, settings: Settings) -> bool:
         if running is not None and running[0].is_alive():
             return True
         stop = threading.Event()
-        thread = threading.Thread(target=watch_workspace, args=(root, settings, stop), name=f"assay-watch {key}", daemon=True)
+        thread = threading.Thread(target=_watch_in_background, args=(root, settings, stop), name=f"assay-watch {key}",
+                                  daemon=True)
         thread.start()
         _watchers[key] = (thread, stop)
     return True

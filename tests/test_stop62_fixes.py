@@ -73,12 +73,12 @@ def test_a_watch_run_that_re_indexed_everything_says_why() -> None:
     from assay.flows.cli import watch_line
     from assay.stages.core.artifacts import IndexReport
 
-    report = IndexReport.model_construct(files_parsed=120, entities_total=900,
+    report = IndexReport.model_construct(files_parsed=120, entities_total=900, files_removed=0,
                                          rebuild_reason="the parser changed (version 30 to 38): re-indexing everything")
     said = watch_line(["(what changed before the watch began)"], report, None)
     assert said.endswith("re-indexed 120 file(s), 900 entities (full re-index: the parser changed (version 30 to 38): "
                          "re-indexing everything)"), said
-    quiet = IndexReport.model_construct(files_parsed=1, entities_total=900, rebuild_reason="")
+    quiet = IndexReport.model_construct(files_parsed=1, entities_total=900, files_removed=0, rebuild_reason="")
     assert "full re-index" not in watch_line(["a.py"], quiet, None)
 
 
@@ -124,3 +124,85 @@ def test_a_codex_string_that_holds_assays_table_header_is_text_not_a_table(tmp_p
     assert data["mcp_servers"]["assay"]["command"] == "/new/assay" and data["mcp_servers"]["github"] == {"command": "gh"}
     assert [a.action for a in apply(tmp_path, None, agents=[codex])] == ["removed"]
     assert path.read_text() == text
+
+
+def test_readable_text_replaces_bytes_that_were_not_utf8_and_drops_controls() -> None:
+    from assay.stages.query.retrieve import check_query_text, readable_text
+
+    assert readable_text("what does send do \udcff") == "what does send do \ufffd"  # argv's escape of byte 0xff
+    assert "\ud800" not in readable_text("a lone \ud800 surrogate")  # as JSON can carry one
+    assert readable_text("tab\tand\nline \x00\x1b[31mred") == "tab\tand\nline [31mred"
+    with pytest.raises(ValueError, match="the question is empty"):
+        check_query_text("\x00\x07", "question")
+
+
+def test_a_question_holding_a_byte_that_is_not_utf8_is_answered(indexed_project: Path) -> None:
+    """The whole answer was made, then the judgment snapshot's JSON refused the surrogate: nothing was printed."""
+    import json
+
+    said = subprocess.run([str(Path(sys.executable).with_name("assay")), "ask", b"what does retry_call do \xff".decode(
+        "utf-8", "surrogateescape"), str(indexed_project), "--json"], capture_output=True, text=True, timeout=600,
+        env={**os.environ, "ASSAY_ORCHESTRATION": "direct"})
+    assert said.returncode == 0, said.stderr
+    assert json.loads(said.stdout)["query"].endswith("\ufffd")
+    searched = subprocess.run([str(Path(sys.executable).with_name("assay")), "search", b"retry_call \xff".decode(
+        "utf-8", "surrogateescape"), str(indexed_project), "--json"], capture_output=True, text=True, timeout=600,
+        env={**os.environ, "ASSAY_ORCHESTRATION": "direct"})
+    assert searched.returncode == 0 and "dense index unavailable" not in searched.stdout, searched.stdout
+
+
+def test_the_distance_floor_holds_for_search_as_for_ask(indexed_project: Path) -> None:
+    from assay.stages.core.config import Settings
+    from assay.stages.query.retrieve import search
+
+    everything = search(indexed_project, "retry with backoff delays", Settings(), k=10, mode="dense")
+    assert everything.candidates and max(c.distance for c in everything.candidates) > 0.05
+    floored = search(indexed_project, "retry with backoff delays", Settings(distance_floor=0.05), k=10, mode="dense")
+    assert all(c.distance <= 0.05 for c in floored.candidates), [c.distance for c in floored.candidates]
+
+
+def test_words_the_vocabulary_lacks_are_unread_only_when_not_ascii() -> None:
+    from assay.stages.query.unread import unread_words
+
+    known = {"計算する"}.__contains__
+    assert unread_words("What does 計算する call?", known) == (["What", "does", "計算する", "call"], [])
+    assert unread_words("requests 如何设置代理？", known) == (["requests"], ["如何设置代理"])
+    assert unread_words("how is frobnication deferred", known)[1] == []  # English words are read, known or not
+
+
+def test_a_question_mostly_in_words_no_passage_holds_is_not_trust_high(indexed_project: Path) -> None:
+    from typer.testing import CliRunner
+
+    from assay.flows.cli import app
+
+    env = {"ASSAY_ORCHESTRATION": "direct"}
+    said = CliRunner().invoke(app, ["ask", "retry_call 如何 重试 失败的 调用？", str(indexed_project)], env=env).output
+    assert "trust: high" not in said, said
+    assert 'question: read only as "retry_call"; no indexed passage holds 如何, 重试, 失败的, 调用' in said, said
+    english = CliRunner().invoke(app, ["ask", "What does retry_call do?", str(indexed_project)], env=env).output
+    assert "question: read only" not in english
+
+
+def test_dense_search_returns_the_exact_top_k_ordered_by_distance_then_id(tmp_path: Path) -> None:
+    """HNSW is approximate and its tail differed between processes; ties came back in insertion order."""
+    import math
+    import random
+
+    from assay.stages.core.artifacts import EmbeddedBatch
+    from assay.stages.index import store
+
+    rng = random.Random(7)
+    ids = [f"p{i:03d}" for i in range(300)]
+    vectors = [[rng.gauss(0, 1) for _ in range(8)] for _ in ids]
+    tied = ["t9", "t5", "t7", "t1"]  # the same vector, stored in an order that is not the ids'
+    query = [1.0] + [0.0] * 7
+    store.VectorStore(tmp_path, None, "c_g1").upsert(EmbeddedBatch(
+        embedder="e", dimension=8, ids=tied + ids, vectors=[query[:] for _ in tied] + vectors))
+
+    def cosine(v: list[float]) -> float:
+        return 1 - sum(a * b for a, b in zip(v, query)) / math.sqrt(sum(a * a for a in v))
+
+    truth = sorted(zip(ids, map(cosine, vectors)), key=lambda row: (row[1], row[0]))
+    found = store.dense_search(tmp_path, None, "c_g1", query, 24)
+    assert [eid for eid, _ in found] == ["t1", "t5", "t7", "t9"] + [eid for eid, _ in truth[:20]]
+    assert all(abs(d - t) < 1e-6 for (_, d), (_, t) in zip(found[4:], truth))

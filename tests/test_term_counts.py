@@ -50,10 +50,14 @@ def test_an_update_equals_counting_everything_again() -> None:
         assert np.array_equal(ours._retriever.get_scores(query), want) and want.max() > 0
 
 
-def test_an_index_run_updates_bm25_from_the_changed_passages_only(project: Path) -> None:
+def test_an_index_run_updates_bm25_from_the_changed_passages_only(project: Path, monkeypatch) -> None:
     run_index(str(project), Settings())
     catalog = Catalog(project)
     assert catalog.lexical_changes() == set()  # the build consumed the log
+    updates: list[int] = []
+    real_update = TermCounts.update
+    monkeypatch.setattr(TermCounts, "update",
+                        lambda self, changed, *a: updates.append(len(changed)) or real_update(self, changed, *a))
     target = next(p for p in sorted(project.rglob("*.py")) if "def " in p.read_text())
     original = target.read_text()
     target.write_text(original + "\n\ndef zebrafinch_marker():\n    return 'okapi'\n")
@@ -61,8 +65,9 @@ def test_an_index_run_updates_bm25_from_the_changed_passages_only(project: Path)
     target.write_text(original)  # the marker's passage is gone again
     run_index(str(project), Settings())
 
+    assert len(updates) == 2 and all(0 < n < len(catalog.ids()) / 2 for n in updates)  # updated, not rebuilt
     vocab = json.loads((lexical_dir(project) / "terms.json").read_text())["vocab"]
-    assert "zebrafinch" in vocab  # an update keeps a term no passage uses; a build from everything drops it
+    assert "zebrafinch" not in vocab  # a term no passage uses leaves the vocabulary, as in a full build
     index = LexicalIndex.load(lexical_dir(project))
     assert index.search("zebrafinch okapi", 5) == []
     fresh = LexicalIndex.from_tokens(*catalog.lexical_tokens())
@@ -72,23 +77,23 @@ def test_an_index_run_updates_bm25_from_the_changed_passages_only(project: Path)
     assert any(index.search(q, 5) for q in ("retry", "config", "def"))
 
 
-def test_a_cleared_catalog_or_missing_counts_build_from_everything(project: Path) -> None:
+def test_a_cleared_catalog_or_missing_counts_build_from_everything(project: Path, monkeypatch) -> None:
     run_index(str(project), Settings())
     catalog = Catalog(project)
-    counts_file = lexical_dir(project) / "terms.json"
-    meta = json.loads(counts_file.read_text())
-    meta["vocab"].append("orphanterm")
-    counts_file.write_text(json.dumps(meta))
+    updates: list[int] = []
+    real_update = TermCounts.update
+    monkeypatch.setattr(TermCounts, "update",
+                        lambda self, changed, *a: updates.append(len(changed)) or real_update(self, changed, *a))
     with catalog._db:  # a change logged, so the next build could update
         catalog._db.execute("INSERT INTO lexical_changes (id) VALUES ('some-id')")
     rebuild_lexical(project, catalog)
-    assert "orphanterm" in json.loads(counts_file.read_text())["vocab"]  # updated from the counts
+    assert updates == [1]  # updated from the counts
 
     entities = list(catalog.all())
     catalog.clear()
     catalog.replace(entities, [])
     rebuild_lexical(project, catalog)
-    assert "orphanterm" not in json.loads(counts_file.read_text())["vocab"]  # cleared: built from everything
+    assert updates == [1]  # cleared: built from everything
 
     (lexical_dir(project) / "terms.npz").unlink()
     catalog.replace(entities[:1], [])

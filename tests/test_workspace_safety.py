@@ -192,7 +192,7 @@ def test_watch_shows_control_characters_in_names_on_one_line(tmp_path: Path, mon
     from assay.flows import watch
 
     def fake_watch(root, settings, on_run, catch_up):
-        on_run(["esc\x1b]0;PWNED\x07\x1b[31mRED.py", "nl\nname.py"], SimpleNamespace(files_parsed=2, entities_total=5), None)
+        on_run(["esc\x1b]0;PWNED\x07\x1b[31mRED.py", "nl\nname.py"], SimpleNamespace(files_parsed=2, entities_total=5, files_removed=0, rebuild_reason=""), None)
         on_run(["bad\x1b[2J.py"], None, RuntimeError("boom"))
 
     monkeypatch.setattr(watch, "watch_workspace", fake_watch)

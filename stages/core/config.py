@@ -47,9 +47,9 @@ class Settings(BaseSettings):
         "minilm", description="minilm (ONNX, offline), static (from MiniLM: ~100x faster indexing, weaker on long "
         "questions) or ollama:<model>; unset, an indexed workspace keeps its own"
     )
-    embed_batch: int = Field(16, ge=1, description="texts per embedding call (16 measured fastest on 2 CPU cores)")
+    embed_batch: int = Field(16, ge=1, description="texts per embedding call")
     embed_tokens: int = Field(  # MiniLM has 512 positions: a longer window fails inside ONNX
-        128, ge=16, le=512, description="model window of the default embedder (128: ~2x faster than 256)"
+        128, ge=16, le=512, description="model window of the default embedder"
     )
     store_batch: int = Field(1024, ge=1, description="records per Chroma upsert")
     chroma_url: str | None = Field(None, description="use a Chroma server (HttpClient) instead of .assay/chroma")
@@ -66,7 +66,7 @@ class Settings(BaseSettings):
     synth: Literal["extractive", "ollama", "cloud"] = Field("extractive", description="answer writer backend")
     route: Literal["auto", "local", "cloud"] = Field("auto", description="force synthesis routing")
     guard: Literal["local", "ollama", "cloud", "systemone"] = Field(
-        "local", description="answer guard backend (ollama/cloud: the judge model; systemone: the ASSAY_SYSTEMONE_* server)"
+        "local", description="answer guard backend"
     )
     ollama_host: str = Field("http://127.0.0.1:11434", description="Ollama server")
     ollama_judge_model: str = Field("qwen2.5-coder:7b", description="Ollama model that judges passages")
@@ -77,7 +77,7 @@ class Settings(BaseSettings):
     cloud_model: str = Field("deepseek-chat", description="cloud model for synthesis")
     cloud_judge_model: str = Field("deepseek-chat", description="cloud model for judging")
     systemone_base_url: str = Field(
-        "https://api.typesafe.ai", description="System One (Jev) server: TypeSafe, another host of its wire, or a local one"
+        "https://api.typesafe.ai", description="System One (Jev) server (TypeSafe's or a local one)"
     )
     systemone_api_key: SecretStr = Field(SecretStr(""), description="its API key (never logged or stored; loopback needs none)")
     systemone_model: str = Field("jev-latest", description="System One judge model")
@@ -89,7 +89,7 @@ class Settings(BaseSettings):
     )
     prices: str | None = Field(
         '{"deepseek-chat": [0.27, 1.10, 0.07], "systemone": [0.042, 0]}',
-        description="JSON {model or backend: [input, output, cached input]}, USD per million tokens, for the usage ledger",
+        description="JSON {model or backend: [input, output, cached input]}, USD per million tokens",
     )
     llm_timeout: float = Field(60.0, gt=0, description="seconds per LLM call")
     llm_retries: int = Field(2, ge=0, description="retries: 429/5xx, cloud timeouts")

@@ -71,16 +71,39 @@ def is_loopback_url(url: str) -> bool:
 
 
 def shown_url(url: str) -> str:
-    """`url` as a message may show it: a user:password before the host (a proxy's basic auth) becomes `***`, since
-    error lines reach reports, JSON and MCP replies."""
+    """`url` as a message may show it: a user:password before the host (a proxy's basic auth), each query value
+    (`?token=...`) and a fragment become `***`, since error lines reach reports, JSON and MCP replies."""
     scheme, sep, rest = url.partition("://")
     if not sep:
         scheme, rest = "", url
+    rest, hashed, fragment = rest.partition("#")
+    rest, asked, query = rest.partition("?")
     authority, slash, path = rest.partition("/")
-    if "@" not in authority:
-        return url
-    host = authority.rpartition("@")[2]
-    return f"{scheme}{sep}***@{host}{slash}{path}"
+    if "@" in authority:
+        authority = "***@" + authority.rpartition("@")[2]
+    shown = f"{scheme}{sep}{authority}{slash}{path}"
+    if asked:
+        shown += "?" + "&".join(_masked_param(param) for param in query.split("&"))
+    return shown + ("#***" if hashed and fragment else hashed)
+
+
+def _masked_param(param: str) -> str:
+    """`key=***` (a bare `value` is `***`): the names say what was set, the values may be keys."""
+    name, equals, value = param.partition("=")
+    if not equals:
+        return "***" if name else ""
+    return f"{name}=***" if value else f"{name}="
+
+
+def is_redirect(status: int | None) -> bool:
+    return isinstance(status, int) and 300 <= status < 400
+
+
+def ollama_redirect(host: str, status: int) -> str:
+    """The one line for an Ollama host that answered a redirect, which Assay never follows: the loopback check covers
+    the configured address only, and a redirect could send the request (code included) anywhere."""
+    return (f"Ollama at {shown_url(host)} answered a redirect ({status}), which Assay does not follow; "
+            "set ASSAY_OLLAMA_HOST to the server itself")
 
 
 def require_loopback(url: str, what: str) -> None:
@@ -239,8 +262,11 @@ class OllamaBackend:
     def __post_init__(self) -> None:
         import ollama
 
-        # trust_env is httpx's: off, proxies from the environment are not used (a loopback server needs none)
-        self._client = ollama.Client(host=self.host, timeout=self.timeout, trust_env=not proxy_free(self.host))
+        # trust_env is httpx's: off, proxies from the environment are not used (a loopback server needs none).
+        # No redirects: the loopback check covers the configured host only, and the client would resend the whole
+        # prompt (code, secrets) to wherever a loopback listener points it
+        self._client = ollama.Client(host=self.host, timeout=self.timeout, trust_env=not proxy_free(self.host),
+                                     follow_redirects=False)
 
     def chat(
         self, model: str, system: str, user: str, schema: dict | None = None, num_ctx: int | None = None,
@@ -262,6 +288,8 @@ class OllamaBackend:
             try:
                 reply = run_within(self.timeout, lambda: self._client.chat(**request))
             except ollama.ResponseError as exc:
+                if is_redirect(exc.status_code):
+                    raise LLMError(ollama_redirect(self.host, exc.status_code), attempt + 1) from exc
                 last = f"Ollama {model} answered {exc.status_code}: {reply_excerpt(str(exc.error))}"
                 if exc.status_code == 429 or exc.status_code >= 500:
                     continue

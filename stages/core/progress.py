@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Protocol
 
 from assay.stages.core.errors import one_line
-from assay.stages.core.workspace import make_state_dir, state_dir
+from assay.stages.core.workspace import (
+    WorkspaceError, check_same_root, make_state_dir, refuse_shared_state, root_identity, state_dir,
+)
 from assay.stages.core.writer import other_writer, pid_alive
 
 
@@ -47,11 +49,14 @@ class StatusSink:
     process holds the workspace's write lock, this run is only waiting its turn: the file stays that run's."""
 
     def __init__(self, root: Path) -> None:
-        """Writes "running" at once: a reader must never see the previous run's "done" once this one began."""
+        """Writes "running" at once: a reader must never see the previous run's "done" once this one began. Every
+        door's index run starts here, so a state folder shared with another workspace is refused before any write."""
+        refuse_shared_state(root)
         self.root = root
         self.state: dict = {"state": "running", "started": time.time(), "stages": {}, "last_error": "", "pid": os.getpid()}
         self._lock = threading.Lock()
         self._written = 0.0
+        self._identity = root_identity(root)  # the folder this run started on: one made later at its path is another
         self._write(force=True)
 
     def start(self, stage: str, total: int) -> None:
@@ -98,6 +103,7 @@ class StatusSink:
         if other_writer(self.root) is not None and not self._file_is_mine():
             return
         self._written = now
+        check_same_root(self.root, self._identity)  # moved mid-run: fail now, writing nothing at the old path
         folder = make_state_dir(self.root)
         tmp = folder / f"status.json.{os.getpid()}.tmp"
         try:
@@ -166,12 +172,16 @@ def status_run(root: Path, watcher: ProgressSink | None = None, status: StatusSi
     try:
         yield status
     except Exception as exc:
-        with suppress(OSError):  # a full disk fails this write too: the run's own error is what the door must show
+        try:
             status.error(one_line(exc))
             status.finish("failed")
+        except WorkspaceError as gone:  # the workspace moved away mid-run: that, not a late write's error, is the cause
+            raise gone from exc
+        except OSError:  # a full disk fails this write too: the run's own error is what the door must show
+            pass
         raise
     except BaseException:
-        with suppress(OSError):
+        with suppress(OSError, WorkspaceError):
             status.finish("interrupted")
         raise
     else:

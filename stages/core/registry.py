@@ -56,12 +56,22 @@ def _update(change) -> list[str]:
 
 
 def register(root: Path) -> None:
+    """List a workspace; entries whose folder is gone (each `mv` of a workspace left one) are dropped meanwhile."""
     if str(root) not in known():  # every index run registers its workspace: most are already listed
-        _update(lambda items: [*items, str(root)])
+        _update(lambda items: [*(i for i in items if os.path.lexists(i)), str(root)])
 
 
 def forget(root: Path) -> None:
     _update(lambda items: [i for i in items if i != str(root)])
+
+
+def listed_missing(path: str) -> Path | None:
+    """The listed workspace `path` names when its folder no longer exists (moved or deleted), else None: resolving
+    it as a workspace is refused ("does not exist"), which left it listed for ever."""
+    given = Path(os.path.realpath(os.path.expanduser(path)))
+    if not str(path).strip() or os.path.lexists(given) or str(given) not in known():
+        return None
+    return given
 
 
 def known() -> list[str]:

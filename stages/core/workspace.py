@@ -6,6 +6,8 @@ import errno
 import hashlib
 import os
 import re
+import stat
+from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -106,14 +108,82 @@ def state_dir(root: Path) -> Path:
     return root / STATE_DIR
 
 
+def refuse_shared_state(root: Path) -> None:
+    """Refuse to index a workspace whose `.assay` is a link to the state folder another existing workspace still
+    uses (a `cp -a` of a workspace with a linked `.assay`): each run would overwrite the other's index. The
+    manifest names the workspace that wrote it; one moved away or deleted leaves the folder to this one."""
+    folder = state_dir(root)
+    if not folder.is_symlink():
+        return
+    import json
+    import shlex
+
+    try:
+        owner = json.loads((folder / "manifest.json").read_text()).get("workspace")
+    except (OSError, ValueError, AttributeError):
+        return
+    if not isinstance(owner, str) or not owner or Path(owner) == root:
+        return
+    other = state_dir(Path(owner))
+    if os.path.realpath(other) == os.path.realpath(folder) and other.is_dir():
+        raise WorkspaceError(f"{folder} is a link to {os.path.realpath(folder)}, the state folder of the workspace "
+                             f"{owner} too: indexing here would overwrite its index; remove the link (`rm {shlex.quote(str(folder))}`) "
+                             "and index again")
+
+
 STATE_GITIGNORE = "# Assay's index of this workspace: local state, never to be committed (written by assay)\n*\n"
+
+
+class WorkspaceGone(WorkspaceError):
+    """The workspace's folder was moved or deleted (or replaced by another) while a run used it."""
+
+
+def workspace_gone(root: Path) -> WorkspaceGone:
+    return WorkspaceGone(f"the workspace {root} was moved or deleted during the run: index it at its new path")
+
+
+def root_identity(root: Path) -> tuple[int, int] | None:
+    """(device, inode) of the workspace folder, None when it is gone: a folder made later at the same path (a fresh
+    clone after `mv proj proj.bak`) is another workspace, which a path string cannot tell."""
+    try:
+        st = os.stat(root)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def check_same_root(root: Path, identity: tuple[int, int] | None) -> None:
+    """Raise `WorkspaceGone` when the folder at `root` is no longer the one a run started on."""
+    if identity is None or root_identity(root) != identity:
+        raise workspace_gone(root)
+
+
+SQLITE_PATH_BYTES = 504  # SQLite opens no database past this (its 512-byte file-name limit less "-journal")
+LONGEST_DB = f"{STATE_DIR}/chroma/chroma.sqlite3"  # the longest database path in a workspace's state folder
+
+
+def path_too_long(root: Path) -> WorkspaceError | None:
+    """The error for a workspace too deep for its state databases, else None: SQLite says only "unable to open
+    database file", which read as a damaged store (a `--rebuild` that cannot help, setting a healthy store aside)."""
+    size = len(os.fsencode(str(root)))
+    most = SQLITE_PATH_BYTES - len(os.fsencode(f"/{LONGEST_DB}"))
+    if size <= most:
+        return None
+    return WorkspaceError(f"the workspace path is too long for the index: {size} bytes, and SQLite opens no database "
+                          f"past {SQLITE_PATH_BYTES} bytes ({LONGEST_DB} inside it); move or copy the workspace to a "
+                          f"path of at most {most} bytes")
 
 
 def make_state_dir(root: Path) -> Path:
     """The workspace's `.assay/`, made on the first write with a `.gitignore` that keeps all of it out of git, as
     pytest and ruff do for their caches: a `git add -A` would commit the index, and the questions asked with it."""
+    if (too_long := path_too_long(root)) is not None:  # before anything is written there
+        raise too_long
     folder = state_dir(root)
-    folder.mkdir(parents=True, exist_ok=True)
+    try:  # never `parents=True`: a late write of a run whose workspace was moved would make the old path again
+        folder.mkdir(exist_ok=True)
+    except FileNotFoundError:
+        raise workspace_gone(root) from None
     ignore = folder / ".gitignore"
     if not ignore.exists():
         try:
@@ -121,6 +191,54 @@ def make_state_dir(root: Path) -> Path:
         except OSError:  # a folder it can write to but not this file in: the index matters more
             pass
     return folder
+
+
+def narrow_state_dir(root: Path, indexed: Iterable[str]) -> int:
+    """Make `.assay/` no more readable than the least readable file it indexes (workspace-relative paths): its
+    catalog, BM25 and judgments hold their text. When some file is closed to others (a 0600 file, or one in a 0700
+    folder), others lose r/w/x on `.assay/`; likewise for the group. Its top folder is enough: nobody can traverse
+    past it. Otherwise it stays as the umask made it (a shared checkout stays searchable by other users), and it is
+    never widened: the owner may have closed it. Returns the permission bits taken away (0 when none)."""
+    hidden = _hidden_bits(root, indexed)
+    folder = make_state_dir(root)
+    mode = stat.S_IMODE(folder.stat().st_mode)
+    if not mode & hidden:
+        return 0
+    try:
+        folder.chmod(mode & ~hidden)
+    except OSError:  # another user's folder this one may write in (group-writable): its owner must close it
+        return 0
+    return mode & hidden
+
+
+def _hidden_bits(root: Path, indexed: Iterable[str]) -> int:
+    """The permission classes (group, others) some of these files are closed to, as rwx bits of `.assay/`."""
+    hidden = 0
+    searchable: dict[Path, int] = {}  # a folder's class bits that may pass (x), cached: many files share one
+    for rel in indexed:
+        path = root / rel
+        try:
+            if os.path.islink(path):  # a link inside the workspace: its target's folders are what guard it
+                path = Path(os.path.realpath(path))
+            readable = os.stat(path).st_mode & (stat.S_IRGRP | stat.S_IROTH)
+        except OSError:
+            continue
+        for folder in path.parents:
+            if folder == root or root not in folder.parents:
+                break
+            if folder not in searchable:
+                try:
+                    searchable[folder] = os.stat(folder).st_mode
+                except OSError:
+                    searchable[folder] = 0
+            readable &= ((searchable[folder] & stat.S_IXGRP) << 2) | ((searchable[folder] & stat.S_IXOTH) << 2)
+        if not readable & stat.S_IRGRP:
+            hidden |= stat.S_IRWXG
+        if not readable & stat.S_IROTH:
+            hidden |= stat.S_IRWXO
+        if hidden == stat.S_IRWXG | stat.S_IRWXO:
+            break
+    return hidden
 
 
 def writable(folder: Path) -> bool:
@@ -140,6 +258,18 @@ def not_writable(folder: Path) -> OSError:
     read_only = hasattr(os, "statvfs") and bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
     return OSError(errno.EROFS if read_only else errno.EACCES,
                    "read-only file system" if read_only else "permission denied", str(folder))
+
+
+def unindexable_here(root: Path) -> str:
+    """Why a folder cannot be indexed where it is ("" when it can): `status` and `search` of an unindexed one say
+    so at once, rather than advise an `assay index` that can only fail."""
+    if (too_long := path_too_long(root)) is not None:
+        return f"cannot be indexed in place: {too_long}"
+    if not state_writable(root):
+        folder = state_dir(root) if state_dir(root).is_dir() else root
+        return (f"cannot be indexed in place: {folder} is not writable ({not_writable(folder).strerror}); index a "
+                "writable copy of the workspace")
+    return ""
 
 
 def workspace_id(root: Path) -> str:

@@ -15,7 +15,8 @@ from assay.stages.core.llm_clients import proxy_free
 
 
 def bypass_proxy_for(host: str) -> None:
-    """Add `host` to NO_PROXY and no_proxy (both spellings: httpx reads either), keeping what is there."""
+    """Add `host` to NO_PROXY and no_proxy (both spellings: httpx reads either), keeping what is there. An IPv6
+    address goes in bare (`::1`): httpx matches that, and `[::1]` made every later httpx client fail to build."""
     for name in ("NO_PROXY", "no_proxy"):
         present = [h.strip() for h in os.environ.get(name, "").split(",") if h.strip()]
         if host not in present:
@@ -29,6 +30,6 @@ def http_client(url: str, settings):
     parsed = urlparse(url if "://" in url else f"http://{url}")
     host = parsed.hostname or "127.0.0.1"
     if proxy_free(url):  # reads a scheme-less URL as http, as above
-        bypass_proxy_for(f"[{host}]" if ":" in host else host)
+        bypass_proxy_for(host)
     return chromadb.HttpClient(host=host, port=parsed.port or (443 if parsed.scheme == "https" else 8000),
                                ssl=parsed.scheme == "https", settings=settings)

@@ -9,6 +9,7 @@ their target stays inside the workspace, and not when the target is indexed itse
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import os
 import re
@@ -25,8 +26,22 @@ from assay.stages.index.source_text import has_utf16_bom
 
 ALWAYS_PRUNED = frozenset(
     {".git", ".hg", ".svn", ".assay", "node_modules", "__pycache__", ".venv", ".tox", ".nox",
-     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".idea", ".gradle", ".eggs"}
+     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".idea", ".gradle", ".eggs", "venv"}
 )
+# A virtualenv under any name (`env/`, `py311/`) holds this file: site-packages is no part of the project. An `env/`
+# without it may be the project's own code (a settings package), so the name alone does not prune it.
+VENV_MARKER = "pyvenv.cfg"
+# Conventional homes of credentials: dotenv files, private keys and keystores, registry and git logins, cloud
+# service-account keys. Not indexed by default: search, ask and MCP replies would serve their text verbatim, in local
+# mode too, to an agent that forwards it to its own cloud model. A `!` line in `.assayignore` indexes one anyway.
+SECRET_FILE = "secret_file"
+SECRET_NAMES = frozenset(
+    {".env", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", ".netrc", ".npmrc", ".pypirc", ".git-credentials",
+     ".htpasswd", "secrets.yml", "secrets.yaml"}
+)
+SECRET_GLOBS = ("*.pem", "*.key", "*.p12", "*.pfx", "*.keystore", "*.jks", "credentials*.json", "client_secret*.json",
+                "service-account*.json")
+ENV_DOCS = (".example", ".sample", ".template", ".dist")  # `.env.example` names the variables: documentation
 IGNORE_FILES = (".gitignore", ".assayignore")
 SNIFF_BYTES = 8192
 SHEBANG_BYTES = 128
@@ -57,6 +72,7 @@ NOTEBOOK_SIZE_FACTOR = 20  # a notebook's outputs (plots as base64, tables) are 
 class _Rules:
     base: str  # workspace-relative POSIX dir ("" for the root)
     spec: pathspec.PathSpec
+    source: str = ""  # the ignore file's name: only `.assayignore` may re-include a secret file
 
 
 def _load_rules(root: Path, directory: Path, rel_dir: str, skipped: list[SkippedFile] | None = None) -> list[_Rules]:
@@ -68,7 +84,7 @@ def _load_rules(root: Path, directory: Path, rel_dir: str, skipped: list[Skipped
             rel = f"{rel_dir}/{name}" if rel_dir else name
             skipped.append(SkippedFile(path=rel, reason=reason, detail=_REFUSED_IGNORE_FILE[reason]))
         if lines is not None:
-            rules.append(_Rules(rel_dir, pathspec.GitIgnoreSpec.from_lines(lines)))
+            rules.append(_Rules(rel_dir, pathspec.GitIgnoreSpec.from_lines(lines), name))
     return rules
 
 
@@ -118,7 +134,12 @@ def _ignore_lines(root: Path, path: Path) -> tuple[list[str] | None, str]:
 
 def _ignored(rel: str, is_dir: bool, stack: list[_Rules]) -> bool:
     """Last matching rule wins across nested ignore files, as in git."""
-    verdict = False
+    return bool(_verdict(rel, is_dir, stack))
+
+
+def _verdict(rel: str, is_dir: bool, stack: list[_Rules]) -> bool | None:
+    """The last matching rule's say: True ignores, False re-includes (a `!` line), None when no rule matches."""
+    verdict = None
     for r in stack:
         if r.base and not rel.startswith(r.base + "/"):
             continue
@@ -127,6 +148,36 @@ def _ignored(rel: str, is_dir: bool, stack: list[_Rules]) -> bool:
         if result.include is not None:
             verdict = bool(result.include)
     return verdict
+
+
+def is_secret_file(rel: str) -> bool:
+    """Whether a workspace-relative path is a conventional secret file (see `SECRET_NAMES`)."""
+    parts = rel.lower().split("/")
+    name = parts[-1]
+    if name in SECRET_NAMES or any(fnmatch.fnmatchcase(name, g) for g in SECRET_GLOBS):
+        return True
+    if name.startswith(".env."):
+        return not name.endswith(ENV_DOCS)
+    return name == "config.json" and len(parts) > 1 and parts[-2] == ".docker"  # docker's registry logins
+
+
+def _secret_kept_out(rel: str, target: str, stack: list[_Rules]) -> bool:
+    """A secret file (or a link to one) stays out unless a `!` line of an `.assayignore` names it: the user's own,
+    deliberate choice (a `.gitignore` negation only says what git tracks)."""
+    if not (is_secret_file(rel) or (target and is_secret_file(target))):
+        return False
+    return _verdict(rel, False, [r for r in stack if r.source == ".assayignore"]) is not False
+
+
+def _secret_detail(rel: str) -> str:
+    """How to index this one anyway: the `.assayignore` line that re-includes it."""
+    pattern = re.sub(r"([\\*?\[])", r"\\\1", rel)
+    return f"may hold credentials; to index it anyway, add the line `!/{pattern}` to the workspace's .assayignore"
+
+
+def _is_venv(path: str) -> bool:
+    """A virtualenv under a name `ALWAYS_PRUNED` does not know."""
+    return os.path.isfile(os.path.join(path, VENV_MARKER))
 
 
 def root_ignore_check(root: Path) -> Callable[[str], bool]:
@@ -269,8 +320,10 @@ def discover(root: Path, max_file_bytes: int = 1_000_000, index_generated: bool 
                 skipped.append(SkippedFile(path=rel, reason="unreadable", detail=str(exc)))
                 unreadable.append(rel)
                 continue
+            if entry.name in ALWAYS_PRUNED:  # a folder, a link to one (a linked `.assay`, `.venv`) or a worktree's or
+                continue  # submodule's `.git` file: never source, never listed as a skipped file, never opened
             if is_dir:
-                if entry.name in ALWAYS_PRUNED or _ignored(rel, True, stack):
+                if _ignored(rel, True, stack) or _is_venv(entry.path):
                     continue
                 walk(Path(entry.path), rel, stack + _load_rules(root, Path(entry.path), rel, skipped))
                 continue
@@ -285,6 +338,9 @@ def discover(root: Path, max_file_bytes: int = 1_000_000, index_generated: bool 
                 if reason:
                     skipped.append(SkippedFile(path=rel, reason=reason))
                     continue
+            if _secret_kept_out(rel, target, stack):
+                skipped.append(SkippedFile(path=rel, reason=SECRET_FILE, detail=_secret_detail(rel)))
+                continue
             language = language_for(entry.name)
             if language is None and "." not in entry.name and _is_regular(entry):  # never open a FIFO
                 language = _script_language(entry.path)

@@ -151,8 +151,10 @@ class OllamaEmbedder:
 
         self.name = f"ollama:{model}"
         self._model = model
-        # a loopback server is reached directly, never through the shell's HTTP(S)_PROXY (code passes through it)
-        self._client = ollama.Client(host=host, timeout=timeout, trust_env=not proxy_free(host))
+        self._host = host
+        # a loopback server is reached directly, never through the shell's HTTP(S)_PROXY (code passes through it);
+        # redirects are not followed: they would resend the code to a host the loopback check never saw
+        self._client = ollama.Client(host=host, timeout=timeout, trust_env=not proxy_free(host), follow_redirects=False)
         self.dimension = 0
 
     def embed(self, texts: list[str]) -> tuple[np.ndarray, int]:
@@ -161,7 +163,12 @@ class OllamaEmbedder:
         try:
             reply = self._client.embed(model=self._model, input=texts, truncate=True)
         except Exception as exc:  # noqa: BLE001 - any client failure is one readable error
-            if getattr(exc, "status_code", None) == 404:  # the client's message is empty then
+            from assay.stages.core.llm_clients import is_redirect, ollama_redirect
+
+            status = getattr(exc, "status_code", None)
+            if is_redirect(status):
+                raise EmbedderError(ollama_redirect(self._host, status)) from exc
+            if status == 404:  # the client's message is empty then
                 raise EmbedderError(f"Ollama has no model {self._model!r}: run `ollama pull {self._model}`") from exc
             raise EmbedderError(f"Ollama embedding failed: {exc}") from exc
         vectors = np.asarray(reply.embeddings, dtype=np.float32)

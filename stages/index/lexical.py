@@ -105,6 +105,10 @@ class LexicalIndex:
         rows = self._row_of
         return {eid: float(scores[rows[eid]]) for eid in ids if eid in rows and scores[rows[eid]] > 0}
 
+    def knows(self, token: str) -> bool:
+        """Whether some passage holds `token` (a BM25 token, as `lexical_tokens` writes it)."""
+        return self._retriever is not None and token in self._retriever.vocab_dict
+
     @cached_property
     def _row_of(self) -> dict[str, int]:
         return {eid: i for i, eid in enumerate(self.ids)}

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.stages.core.errors import one_line
-from assay.stages.core.workspace import make_state_dir, not_writable, state_dir, writable
+from assay.stages.core.workspace import make_state_dir, not_writable, path_too_long, state_dir, writable
 from assay.stages.index.storage_errors import StoreError
 
 
@@ -97,6 +97,8 @@ def open_state_db(root: Path, name: str) -> sqlite3.Connection:
     """A SQLite database in the workspace's `.assay/` (WAL: readers never block the index writer). In a folder this
     process cannot write (a read-only mount, another user's checkout) an existing database is opened for reading,
     so an index built elsewhere still answers; a write through it fails there."""
+    if (too_long := path_too_long(root)) is not None:  # SQLite would say only "unable to open database file"
+        raise too_long
     folder = state_dir(root)
     if folder.is_dir() and not writable(folder) and (folder / name).exists():
         return _read_only_db(folder / name)

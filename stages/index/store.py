@@ -23,7 +23,10 @@ from filelock import FileLock, Timeout
 from assay.stages.core.artifacts import Edge, EmbeddedBatch, Entity, IndexManifest, ParseResult
 from assay.stages.core.errors import DISK_FULL_ADVICE, disk_full, one_line
 from assay.stages.core.progress import run_under_way
-from assay.stages.core.workspace import collection_name, indexed_workspace_of, make_state_dir, state_dir, writable
+from assay.stages.core.workspace import (
+    STATE_DIR, WorkspaceError, collection_name, indexed_workspace_of, make_state_dir, path_too_long, state_dir,
+    unindexable_here, writable,
+)
 from assay.stages.core.writer import clear_writer, other_writer, record_writer
 from assay.stages.index.lexical import LexicalIndex
 from assay.stages.index.state_db import open_state_db, set_aside_damaged_dbs
@@ -102,8 +105,8 @@ def _open_chroma_client(root: Path, url: str | None):
             return http_client(url, _chroma_settings())
         except Exception as exc:  # noqa: BLE001 - chroma raises ValueError for a server that does not answer
             raise unreachable(url, exc) from exc
-    path = state_dir(root) / "chroma"
-    path.mkdir(parents=True, exist_ok=True)
+    path = make_state_dir(root) / "chroma"  # never `parents=True`: a moved workspace must not be made again
+    path.mkdir(exist_ok=True)
     key = str(path)
     if key in _opened_stores and _opened_stores[key] != store_identity(root):
         # Replaced since: Chroma's cached system still reads the deleted files (stale results, or "expecting
@@ -129,9 +132,12 @@ def unreachable(url: str, exc: BaseException) -> StoreError:
     return error
 
 
-def unopenable(path: Path, exc: BaseException) -> StoreError:
+def unopenable(path: Path, exc: BaseException) -> StoreError | WorkspaceError:
     """A store folder Chroma cannot open, whichever way it is read: say so and how to start over (a full disk:
-    how to go on, since starting over would throw a whole store away)."""
+    how to go on, since starting over would throw a whole store away; a path too long for SQLite: not a StoreError,
+    so no rebuild sets the healthy store aside)."""
+    if path.parent.name == STATE_DIR and (too_long := path_too_long(path.parent.parent)) is not None:
+        return too_long
     if disk_full(exc):
         return StoreError(f"the vector store in {path} cannot be opened: the disk is full; {DISK_FULL_ADVICE}")
     return StoreError(f"the vector store in {path} cannot be opened ({one_line(exc)}); run `assay index --rebuild`")
@@ -218,10 +224,18 @@ class Catalog:
         self.replace_edges({pf.path: pf.edges for pf in parsed.files})
 
     def lexical_tokens(self, only: Iterable[str] | None = None) -> tuple[list[str], list[list[str]]]:
-        """Every entity's BM25 tokens (or those of the `only` ids that exist) in id order, tokenized when it was
-        stored (entities stored by an older tokenizer are tokenized now and remembered)."""
+        """Every entity's BM25 tokens (or those of the `only` ids that exist) in id order, as two lists."""
         ids: list[str] = []
         tokens: list[list[str]] = []
+        for eid, terms in self.lexical_token_rows(only):
+            ids.append(eid)
+            tokens.append(terms)
+        return ids, tokens
+
+    def lexical_token_rows(self, only: Iterable[str] | None = None) -> Iterator[tuple[str, list[str]]]:
+        """Each entity's (id, BM25 tokens) in id order, read as consumed so a full BM25 build need not hold them
+        all; tokenized when it was stored (entities stored by an older tokenizer are tokenized now and remembered
+        once the rows are exhausted)."""
         missing: list[tuple[str, str]] = []
         select = (f"SELECT e.id, t.tokens, CASE WHEN t.tokens IS NULL THEN e.data END FROM entities e"
                   f" LEFT JOIN {_TOKENS} t ON t.id = e.id")
@@ -233,12 +247,10 @@ class Catalog:
             if joined is None:
                 joined = token_string(Entity.model_validate_json(data).lexical_text())
                 missing.append((eid, joined))
-            ids.append(eid)
-            tokens.append(joined.split())
+            yield eid, joined.split()
         if missing:
             with self._db:
                 self._db.executemany(f"INSERT OR REPLACE INTO {_TOKENS} (id, tokens) VALUES (?, ?)", missing)
-        return ids, tokens
 
     _UNSCANNED = "FROM entities e LEFT JOIN injection_scans s ON s.id = e.id AND s.detector = ? WHERE s.id IS NULL"
 
@@ -468,10 +480,11 @@ def cosine_distances(ids: list[str], found, vector: list[float]) -> dict[str, fl
 
     if found is None or len(found) == 0:
         return {}
-    vectors = np.asarray(found, dtype=np.float32)
-    q = np.asarray(vector, dtype=np.float32)
+    vectors = np.asarray(found, dtype=np.float64)  # float64: a row's distance must not depend on its position in
+    q = np.asarray(vector, dtype=np.float64)  # the batch (float32 BLAS rounded the last bit by where a row sat)
     cos = vectors @ q / np.clip(np.linalg.norm(vectors, axis=1) * np.linalg.norm(q), 1e-12, None)
-    return {eid: float(1.0 - c) for eid, c in zip(ids, cos)}
+    distance = (1.0 - cos).astype(np.float32)  # then to float32: what is left of BLAS's rounding is below its last bit
+    return {eid: float(d) for eid, d in zip(ids, distance)}
 
 
 _TENANT, _DATABASE = "default_tenant", "default_database"  # Chroma's defaults: the client's PersistentClient uses them
@@ -569,7 +582,20 @@ def dense_search(root: Path, url: str | None, collection: str | None, vector: li
     """A query through a collection handle kept per (workspace, server, collection): opening the client and
     the collection costs ~3 ms, a twentieth of a query. A handle that fails (its collection was dropped by
     another process) is opened afresh once before the error reaches the caller."""
-    return _through_reader(root, url, collection, lambda store: store.query(vector, k))
+    return _through_reader(root, url, collection, lambda store: exact_top(store, vector, k))
+
+
+EXACT_SLACK = 0.5  # read this share deeper than asked from HNSW, then keep the exact top k
+
+
+def exact_top(store: VectorStore | EmbeddedReader, vector: list[float], k: int) -> list[tuple[str, float]]:
+    """The k nearest passages as HNSW finds them `EXACT_SLACK` deeper, re-scored exactly and ordered by (distance,
+    id): HNSW is approximate and the part of the store replayed from Chroma's log is a graph rebuilt in each
+    process, so the same query on an unchanged index returned a different tail from one process to the next
+    (one of 60 swapped in half the runs), and the rank stage's pool-relative signals spread that to every score."""
+    found = store.query(vector, k + max(int(k * EXACT_SLACK), 10))
+    exact = store.distances(vector, [eid for eid, _ in found]) if found else {}
+    return sorted(((eid, exact.get(eid, d)) for eid, d in found), key=lambda row: (row[1], row[0]))[:k]
 
 
 def dense_distances(root: Path, url: str | None, collection: str | None, vector: list[float],
@@ -640,6 +666,8 @@ def not_indexed_advice(root: Path) -> str:
     if holder is not None:
         return (f"{root} is not indexed itself but lies inside the indexed workspace {holder}; pass that path "
                 f"({shlex.quote(str(holder))})")
+    if why := unindexable_here(root):  # read-only, too deep: `assay index` there could only fail
+        return f"{root} is not indexed, and {why}"
     return f"{root} is not indexed yet; index it first (`assay index {shlex.quote(str(root))}` or the index_workspace tool)"
 
 
@@ -678,8 +706,8 @@ def read_manifest(root: Path) -> IndexManifest:
 
 def write_manifest(root: Path, manifest: IndexManifest) -> None:
     """Atomic: write a temporary file, fsync it, rename it over the old one."""
+    make_state_dir(root)  # raises when the workspace was moved mid-run, rather than making its old path again
     path = manifest_path(root)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(manifest.model_dump_json(indent=1))
@@ -811,7 +839,8 @@ def rebuild_lexical(root: Path, catalog: Catalog) -> int:
         if counts.ids != sorted(catalog.ids()) or counts.unused_share() > 0.5:  # SQLite's id order is sorted()'s
             counts = None
     if counts is None:
-        counts = TermCounts.count(*catalog.lexical_tokens())
+        counts = TermCounts.count_rows(catalog.lexical_token_rows())  # streamed: the index run's peak memory
+    make_state_dir(root)  # `save` makes its parents: here a moved workspace fails instead of reappearing
     LexicalIndex.from_counts(counts).save(folder)
     catalog.forget_lexical_changes()
     return len(counts.ids)

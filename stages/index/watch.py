@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from assay.stages.core.workspace import STATE_DIR
+from assay.stages.core.workspace import STATE_DIR, WorkspaceError, root_identity
 from assay.stages.index.discover import root_ignore_check
 
 
@@ -48,7 +48,19 @@ def longest_wait_ms(debounce_ms: int) -> int:
     return max(10 * debounce_ms, 30_000)
 
 
-def batches(root: Path, debounce_ms: int = 1600, stop: threading.Event | None = None) -> Iterator[list[str]]:
+class WatchedFolderGone(WorkspaceError):
+    """The watched folder was moved or deleted, or another folder now has its path: inotify follows the moved folder
+    while runs index by path, so its events would re-index whatever is at the old path (a fresh clone)."""
+
+
+def check_watched(root: Path, identity: tuple[int, int] | None) -> None:
+    """Raise `WatchedFolderGone` when the folder at `root` is no longer the one the watch began on."""
+    if identity is None or root_identity(root) != identity:
+        raise WatchedFolderGone(f"{root} was moved or deleted; run `assay watch NEWPATH` (its new path)")
+
+
+def batches(root: Path, debounce_ms: int = 1600, stop: threading.Event | None = None,
+            identity: tuple[int, int] | None = None) -> Iterator[list[str]]:
     """Relative paths changed, one list once `debounce_ms` pass with no relevant change (or `longest_wait_ms` since
     the first): a checkout of thousands of files is one batch. The quiet window is kept here because watchfiles'
     `debounce` only caps how long it groups and its quiet period (`step`) is fixed: `--debounce 5000` re-indexed
@@ -58,11 +70,13 @@ def batches(root: Path, debounce_ms: int = 1600, stop: threading.Event | None = 
 
     from watchfiles import watch
 
+    identity = identity or root_identity(root)
     keep = change_filter(root)
     pending: set[tuple[object, str]] = set()
     first = last = 0.0
     for changes in watch(root, watch_filter=None, debounce=POLL_MS, step=50, rust_timeout=POLL_MS,
                          yield_on_timeout=True, stop_event=stop, raise_interrupt=False):
+        check_watched(root, identity)  # every poll (a stat per 100 ms): a rename stops the watch at once
         now = time.monotonic()
         fresh = {change for change in changes if keep(*change)}
         if fresh:

@@ -314,6 +314,21 @@ def workspace_brief(root: Path, correction: str | None = None, writer: Writer | 
         catalog.close()
 
 
+def redacting(chat: Writer) -> Writer:
+    """`chat` for a cloud writer: the brief is redacted before it leaves (its Purpose quotes the README, which may hold
+    keys), as every cloud-bound text is, and the rewrite then says how many secrets were, as an ask report does."""
+    from assay.stages.core.redact import redact
+
+    def write(system: str, user: str) -> ChatResult:
+        sent, redactions = redact(user)
+        reply = chat(system, sent)
+        if redactions and reply.text.strip():  # an empty reply keeps the local brief, which nothing redacted
+            reply.text = f"{reply.text.strip()}\n\nsecurity: {redactions} secret(s) were redacted before the cloud call\n"
+        return reply
+
+    return write
+
+
 def run_brief(root: Path, settings, writer_kind: str | None = None, correction: str | None = None) -> tuple[str, bool]:
     """The doors' entry: the brief, optionally rewritten by the Ollama or cloud writer (local mode allows only a
     loopback Ollama), with the writer's calls recorded in the usage ledger."""
@@ -329,7 +344,7 @@ def run_brief(root: Path, settings, writer_kind: str | None = None, correction: 
             if settings.mode == "local":
                 raise LLMError("local mode: the cloud writer is not allowed; use --writer ollama or ASSAY_MODE=hybrid")
             backend, model = cloud_backend(settings), settings.cloud_model
-            writer = lambda system, user: backend.chat(model, system, user)  # noqa: E731
+            writer = redacting(lambda system, user: backend.chat(model, system, user))
         else:
             require_loopback(settings.ollama_host, "Ollama") if settings.mode == "local" else None
             backend, model = ollama_backend(settings), settings.ollama_synth_model

@@ -52,6 +52,35 @@ def locations(query: str) -> list[tuple[str, int, str]]:
     return found[:MAX_LOCATIONS]
 
 
+# a line named in words: "models.py line 9999", "api.py, at line 5", "line 40 of sessions.py", "line 40 in `api.py`"
+_PATH = r"[\w.~@+\-/\\]*[\w\-]\.[A-Za-z][\w+]{0,5}"
+_PROSE_LINE = re.compile(
+    r"(?<![\w.~@+\-/\\])[`'\"]?(?P<e>" + _PATH + r")[`'\"]?,?\s+(?:at\s+|on\s+)?line\s+(?P<e_line>\d+)\b"
+    r"|\blines?\s+(?P<f_line>\d+)\s+(?:of|in)\s+(?:the\s+)?(?:file\s+)?[`'\"]?(?<![\w.~@+\-/\\])(?P<f>" + _PATH + r")",
+    re.I,
+)
+
+
+def stated_lines(query: str) -> list[tuple[str, int]]:
+    """(path, line) for every line the query names in a workspace file: `src/x.py:500` and lines named in words.
+    Not a traceback frame or an absolute path: those come from an installed copy or another checkout, whose lines
+    may differ from the index's version without anything false said. Not read by retrieval (its places stay
+    `locations`'); the premise check says when one is past the end."""
+    frames = {m.group("a").replace("\\", "/") for m in _LOCATION.finditer(query) if m.group("a")}
+    found = [(path, line) for path, line, _ in locations(query) if path not in frames and not _absolute(path)]
+    for m in _PROSE_LINE.finditer(query):
+        group = "e" if m.group("e") else "f"
+        place = (m.group(group).replace("\\", "/"), int(m.group(f"{group}_line")))
+        if place not in found and not _absolute(place[0]):
+            found.append(place)
+    return found[:MAX_LOCATIONS]
+
+
+def _absolute(path: str) -> bool:
+    """`/home/me/x.py`, `~/x.py`, `C:/x.py`: a path on someone's machine, not one relative to the workspace."""
+    return path.startswith(("/", "~")) or bool(re.match(r"[A-Za-z]:/", path))
+
+
 def resolve(path: str, files: Iterable[str]) -> list[str]:
     """The indexed files a pasted path names: those sharing its longest suffix of whole segments (none when more
     than a few tie, as a bare `utils.py` among many)."""

@@ -20,6 +20,8 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 
 from assay.stages.core.artifacts import Candidate, DEFINITION_KINDS, Entity, Premise, PremiseCheck, PremiseFinding, short_name
 from assay.stages.query.claims import path_body
+from assay.stages.query.locate import resolve as resolve_path
+from assay.stages.query.locate import stated_lines
 
 Resolver = Callable[[str], list[Entity]]
 
@@ -95,6 +97,9 @@ _DECO = (r"(?P<D>static\s*method|class\s*method|read-only\s+property|cached[\s_]
          r"context\s*manager|data\s*class|fixture|overload)")
 _ASYNC = r"(?P<A>async(?:hronous(?:ly)?)?|coroutine|awaitable|non-blocking|sync(?:hronous(?:ly)?)?|blocking)"
 _KIND = r"(?P<K>class|function|method|constant|variable|interface|enum|struct|trait)"
+# a call's arguments before the one a pattern reads, stepping over nested calls whole (two levels): in
+# `mount('x', HTTPAdapter(pool_connections=5))` the keyword is `HTTPAdapter`'s, not `mount`'s
+_ARGS = r"(?:[^()]|\((?:[^()]|\([^()]*\))*\))*?"
 _FILE = (r"(?<![\w$./'\"`+@-])[`'\"]?(?P<F>(?:[A-Za-z]:(?=[\\/]))?" + path_body("py|pyi|js|jsx|ts|tsx|mjs|cjs|go|rs|java|kt|rb|php|c|h|cc|cpp|hpp|cs|swift|scala")
          + r"(?![\w])|[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)[`'\"]?")
 
@@ -120,7 +125,7 @@ def _g(template: str) -> _LazyPattern:
     t = t.replace("{S}", _NOT_SUBJECT + _ID.format(g="S") + r"(?:\s+(?:class|function|method|constructor|coroutine))?").replace("{V}", _ID.format(g="V")).replace("{P}", _NOT_PARAM + _ID.format(g="P"))
     t = (t.replace("{L}", _LIT).replace("{T}", _TYPE).replace("{ADV}", _ADV).replace("{PN}", _PNOUN)
          .replace("{PADJ}", _PADJ).replace("{OF}", _OF).replace("{DECO}", _DECO).replace("{ASYNC}", _ASYNC)
-         .replace("{KIND}", _KIND).replace("{F}", _FILE).replace("{D}", _ID.format(g="D")))
+         .replace("{KIND}", _KIND).replace("{F}", _FILE).replace("{D}", _ID.format(g="D")).replace("{ARGS}", _ARGS))
     return _LazyPattern(t)
 
 
@@ -155,7 +160,7 @@ _GRAMMAR: dict[str, tuple[_LazyPattern, ...]] = {
         _g(r"\b(?:pass|passes|passing|passed|supply|supplying|provide|providing|specify|specifying|give|giving)\s+(?:an?\s+|the\s+)?{P}"
            r"\s+(?:{PN}\s+)?(?:to|into|when\s+calling)\s+(?:the\s+)?{S}"),
         _g(r"{S}\s+(?:(?!(?:that|which|who|when|if|where|while|because|and|or|but|so)\b)\w+\s+){0,3}?(?:with|using|the|its|an?|as\s+its)\s+{P}\s+{PN}"),
-        _g(r"{S}\s*\([^)]*?\b(?P<kw>[A-Za-z_]\w*)\s*="),
+        _g(r"{S}\s*\({ARGS}\b(?P<kw>[A-Za-z_]\w*)\s*=(?!=)"),  # the call's own keyword, not a nested call's
         # "the p I pass to f", "is p required when calling f", "can f be called with p set", "p added to f's signature",
         # "which values of p does f accept"
         _g(r"\bthe\s+{P}\s+(?:{PN}\s+)?(?:I|we|you|they)\s+(?:pass|give|supply|provide|hand)\s+(?:in\s+)?to\s+(?:the\s+)?{S}"),
@@ -178,7 +183,7 @@ _GRAMMAR: dict[str, tuple[_LazyPattern, ...]] = {
         _g(r"{S}\s+(?:\w+\s+){0,2}?{P}\s*=\s*{L}\s+by\s+default"),
         _g(r"{L}\s+(?:was\s+|is\s+)?(?:chosen|picked|used|set|given)\s+as\s+(?:the\s+)?default\s+(?:value\s+)?(?:for|of)\s+(?:the\s+)?{P}\s+(?:{PN}\s+)?(?:in|of|for)\s+(?:the\s+)?{S}"),
         _g(r"{P}\s*=\s*{L}\s+(?:is\s+)?(?:the\s+|a\s+)?default\s+(?:in|of|for)\s+(?:the\s+)?{S}"),
-        _g(r"{S}\s*\([^)]*?\b{P}\s*=\s*{L}[^)]*\)(?=[^?]*\bdefault)"),
+        _g(r"{S}\s*\({ARGS}\b{P}\s*=\s*{L}[^)]*\)(?=[^?]*\bdefault)"),
         _g(r"(?:default|defaulting)\s+{P}\s+to\s+{L}\s+in\s+(?:the\s+)?{S}"),
         _g(r"^\W*(?:in|inside|within|for)\s+(?:the\s+)?{S},?\s+(?:why|how|what|when|where|which|does|do|is|can)\b[^?]*?\b{P}\s+(?:{PN}\s+)?"
            r"(?:defaults?|defaulting|is\s+defaulted|default\s+value\s+is)\s+(?:to\s+)?{L}"),
@@ -304,17 +309,68 @@ def _supposed(question: str, at: int) -> bool:
     return bool(_SUPPOSING.search(clause)) or bool(words) and words[-1].lower() in _PERSON
 
 
+# Pasted code: a ``` fence, a traceback's frames (`File "...", line N, in f` and the code under it) and its
+# exception line. What it passes, assigns and where its files live is the user's code and install, not a claim
+# about the indexed code: the kinds below are not read from it (an `await` on a sync function still is).
+_PASTED_KINDS = frozenset({"param", "default", "value", "file"})
+_FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
+_FRAME = re.compile(r'File "[^"\n]+", line \d+(?:, in [^\s,]+)?')
+# `requests.exceptions.ConnectTimeout: ...`, `KeyError: 'x'`: a capitalised (dotted) name, a colon, a space
+_EXCEPTION_LINE = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)*[A-Z]\w*:(?=\s|$)")
+_SENTENCE_END = re.compile(r"[.?!](?=\s|$)|\n")
+
+
+def pasted_code(question: str) -> list[tuple[int, int]]:
+    """Character spans of the code a question pastes (see `_PASTED_KINDS`). A question flattened to one line
+    (the query flow joins lines) ends a frame's code at the next frame or the exception line, and the exception's
+    message at the end of its sentence."""
+    spans = [(m.start(), m.end()) for m in _FENCE.finditer(question)]
+    frames = list(_FRAME.finditer(question))
+    for n, m in enumerate(frames):
+        stop = frames[n + 1].start() if n + 1 < len(frames) else len(question)
+        end = _frame_code_end(question, m.end(), stop)
+        spans.append((m.start(), end))
+        if n + 1 == len(frames):  # the exception line follows the last frame's code
+            exc = _EXCEPTION_LINE.match(question, len(question) - len(question[end:].lstrip()))
+            if exc is not None:
+                tail = _SENTENCE_END.search(question, exc.end() + 1)
+                spans.append((exc.start(), tail.start() if tail else len(question)))
+    return spans
+
+
+def _frame_code_end(question: str, start: int, stop: int) -> int:
+    """Where the code a frame shows ends: the end of the line under the frame's; in flattened text the exception
+    line or the end of the sentence, before the next frame (`stop`)."""
+    newline = question.find("\n", start, stop)
+    if newline >= 0:
+        below = question.find("\n", newline + 1, stop)
+        return below if below >= 0 else stop
+    exc = _EXCEPTION_LINE.search(question, start, stop)
+    tail = _SENTENCE_END.search(question, start, stop)
+    return min(m.start() for m in (exc, tail) if m is not None) if exc or tail else stop
+
+
+def _blank(question: str, spans: list[tuple[int, int]]) -> str:
+    """The question with those spans blanked (same length and lines, so match offsets still index `question`)."""
+    chars = list(question)
+    for a, b in spans:
+        chars[a:b] = [c if c == "\n" else " " for c in chars[a:b]]
+    return "".join(chars)
+
+
 def extract(question: str) -> list[Premise]:
     """Every premise the question states, in order; duplicates removed. Pure text: no index needed."""
     found: list[Premise] = []
     coded: set[tuple[str, str]] = set()  # (kind, param) of premises whose subject is written as code
     plain: list[int] = []  # indexes of premises whose subject is a plain word
     low = question.lower()
+    pasted = pasted_code(question)
+    prose = _blank(question, pasted) if pasted else question
     for kind, patterns in _GRAMMAR.items():
         if not any(cue in low for cue in _GATES[kind]):
             continue
         for pattern in patterns:
-            for m in _overlapping(pattern, question):
+            for m in _overlapping(pattern, prose if kind in _PASTED_KINDS else question):
                 g = m.groupdict()
                 subject = _clean(g.get("S") or "")
                 if not _plausible_subject(subject):
@@ -501,11 +557,40 @@ def _definitions(name: str, resolve: Resolver) -> list[Entity]:
         tail = name.split(".")
         owned = ".".join(tail[-2:])  # `Command.invoke` is `Command.invoke` or `x.Command.invoke`, not `BaseCommand.invoke`
         narrowed = [e for e in found if e.qualname in (owned, name) or e.qualname.endswith("." + owned)]
-        if not narrowed:  # a module path (`pkg.mod.Name`): keep definitions whose file matches the module
-            mod = "/".join(tail[:-1])
-            narrowed = [e for e in found if mod and mod in e.file.rsplit(".", 1)[0]]
-        found = narrowed or found
+        found = narrowed or _by_prefix(tail[:-1], found) or found
     return found
+
+
+def _owner(e: Entity) -> str:
+    """The short name of the class (or other definition) that holds `e`; '' for a module-level one. Read from the
+    qualname too: a passage seen as an entity (`entity_of`) has no `parent`."""
+    if e.parent:
+        return short_name(e.parent)
+    return short_name(e.qualname.rsplit(".", 1)[0]) if e.qualname.endswith("." + e.name) else ""
+
+
+def _by_prefix(prefix: list[str], found: list[Entity]) -> list[Entity]:
+    """Definitions a dotted subject's prefix picks when no qualname ends with it: `session.request` is a method of
+    a class named like the prefix; `requests.get` or `s.get` is a module-level function (one in a module named like
+    the prefix first), not a method of an unrelated class that shares the name (`RequestsCookieJar.get`)."""
+    owner = prefix[-1].lower()
+    same_owner = [e for e in found if _owner(e).lower() == owner]
+    if same_owner:
+        return same_owner
+    module = [p.lower() for p in prefix]
+    top = [e for e in found if not _owner(e)]
+    in_module = [e for e in top if _segments_hold(e.file, module)]
+    if in_module:
+        return in_module
+    mod = "/".join(prefix)  # a module path (`pkg.mod.Name`): definitions whose file matches the module
+    by_path = [e for e in found if mod and mod in e.file.rsplit(".", 1)[0]]
+    return [e for e in by_path or found if not _owner(e)] or by_path
+
+
+def _segments_hold(path: str, module: list[str]) -> bool:
+    """The file's path, without its extension, holds the module's parts as consecutive segments."""
+    parts = [p.lower() for p in path.rsplit(".", 1)[0].replace("\\", "/").split("/")]
+    return any(parts[k : k + len(module)] == module for k in range(len(parts) - len(module) + 1))
 
 
 def ancestors(cls: Entity, resolve: Resolver, depth: int = 6) -> tuple[set[str], bool]:
@@ -909,6 +994,11 @@ def infer(question: str, resolve: Resolver, stated: list[Premise]) -> list[Premi
     spans = [(m.start(), m.end()) for m in _TOKEN.finditer(question)]
     toks = [question[a:b] for a, b in spans]
     low = [t.lower().strip("`").removesuffix("()") for t in toks]
+    pasted = pasted_code(question)
+
+    def in_paste(i: int) -> bool:
+        return any(a <= spans[i][0] < b for a, b in pasted)
+
     defs: dict[int, list[Entity]] = {}
     for i, t in enumerate(toks):
         name = _clean(t)
@@ -959,7 +1049,15 @@ def infer(question: str, resolve: Resolver, stated: list[Premise]) -> list[Premi
                 continue
             if question[spans[i][0] - 1 : spans[i][0]] == "-" or question[spans[i][1] : spans[i][1] + 1] == "-":
                 continue  # half of a hyphenated word: "file-based argument" names no parameter `based`
+            if in_paste(i):
+                continue
             following = toks[i + 1] if i + 1 < len(toks) else ""
+            if following == "=":  # `kw=`: the call whose parentheses hold it, if any; `x = f()` names no parameter
+                callee = _keyword_of(question, spans, i)
+                if callee is not None:
+                    if callee in functions:
+                        add("param", callee, _clean(t), _clean(t))
+                    continue
             after = low[i + 1] if i + 1 < len(low) else ""
             def is_noun(k: int) -> bool:  # `Parameter` the class is not the word "parameter", nor a parameter named `params`
                 return 0 <= k < len(toks) and bool(_PARAM_NOUN.match(low[k])) and toks[k].islower() and _clean(toks[k]) not in own_params
@@ -989,7 +1087,7 @@ def infer(question: str, resolve: Resolver, stated: list[Premise]) -> list[Premi
         for s_i, entities in functions.items():
             params = {p for e in entities for p in _real_params(e)}
             for i, t in enumerate(toks):
-                if _clean(t) not in params:
+                if _clean(t) not in params or in_paste(i):
                     continue
                 if not default_cue.search(question[: spans[i][0]] + " " + question[spans[i][1] :]):
                     continue  # "treat a None default": the cue is the parameter `default` itself
@@ -1033,7 +1131,7 @@ def infer(question: str, resolve: Resolver, stated: list[Premise]) -> list[Premi
             if _exception_name(_clean(raw), resolve) and near(j, _RAISE_CUE, 6, 6) is not None:
                 add("raises", f_i, _clean(raw))
         d_i = nearest(j, defs)
-        if d_i is not None and re.search(r"\.(py|pyi|js|jsx|ts|tsx|go|rs|java|rb|php|c|h|cpp|cs)$", _clean(raw)) \
+        if d_i is not None and not in_paste(j) and re.search(r"\.(py|pyi|js|jsx|ts|tsx|go|rs|java|rb|php|c|h|cpp|cs)$", _clean(raw)) \
                 and near(d_i, _FILE_CUE, 4, 4) is not None and not any(x in low for x in ("import", "imports", "imported", "calls", "uses")):
             add("file", d_i, _clean(raw))
     for s_i in defs:
@@ -1110,6 +1208,34 @@ def _used_in(name: str, entities: list[Entity]) -> bool:
     return any(word.search(e.body or "") for e in entities)
 
 
+def _keyword_of(question: str, spans: list[tuple[int, int]], i: int) -> int | None:
+    """Whose keyword token `i` (followed by `=`) is: the index of the callee token right before the innermost
+    parenthesis that holds it; -1 when it is no call's keyword (`x = f()` assigns, `a == b` compares, a bracket
+    that follows no name); None for a bare `kw=` in prose ("can I pass timeout= to f?"), left to the cue rules."""
+    eq = spans[i + 1][0]
+    if question[eq + 1 : eq + 2] == "=":
+        return -1
+    depth = 0
+    for k in range(spans[i][0] - 1, -1, -1):
+        c = question[k]
+        if c in ")]}":
+            depth += 1
+        elif c in "([{":
+            if depth:
+                depth -= 1
+                continue
+            if c != "(":
+                return -1  # a dict or list literal's `=`: not a keyword
+            end = len(question[:k].rstrip())
+            callee = next((n for n, (_, b) in enumerate(spans) if b == end), None)
+            named = callee is not None and re.fullmatch(r"[A-Za-z_$][\w$.]*", question[spans[callee][0] : end].strip("`"))
+            return callee if named else -1
+    rest = question[eq + 1 :]
+    if question[eq - 1 : eq].isspace() or re.match(r"\s*[A-Za-z_][\w.]*\s*[(.]", rest):
+        return -1  # `x = ...`, `resp=requests.post(...)`: an assignment
+    return None
+
+
 def check_question(question: str, resolve: Resolver) -> list[PremiseFinding]:
     """The grammar's premises, then the looser cue-based ones, each checked against the index."""
     stated = extract(question)
@@ -1157,6 +1283,32 @@ def subject_passages(findings: list[PremiseFinding], candidates: list[Candidate]
     return [to_candidate(found[eid], fused_rank=start + n + 1, fused_score=0.0) for n, eid in enumerate(dict.fromkeys(wanted)) if eid in found]
 
 
+def past_the_end(question: str, files: list[str], line_count: Callable[[str], int | None]) -> list[PremiseFinding]:
+    """A failed `file` premise for each line the question names in an indexed file (`models.py line 9999`,
+    `src/x.py:500`, a traceback frame) past the end of every file the path may name: the question (or the
+    version it was pasted from) is about code this index does not hold there."""
+    out: list[PremiseFinding] = []
+    for path, line in stated_lines(question):
+        named = resolve_path(path, files)
+        counts = [(f, n) for f in named if (n := line_count(f)) is not None]
+        if not counts or len(counts) < len(named) or any(line <= n for _, n in counts):
+            continue
+        file, n = counts[0]
+        premise = Premise(kind="file", subject=file, value=f"{path}:{line}", text=f"{path} line {line}")
+        out.append(PremiseFinding(premise=premise, holds=False, contradicts=_SCORES["file"], entity_id="", entity=file,
+                                  file=file, line=n, fact=f"`{file}` has {n} lines; there is no line {line} ({file}:{n})"))
+    return out
+
+
+def _line_count(root, file: str, by_file: Callable[[str], list[Entity]]) -> int | None:
+    """Lines of an indexed file as it is on disk now (what the user reads), else as its file row recorded them."""
+    try:
+        data = (root / file).read_bytes()
+    except OSError:
+        return next((e.end_line for e in by_file(file) if e.kind == "file"), None)
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
 def check_workspace(root, question: str, candidates: list[Candidate]) -> PremiseCheck:
     """The question's premises checked against the workspace catalog; cited definitions join the pool."""
     from assay.stages.query.retrieve import to_candidate
@@ -1165,6 +1317,7 @@ def check_workspace(root, question: str, candidates: list[Candidate]) -> Premise
     catalog = Catalog(root)
     try:
         findings = check_question(question, catalog_resolver(catalog.by_name))
+        findings += past_the_end(question, catalog.files(), lambda f: _line_count(root, f, catalog.by_file))
         added = subject_passages(findings, candidates, catalog.get, to_candidate)
     finally:
         catalog.close()

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import builtins
+import re
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 
-from assay.stages.core.artifacts import Answer, Freshness, GuardReport, Judgment, QueryReport, RankedPassage, RouteDecision, Selection
+from assay.stages.core.artifacts import (Answer, Freshness, GuardReport, Judgment, PremiseFinding, QueryReport, RankedPassage,
+                                         RouteDecision, Selection)
 from assay.stages.core.visible import visible
 from assay.stages.query.budget import count_tokens, fit
-from assay.stages.query.gaps import missing_lines
+from assay.stages.query.gaps import is_file_name, missing_lines
 from assay.stages.query.identifiers import question_identifiers
+from assay.stages.query.unread import unread_line
 
 LEGEND = (
     "Legend: relevance, evidence, contradicts and injection are judge scores in [0,1]. High relevance = on the\n"
@@ -26,10 +30,11 @@ LEGEND = (
 )
 
 
-def status_of(sel: Selection, judgment: Judgment, question: str = "") -> tuple[str, int]:
+def status_of(sel: Selection, judgment: Judgment, question: str = "", workspace: str = "") -> tuple[str, int]:
     """supported | partial | unsupported, and the coverage. Support needs a judge that judged (with `none` nothing
-    is), and every code name the `question` gives found among the passages: "supported, cite it directly" beside
-    "gap: not found in the index" told an agent two things."""
+    is), every code name the `question` gives found among the passages or the `workspace`'s indexed files ("supported,
+    cite it directly" beside "gap: not found in the index" told an agent two things), and no premise of the question
+    that the checker found false (an answer to a false premise is not one to cite as is)."""
     if not sel.included:
         return "unsupported", 0
     # no set-level answer from the judge: one point per included passage it scored (a judge that scored nothing,
@@ -39,17 +44,60 @@ def status_of(sel: Selection, judgment: Judgment, question: str = "") -> tuple[s
     coverage = judgment.coverage if judgment.coverage is not None and scored else min(3, scored)
     low = judgment.answerable is not None and judgment.answerable < sel.thresholds.answerable_min
     unjudged = judgment.backend == "none"
-    if sel.conflicts or sel.fail_open or low or coverage < 2 or unjudged or missing_names(question, sel):
+    if sel.conflicts or sel.fail_open or low or coverage < 2 or unjudged or false_premises(judgment) \
+            or missing_names(question, sel, workspace):
         return "partial", coverage
     return "supported", coverage
 
 
-def missing_names(question: str, sel: Selection) -> list[str]:
-    """Code names the question gives that no retrieved passage (kept or dropped) defines or mentions."""
+def false_premises(judgment: Judgment) -> list[PremiseFinding]:
+    """The question's premises the checker found false: trust stays below high and the action says so."""
+    return [f for f in judgment.premises if not f.holds]
+
+
+def missing_names(question: str, sel: Selection, workspace: str = "") -> list[str]:
+    """Code names the question gives that no retrieved passage (kept or dropped) defines or mentions; a file name
+    (`sessions.py`) is looked up among the indexed files (the `workspace`'s, else the passages'), not in code."""
     if not question:
         return []
     seen = " ".join(f"{rp.candidate.entity} {rp.candidate.body}" for rp in sel.included + sel.dropped)
-    return [i for i in question_identifiers(question) if i.split(".")[-1] not in seen and i not in _BUILTIN_NAMES]
+    passage_files = [rp.candidate.file for rp in sel.included + sel.dropped]
+    indexed: list[str] | None = None
+    out: list[str] = []
+    for i in question_identifiers(question):
+        if i in _BUILTIN_NAMES:
+            continue
+        if is_file_name(i, passage_files):
+            if indexed is None:
+                indexed = indexed_files(workspace)
+            if any(f == i or f.endswith("/" + i) for f in indexed + passage_files) or _elsewhere(question, i):
+                continue
+            if indexed or i.split(".")[-1] not in seen:  # no file list (no index): the passages' words, as for a name
+                out.append(i)
+        elif i.split(".")[-1] not in seen:
+            out.append(i)
+    return out
+
+
+def _elsewhere(question: str, file_name: str) -> bool:
+    """Every mention of the file ends an absolute path (`/home/alice/proj/app.py` in a traceback frame): a file on
+    the user's machine, outside the workspace by where it lives, not a name the index should hold."""
+    starts = [m.start() for m in re.finditer(r"(?<![\w.])" + re.escape(file_name) + r"(?!\w)", question)]
+    heads = [re.split(r"[\s\"'`(]", question[max(0, s - 500) : s])[-1] for s in starts]  # the path before the name
+    return bool(heads) and all(re.match(r"(?:/|~/|[A-Za-z]:[\\/]).*[\\/]$", h) for h in heads)
+
+
+def indexed_files(workspace: str) -> list[str]:
+    """The workspace's indexed file paths, from its manifest (read once per index run); none without an index."""
+    if not workspace:
+        return []
+    from assay.stages.index.storage_errors import StoreError  # the store is imported only when a file name is asked about
+    from assay.stages.index.store import read_manifest
+
+    try:
+        return list(read_manifest(Path(workspace)).files)
+    except (StoreError, OSError):
+        return []
 
 
 _BUILTIN_NAMES = frozenset(dir(builtins))  # `KeyError` from a pasted traceback is Python's, not missing code
@@ -185,7 +233,7 @@ def guidance(report: QueryReport, words: Callable[[str], str] = _same) -> list[s
         out.append("trust: medium")
         if report.judgment.backend == "none":
             out.append("action: nothing was judged (judge none); verify the cited lines before relying on them")
-        elif missing_names(report.query, sel):
+        elif missing_names(report.query, sel, report.workspace):
             out.append("action: the question names code the index lacks (gap below); say so, and cite only what exists")
         elif sel.fail_open:
             out.append("action: the judge did not score every passage; verify the cited lines before relying on them")
@@ -203,10 +251,17 @@ def guidance(report: QueryReport, words: Callable[[str], str] = _same) -> list[s
         out[0] = "trust: low" if (g.grounded or 0) < 0.5 else "trust: medium"
         out[1] = (f"action: {g.marked} claim(s) are marked [guard: ...] in the answer: do not repeat them; rely on the "
                   "verified claims and the cited passages")
+    false = false_premises(report.judgment)
+    if false:  # an answer to a question built on a false premise is not cited as is, whatever its support
+        out[0] = "trust: medium" if out[0] == "trust: high" else out[0]
+        out[1] = "action: correct the question's false premise first (premise line below); then " + out[1].removeprefix("action: ")
+    unread = unread_line(report.query, report.workspace) if report.workspace else ""
+    if unread and out[0] == "trust: high":  # answered from the one word it could read: not the question asked
+        out[0] = "trust: medium"
+        out[1] = "action: most of the question was not read (question line below); " + out[1].removeprefix("action: ")
     out += distrust(g, words=words)
-    for f in report.judgment.premises:
-        if not f.holds:
-            out.append(f"premise: the question assumes otherwise; {f.fact}")
+    out += [unread] if unread else []
+    out += [f"premise: the question assumes otherwise; {f.fact}" for f in false]
     stale = [rp for rp in sel.included if rp.candidate.stale]
     if stale:
         out.append(f"freshness: {len(stale)} cited passage(s) come from files changed since indexing; re-read them or re-index")
@@ -214,7 +269,7 @@ def guidance(report: QueryReport, words: Callable[[str], str] = _same) -> list[s
         out.append(f"security: {sel.injection_dropped} retrieved passage(s) attempted prompt injection and were dropped")
     if report.answer.redactions:
         out.append(f"security: {report.answer.redactions} secret(s) were redacted before the cloud call")
-    missing = missing_names(report.query, sel)
+    missing = missing_names(report.query, sel, report.workspace)
     if missing:
         out.append("gap: not found in the index: " + ", ".join(missing[:5]))
     elif report.status == "unsupported":
@@ -234,7 +289,7 @@ def make_report(
         # a set-level answer is believed only beside a passage score (as coverage is): a reply whose every passage
         # score was rejected, or a judge that scored nothing, has not judged what the answer is built from
         judgment = judgment.model_copy(update={"answerable": None})
-    status, coverage = status_of(selection, judgment, question)
+    status, coverage = status_of(selection, judgment, question, workspace)
     if notes and status == "supported":
         status = "partial"  # retrieval was degraded (e.g. BM25 only): do not claim full support
     report = QueryReport(

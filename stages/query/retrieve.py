@@ -170,14 +170,32 @@ MAX_QUERY_CHARS = 20_000  # a long traceback fits; a pasted log or blob gets a l
 _ASK_FOR = {"question": "ask what you want to know about the code", "query": "say what you are looking for in the code"}
 
 
-def check_query_text(text: str, what: str = "query") -> None:
-    """A one-line error for an empty `what` (a query or a question) or one past `MAX_QUERY_CHARS` (a 200 KB paste
-    took 4 s to search, and the search door holds up the MCP server's other calls while it runs)."""
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def readable_text(text: str) -> str:
+    """The text with bytes that were not UTF-8 (a Latin-1 terminal's paste reaches argv as lone surrogates) turned
+    into U+FFFD and control characters (NUL, escapes) dropped: a surrogate failed the embedder ("dense index
+    unavailable ... rebuild") and the judgment snapshot's JSON after the whole answer was made; a NUL-only question
+    was answered as a real one."""
+    try:
+        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a surrogate no byte escapes to (JSON's "\ud800" from an MCP client)
+        text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return _CONTROL.sub("", text)
+
+
+def check_query_text(text: str, what: str = "query") -> str:
+    """The `what` (a query or a question) as `readable_text` cleans it, or a one-line error for an empty one or one
+    past `MAX_QUERY_CHARS` (a 200 KB paste took 4 s to search, and the search door holds up the MCP server's other
+    calls while it runs)."""
+    text = readable_text(text)
     if not text.strip():
         raise ValueError(f"the {what} is empty: {_ASK_FOR[what]}")
     if len(text) > MAX_QUERY_CHARS:
         raise ValueError(f"the {what} is {len(text):,} characters; the limit is {MAX_QUERY_CHARS:,}: paste the error line "
                          "and the frames or lines that matter")
+    return text
 
 
 def search(root: Path, query: str, settings, k: int = 10, mode: str = "hybrid", ranking: RankConfig | None = None) -> Retrieval:
@@ -186,11 +204,12 @@ def search(root: Path, query: str, settings, k: int = 10, mode: str = "hybrid", 
     from assay.stages.index.embed import index_embedder
 
     mode = check_search_request(k, mode)
-    check_query_text(query)
+    query = check_query_text(query)
     manifest = read_manifest(root)
     require_local_stores(settings, manifest.embedder)  # before the question is embedded or the store opened
     result = retrieve(root, query, manifest, index_embedder(manifest.embedder, settings), pool=max(k, settings.pool_size),
-                      chroma_url=settings.chroma_url, mode=mode, ranking=ranking or ranking_for(settings))
+                      distance_floor=settings.distance_floor, chroma_url=settings.chroma_url, mode=mode,
+                      ranking=ranking or ranking_for(settings))  # the floor as `ask` reads it (README's table)
     return result.model_copy(update={"candidates": collapse_parts(root, result.candidates)[:k]})
 
 
