@@ -106,6 +106,8 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
         else:
             manifest, truncated, cached = _embed_in_slices(root, collection, pending, settings, call, lap, manifest)
         _drop_replaced(root, settings, previous, collection)
+        if pending:
+            _settle(root, settings, collection)
         call(t.finish_scan, root, scan)
         lap("scan")
     catalog = Catalog(root)
@@ -145,6 +147,15 @@ def _carry_notes(root, previous, plan, rescued: dict | None):
                 f"holds {'them' if lost > 1 else 'it'} (a damaged catalog is kept as catalog.sqlite.damaged)")
         plan = plan.model_copy(update={"rebuild_reason": "; ".join(filter(None, (plan.rebuild_reason, said)))})
     return previous, plan, notes
+
+
+def _settle(root, settings: Settings, collection: str) -> None:
+    """The store's whole HNSW index on disk, so every process answers alike (`VectorStore.settle`). Best effort: the
+    vectors are stored either way, and a failure here must not fail a run whose index is whole."""
+    try:
+        VectorStore(root, settings.chroma_url, collection).settle()
+    except Exception:  # noqa: BLE001 - a later write or query meets a real store fault and reports it
+        pass
 
 
 def _drop_replaced(root, settings: Settings, previous, collection: str) -> None:

@@ -240,7 +240,10 @@ def index_workspace(path: str, rebuild: bool = False) -> CallToolResult:
         job = _jobs.get(key)
         if job is not None and job.is_alive():
             return result(f"already indexing {root}; poll index_status", {"workspace": key, "state": "running"})
-        status = prog.StatusSink(root)  # "running" in status.json before this returns
+        try:
+            status = prog.StatusSink(root)  # "running" in status.json before this returns
+        except Exception as exc:  # noqa: BLE001 - a state folder it cannot use (a dangling or shared link, too deep)
+            return failure(exc)
 
         def work() -> None:
             try:
@@ -273,10 +276,9 @@ def _fail_unfinished(status: prog.StatusSink, exc: BaseException) -> None:
     server's live pid, so index_status said "running" for as long as the server lived: end it "failed", with why."""
     if status.state.get("state") != "running":
         return  # `run_index` finished it, done or failed (a later step, the watcher, failed after it)
-    try:
-        status.error(one_line(exc))
-        status.finish("failed")
-    except OSError:  # a full disk or a deleted folder: nothing more to record
+    try:  # a thread's uncaught error would only be a traceback on the server's stderr
+        status.finish("failed", error=one_line(status.gone() or exc))
+    except (OSError, WorkspaceError):  # a full disk or a deleted folder: nothing more to record
         pass
 
 
@@ -296,7 +298,11 @@ def index_status(path: str) -> CallToolResult:
     dense = f"; {dense_note(manifest)}" if pending and (view is None or view["state"] != "running") else ""
     if view is None:
         indexed = manifest is not None
-        text = f"{root}: " + ("indexed, no run recorded" if indexed else "not indexed; call index_workspace") + dense
+        from assay.stages.core.workspace import unindexable_here
+
+        why = "" if indexed else unindexable_here(root)  # a dangling `.assay` link, too deep, read-only: as `assay status`
+        text = f"{root}: " + ("indexed, no run recorded" if indexed else f"not indexed, and {why}" if why
+                              else "not indexed; call index_workspace") + dense
         return result(text, {"workspace": str(root), "state": "idle" if indexed else "not_indexed",
                              "entities": manifest.entity_count if manifest else 0, "dense_pending": pending})
     current = (state or {}).get("stages", {}).get(view["stage"], {})
@@ -623,7 +629,7 @@ def list_workspaces() -> CallToolResult:
     return result("\n".join(rows) or "no indexed workspaces", {"workspaces": rows})
 
 
-@server.tool(description="Delete a workspace's index, notes and audit snapshots (Assay's files in its .assay folder). Cannot be undone.")
+@server.tool(description="Delete a workspace's index, notes and audit snapshots (its .assay folder keeps only its lock and .gitignore). Cannot be undone.")
 def forget_workspace(path: str) -> CallToolResult:
     try:
         gone = registry.listed_missing(path)  # moved or deleted: nothing on disk to delete, only its list entry

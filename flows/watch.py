@@ -14,7 +14,7 @@ from pathlib import Path
 from assay.flows.index import run_index
 from assay.stages.core.artifacts import IndexReport
 from assay.stages.core.config import Settings
-from assay.stages.core.workspace import STATE_DIR, root_identity
+from assay.stages.core.workspace import STATE_DIR, root_identity, unindexable_here
 from assay.stages.index.watch import WatchedFolderGone, batches, check_watched
 
 OnRun = Callable[[list[str], IndexReport | None, BaseException | None], None]
@@ -30,22 +30,55 @@ def _labelled(changed: list[str]) -> list[str]:
     return [INDEX_DELETED if path == STATE_DIR else path for path in changed]
 
 
+class _Halt:
+    """What ends the watch: the caller's `stop`, or a catch-up run that failed for good (`failed`)."""
+
+    def __init__(self, stop: threading.Event | None) -> None:
+        self.stop = stop
+        self.failed: BaseException | None = None
+        self._failed = threading.Event()
+
+    def fail(self, error: BaseException) -> None:
+        self.failed = error
+        self._failed.set()
+
+    def is_set(self) -> bool:  # watchfiles polls this as its stop event
+        return self._failed.is_set() or (self.stop is not None and self.stop.is_set())
+
+
 def watch_workspace(root: Path, settings: Settings, stop: threading.Event | None = None, on_run: OnRun | None = None,
                     catch_up: bool = False) -> None:
     """Re-index after every batch of relevant changes until `stop` is set (or Ctrl-C). A failed run is
     reported to `on_run` and the watch goes on: the next change retries. `catch_up`: one incremental run as the
     watch begins, for edits made while nothing watched (or a folder never indexed); it runs beside the watch, so a
-    change during it is a batch of its own (the write lock orders the two runs)."""
+    change during it is a batch of its own (the write lock orders the two runs). A catch-up that fails in a folder
+    that cannot be indexed in place (too deep for SQLite, not writable) ends the watch with its error: no change
+    can make a later run succeed."""
     identity = root_identity(root)  # the folder watched: runs index by path, so one moved away must stop the watch
+    halt = _Halt(stop)
     if catch_up:
-        threading.Thread(target=_run, args=(root, settings, [CATCH_UP], on_run), name="assay-watch catch-up",
+        threading.Thread(target=_catch_up, args=(root, settings, on_run, halt), name="assay-watch catch-up",
                          daemon=True).start()
-    for changed in batches(root, settings.watch_debounce_ms, stop, identity):  # raises WatchedFolderGone
-        if stop is not None and stop.is_set():
+    for changed in batches(root, settings.watch_debounce_ms, halt, identity):  # raises WatchedFolderGone
+        if halt.is_set():
             break  # stopped while this batch gathered: a forgotten workspace must not be indexed again
         if changed:
             check_watched(root, identity)  # moved while the batch gathered: never index what is at the old path now
             _run(root, settings, _labelled(changed), on_run)
+    if halt.failed is not None:
+        raise halt.failed
+
+
+def _catch_up(root: Path, settings: Settings, on_run: OnRun | None, halt: _Halt) -> None:
+    """The first run; its failure ends the watch when the folder cannot be indexed where it is."""
+    try:
+        report, error = run_index(str(root), settings), None
+    except Exception as exc:  # noqa: BLE001 - reported below, or the watch's own error
+        report, error = None, exc
+    if error is not None and unindexable_here(root):
+        halt.fail(error)
+    elif on_run is not None:
+        on_run([CATCH_UP], report, error)
 
 
 def _watch_in_background(root: Path, settings: Settings, stop: threading.Event) -> None:

@@ -93,7 +93,8 @@ def test_a_link_to_a_secret_file_is_kept_out_too(tmp_path: Path) -> None:
 
 def test_virtualenvs_are_pruned_under_any_name_but_a_plain_env_package_is_not(tmp_path: Path) -> None:
     lib = "lib/python3.12/site-packages/requests/api.py"
-    files = {f"venv/{lib}": "def get(url):\n    return url\n", f"tools/py312/{lib}": "def get(url):\n    return url\n",
+    files = {f"venv/{lib}": "def get(url):\n    return url\n", "venv/pyvenv.cfg": "home = /usr/bin\n",
+             f"tools/py312/{lib}": "def get(url):\n    return url\n",
              "tools/py312/pyvenv.cfg": "home = /usr/bin\n", "myapp/env/settings.py": "DEBUG = True\n"}
     root = _workspace(tmp_path, files)
     assert {f.path for f in discover(root).files} == {"app.py", "myapp/env/settings.py"}

@@ -206,3 +206,61 @@ def test_dense_search_returns_the_exact_top_k_ordered_by_distance_then_id(tmp_pa
     found = store.dense_search(tmp_path, None, "c_g1", query, 24)
     assert [eid for eid, _ in found] == ["t1", "t5", "t7", "t9"] + [eid for eid, _ in truth[:20]]
     assert all(abs(d - t) < 1e-6 for (_, d), (_, t) in zip(found[4:], truth))
+
+
+def test_a_name_holding_a_byte_that_is_not_utf8_is_one_plain_line(indexed_project: Path) -> None:
+    said = subprocess.run([str(Path(sys.executable).with_name("assay")), "callers", b"retry_call\xff".decode(
+        "utf-8", "surrogateescape"), str(indexed_project)], capture_output=True, text=True, timeout=300,
+        env={**os.environ, "ASSAY_ORCHESTRATION": "direct"})
+    assert said.returncode == 2
+    assert said.stderr.startswith("error: the text holds bytes that are not valid UTF-8"), said.stderr
+    assert "codec" not in said.stderr
+
+
+def test_a_query_of_invisible_characters_is_empty() -> None:
+    from assay.stages.query.retrieve import check_query_text
+
+    with pytest.raises(ValueError, match="the query is empty"):
+        check_query_text("\u200b\u200b\ufeff")
+    assert check_query_text("retry\u200b_call") == "retry_call"
+
+
+def test_pasted_code_names_are_no_gaps() -> None:
+    from assay.stages.core.artifacts import Selection
+    from assay.stages.query.report import missing_names
+
+    sel = Selection.model_construct(included=[], dropped=[])
+    assert missing_names("```bash\ncurl -x http://proxy:3128 https://example.com\n```\nhow is the proxy picked?", sel) == []
+    assert missing_names("```python s = make_session() r = s.fetch(prep) ``` what does this do?", sel) == []
+    assert missing_names("what does frobnicate_widget do?", sel) == ["frobnicate_widget"]
+
+
+def test_a_question_with_no_word_read_gets_no_read_only_line(indexed_project: Path) -> None:
+    from assay.stages.query.unread import unread_line
+
+    assert unread_line("如何 重试？", indexed_project) == ""
+    assert unread_line("retry_call 如何 重试 失败的 调用？", indexed_project).startswith('question: read only as "retry_call"')
+
+
+def test_an_index_run_leaves_no_vector_for_a_process_to_replay(tmp_path: Path) -> None:
+    """Records Chroma had not yet written to its HNSW files (up to 999) were replayed into a graph built anew in
+    each process, and the same query's dense tail differed between runs."""
+    import sqlite3
+
+    from assay.flows.index import run_index
+    from assay.stages.core.config import Settings
+
+    project = tmp_path / "many"
+    project.mkdir()
+    for i in range(150):
+        (project / f"m{i}.py").write_text("".join(
+            f'def f{i}_{j}(x):\n    """Compute part {j} of step {i}."""\n    return x + {j}\n\n' for j in range(3)))
+    run_index(str(project), Settings(embedder="static"))
+    db = sqlite3.connect(project / ".assay" / "chroma" / "chroma.sqlite3")
+    try:
+        persisted = db.execute("SELECT m.seq_id FROM max_seq_id m JOIN segments s ON s.id = m.segment_id "
+                               "WHERE s.scope = 'VECTOR'").fetchall()
+        logged = db.execute("SELECT max(seq_id) FROM embeddings_queue").fetchone()[0]
+    finally:
+        db.close()
+    assert logged and persisted == [(logged,)], (persisted, logged)

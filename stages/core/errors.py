@@ -70,6 +70,9 @@ def _refuses_reading(name: str) -> bool:
 def one_line(exc: BaseException) -> str:
     """The error's first line, or its type's name when it says nothing; a full disk and a workspace whose
     `.assay/` cannot be written say what to do."""
+    if isinstance(exc, UnicodeEncodeError) and "surrogates not allowed" in str(exc):
+        return ("the text holds bytes that are not valid UTF-8 (a paste from a terminal in another encoding?): "
+                "retype it, or set the terminal to UTF-8")
     text = str(exc).strip()
     line = text.splitlines()[0] if text else type(exc).__name__
     if disk_full(exc) and DISK_FULL_ADVICE not in line:

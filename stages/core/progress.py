@@ -18,7 +18,7 @@ from typing import Protocol
 
 from assay.stages.core.errors import one_line
 from assay.stages.core.workspace import (
-    WorkspaceError, check_same_root, make_state_dir, refuse_shared_state, root_identity, state_dir,
+    WorkspaceError, WorkspaceGone, make_state_dir, refuse_shared_state, root_identity, state_dir, workspace_gone,
 )
 from assay.stages.core.writer import other_writer, pid_alive
 
@@ -53,10 +53,12 @@ class StatusSink:
         door's index run starts here, so a state folder shared with another workspace is refused before any write."""
         refuse_shared_state(root)
         self.root = root
-        self.state: dict = {"state": "running", "started": time.time(), "stages": {}, "last_error": "", "pid": os.getpid()}
+        self.state: dict = {"state": "running", "started": time.time(), "stages": {}, "last_error": "", "pid": os.getpid(),
+                            "workspace": str(root)}  # the path it indexes: the file may be read at another (moved)
         self._lock = threading.Lock()
         self._written = 0.0
         self._identity = root_identity(root)  # the folder this run started on: one made later at its path is another
+        self._folder_fd: int | None = None  # a handle on the state folder it writes: it follows the folder if moved
         self._write(force=True)
 
     def start(self, stage: str, total: int) -> None:
@@ -88,23 +90,53 @@ class StatusSink:
             self.state["last_error"] = message
         self._write(force=True)
 
-    def finish(self, state: str, summary: dict | None = None) -> None:
+    def finish(self, state: str, summary: dict | None = None, error: str | None = None) -> None:
+        """The run's last word (with its error, in the same write). It lands even when the workspace was moved
+        mid-run: in the moved state folder, never at the old path."""
         with self._lock:
             self.state["state"] = state
             self.state["finished"] = time.time()
             if summary:
                 self.state["summary"] = summary
-        self._write(force=True)
+            if error is not None:
+                self.state["last_error"] = error
+        try:
+            self._write(force=True, final=True)
+        finally:
+            self.close()
 
-    def _write(self, force: bool = False) -> None:
+    def gone(self) -> WorkspaceGone | None:
+        """Why this run cannot go on when the folder at its path is no longer the one it started on, else None."""
+        if self._identity is None or root_identity(self.root) != self._identity:
+            return workspace_gone(self.root)
+        return None
+
+    def close(self) -> None:
+        """Let go of the state folder's handle (a later write opens it again)."""
+        fd, self._folder_fd = getattr(self, "_folder_fd", None), None  # (a refused __init__ set none)
+        if fd is not None:
+            with suppress(OSError):
+                os.close(fd)
+
+    def __del__(self) -> None:
+        self.close()
+
+    def _write(self, force: bool = False, final: bool = False) -> None:
         now = time.time()
         if not force and now - self._written < 0.5:
             return
+        if (gone := self.gone()) is not None:  # moved mid-run: nothing is written at the old path
+            if final:
+                self._write_where_moved()
+                return
+            raise gone  # fail now: the run stops at its next report
         if other_writer(self.root) is not None and not self._file_is_mine():
             return
         self._written = now
-        check_same_root(self.root, self._identity)  # moved mid-run: fail now, writing nothing at the old path
         folder = make_state_dir(self.root)
+        if self._folder_fd is None:
+            with suppress(OSError):
+                self._folder_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
         tmp = folder / f"status.json.{os.getpid()}.tmp"
         try:
             with self._lock:
@@ -115,13 +147,41 @@ class StatusSink:
             tmp.unlink(missing_ok=True)  # a full disk must not leave a stray file beside the last good status
             raise
 
+    def _write_where_moved(self) -> None:
+        """The last word of a run whose workspace moved, written through the handle on its state folder, which
+        moved with it: left "running" under a live process (the MCP server), the moved workspace's status would
+        say "index running" for as long as that process lived. Only over this run's own status; a folder deleted
+        with its workspace takes nothing."""
+        fd, tmp = self._folder_fd, f"status.json.{os.getpid()}.tmp"
+        if fd is None:
+            return
+        try:
+            with open(os.open("status.json", os.O_RDONLY, dir_fd=fd), encoding="utf-8") as held:
+                if not self._is_mine(held.read()):
+                    return
+            with self._lock:
+                self.state["updated"] = time.time()
+                data = json.dumps(self.state)
+            with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666, dir_fd=fd), "w", encoding="utf-8") as out:
+                out.write(data)
+            os.replace(tmp, "status.json", src_dir_fd=fd, dst_dir_fd=fd)
+        except OSError:
+            with suppress(OSError):
+                os.unlink(tmp, dir_fd=fd)
+
     def _file_is_mine(self) -> bool:
         """Whether status.json is this run's. Another writer holding the lock leaves the file alone only while it
         is another run's: a `remember` that takes the lock as this run lets go writes no status, and this run's
         last word ("done") must still land, or a finished index reads "interrupted" once its process is gone."""
         try:
-            state = json.loads((state_dir(self.root) / "status.json").read_text())
-        except (OSError, ValueError):
+            return self._is_mine((state_dir(self.root) / "status.json").read_text())
+        except OSError:
+            return False
+
+    def _is_mine(self, text: str) -> bool:
+        try:
+            state = json.loads(text)
+        except ValueError:
             return False
         return (isinstance(state, dict) and state.get("pid") == self.state["pid"]
                 and state.get("started") == self.state["started"])
@@ -172,13 +232,11 @@ def status_run(root: Path, watcher: ProgressSink | None = None, status: StatusSi
     try:
         yield status
     except Exception as exc:
-        try:
-            status.error(one_line(exc))
-            status.finish("failed")
-        except WorkspaceError as gone:  # the workspace moved away mid-run: that, not a late write's error, is the cause
+        gone = status.gone()  # the workspace moved away mid-run: that, not a late write's error, is the cause
+        with suppress(OSError, WorkspaceError):  # a full disk fails this write too: the run's own error is what shows
+            status.finish("failed", error=one_line(gone or exc))
+        if gone is not None and not isinstance(exc, WorkspaceGone):
             raise gone from exc
-        except OSError:  # a full disk fails this write too: the run's own error is what the door must show
-            pass
         raise
     except BaseException:
         with suppress(OSError, WorkspaceError):
@@ -208,7 +266,16 @@ def read_status(root: Path) -> dict | None:
         return None
     if state.get("state") == "running" and not pid_alive(state.get("pid")):
         state["state"] = "interrupted"
+    elif state.get("state") == "running" and state.get("workspace", str(root)) != str(root):
+        state["state"], state["last_error"] = "failed", moved_here(state["workspace"])
     return state
+
+
+def moved_here(indexed: str) -> str:
+    """Why a run read "running" at a path it does not index ended there: the workspace was moved (or copied) here
+    from `indexed` during it. A live run notices the move at its next write; until then its status, which moved
+    with the folder, would say "index running" under a process that indexes the old path."""
+    return f"this run indexed {indexed}, and the workspace was moved or copied here from there during it: index it at this path"
 
 
 def run_under_way(root: Path) -> bool:
@@ -222,7 +289,7 @@ LEXICAL = "lexical"  # the stage that purges stale passages, saves BM25 and writ
 
 _NUMBER = (int, float)
 _STATUS_FIELDS: dict[str, tuple[type, ...]] = {
-    "state": (str,), "stage": (str,), "last_error": (str,), "pid": (int, type(None)), "summary": (dict,),
+    "state": (str,), "stage": (str,), "last_error": (str,), "pid": (int, type(None)), "summary": (dict,), "workspace": (str,),
     "stages": (dict,), "started": _NUMBER, "finished": _NUMBER + (type(None),), "updated": _NUMBER + (type(None),),
 }
 _STAGE_FIELDS = ("done", "total", "skipped", "started")

@@ -12,9 +12,13 @@ _KEY_LABEL = r"(?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
 _BEGIN = re.compile(r"-----BEGIN " + _KEY_LABEL)
 _END = re.compile(r"-----END " + _KEY_LABEL)
 # Key armor holds no angle brackets: a match never runs from one passage's half of a key (<passage ...>) across
-# the passages between to the other half, which would silently drop them from the prompt.
-_WHOLE_KEY = re.compile(_BEGIN.pattern + r"[^<>]*?" + _END.pattern)
-_OPEN_KEY = re.compile(_BEGIN.pattern + r"[^\n]*")  # a header with no END: the rest of its line is key
+# the passages between to the other half, which would silently drop them from the prompt. Nor does it run past
+# another BEGIN; and the body must be key material (_whole_keys), or code that merely names both markers as
+# strings or in comments would lose every line between them.
+_WHOLE_KEY = re.compile(_BEGIN.pattern + r"(?P<body>(?:(?!-----BEGIN )[^<>])*?)" + _END.pattern)
+# A header with no END: the rest of its line is key, unless a quote closes the string right after the marker
+# (`startswith("-----BEGIN RSA PRIVATE KEY-----"):`): what follows is code.
+_OPEN_KEY = re.compile(_BEGIN.pattern + r"""(?!["'`])[^\n]*""")
 _CLOSE_KEY = re.compile(r"(?:[A-Za-z0-9+/=]|\\n)*" + _END.pattern)  # an END with no header, and key text before it
 # One line of key body, bare or dressed as a string literal or comment ('"MIIE...\n" +', '# MIIE...').
 _LINE_DRESS = r"""[ \t]*(?:(?:\#|//|\*|;|>|--)[ \t]*)?(?:[bB]?["'`])?"""
@@ -22,6 +26,11 @@ _LINE_TAIL = r"""["'`]?[ \t]*[,+;\\)]?[ \t]*"""
 _KEY_LINE = re.compile(_LINE_DRESS + r"((?:[A-Za-z0-9+/]|\\n)+={0,2}(?:\\n)?)" + _LINE_TAIL)
 _CHECKSUM_LINE = re.compile(_LINE_DRESS + r"=[A-Za-z0-9+/]{4}(?:\\n)?" + _LINE_TAIL)  # PGP armor checksum
 _ARMOR_HEADER = re.compile(r"[ \t]*(?:[A-Za-z-]+: [^\n]*)?")  # "Proc-Type: ...", "Version: ...", a blank
+# One line between a whole key's markers (or the rest of the BEGIN line, the start of the END line): dress around
+# pieces joined by `\n` escapes, each a base64 run, a PGP checksum, a known armor header, or nothing.
+_BODY_PIECE = (r"(?:[A-Za-z0-9+/]*={0,2}|=[A-Za-z0-9+/]{4}|"
+               r"(?:Proc-Type|DEK-Info|Version|Comment|Hash|Charset|MessageID): [^\n\\\"'`]*)")
+_KEY_BODY_LINE = re.compile(_LINE_DRESS + _BODY_PIECE + r"(?:\\n" + _BODY_PIECE + r")*" + _LINE_TAIL + r"\r?")
 FULL_LINE = 16  # base64 chars below which a line is key body only next to an END line or at the text's edge
 RUN_LINE = 40  # RUN_COUNT lines this long of random-looking base64 are key body with no BEGIN/END in sight
 RUN_COUNT = 3
@@ -67,11 +76,22 @@ _KEYWORDS = {"await", "new", "lambda", "yield", "not", "function", "async", "typ
 _TEMPLATE_STARTS = ("${", "{{", "<", "%(", "$(", "#{")
 _DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")  # self._token, settings.api_key: a read, not a value
 _NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?")
+_CONSTANT = re.compile(r"[A-Z]+[0-9]*(?:_[A-Z]+[0-9]*)+")  # DEFAULT_PASSWORD, USE_CLIENT_DEFAULT: a name, not a value
+_IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
+_TYPED_SEP = re.compile(r":[ \t]*[^=\s]|\bstring[ \t]*=")  # `password: str =`, Go `password string =`
+# A name for text shown to people: `token_error_message`, `passwordLabel`, `api_key_help`.
+_PROSE_NAME = re.compile(r"(?i)(?:message|msg|text|label|prompt|help|description|error|hint|title)s?$")
+_PROSE_WORD = re.compile(r"""[("'¿¡]*[A-Za-z][A-Za-z'’-]*[.,!?:;)…]*""")
+_FUNCTION_WORDS = frozenset(
+    "a an the your you my our this that these is are was were be been has have had not no to of in on for with and or "
+    "please if it its by from at as can cannot could should must will may do does did".split()
+)
+_SCHEMES = frozenset({"bearer", "basic", "token", "digest"})
 
 
 def redact(text: str) -> tuple[str, int]:
     """Return the text with secrets replaced by [REDACTED], and how many were replaced."""
-    text, count = _WHOLE_KEY.subn(PLACEHOLDER, text)
+    text, count = _whole_keys(text)
     text, n = _key_fragments(text)
     count += n
     for pattern, replacement in _PATTERNS:
@@ -82,7 +102,7 @@ def redact(text: str) -> tuple[str, int]:
         nonlocal count
         quoted = m.group("q") is not None
         value = m.group("qv") if quoted else m.group("uv")
-        if _not_a_secret(m.group("name"), value, quoted, m.group("pre") or ""):
+        if _not_a_secret(m.group("name"), value, quoted, m.group("pre") or "", m.group("sep")):
             return m.group(0)
         count += 1
         if quoted:
@@ -93,22 +113,54 @@ def redact(text: str) -> tuple[str, int]:
     return text, count
 
 
-def _not_a_secret(name: str, value: str, quoted: bool, prefix: str) -> bool:
-    """Whether an assigned value is code or a placeholder rather than a literal secret: ordinary code assigns
-    calls, attribute reads, None and types to names like `password` and `token` all the time."""
+def _not_a_secret(name: str, value: str, quoted: bool, prefix: str, sep: str) -> bool:
+    """Whether an assigned value is code, prose or a placeholder rather than a literal secret: ordinary code assigns
+    calls, attribute reads, None, types and messages to names like `password` and `token` all the time."""
     bare_name = name.strip("\"'`]")
+    if _PROSE_NAME.search(bare_name):
+        return True  # `token_error_message = "..."`: text for people, however it reads
     if len(value) < 4 or PLACEHOLDER in value or value.startswith(_TEMPLATE_STARTS) or "://" in value:
         return True  # too short to be a credential; already redacted; a template; a URL (credentials caught above)
     if value.lower() in _NULLS or value.lower() == bare_name.lower():
         return True  # password=password passes a variable on
     if quoted:
-        # "short plain words" are labels and modes ("bearer", "header"), and f"{x}" is a template
-        return (value.isalpha() and len(value) < 8) or ("f" in prefix.lower() and "{" in value)
+        # "short plain words" are labels and modes ("bearer", "header"), `"Bearer " + token` holds no token,
+        # a sentence or label is prose ("Token has expired"), and f"{x}" is a template
+        return ((value.isalpha() and len(value) < 8) or value.strip().lower() in _SCHEMES or _is_prose(value)
+                or ("f" in prefix.lower() and "{" in value))
+    if _CONSTANT.fullmatch(value) or (_TYPED_SEP.search(sep) and _IDENTIFIER.fullmatch(value)):
+        return True  # `= DEFAULT_PASSWORD`; a typed default names a variable (a literal there would be quoted)
     if any(c in value for c in "([{") or _DOTTED.fullmatch(value) or _NUMBER.fullmatch(value):
         return True  # a call, subscript, attribute read or number
     if value.lower() in _TYPES or value.lower() in _KEYWORDS:
         return True  # `api_key: str`, `token = await fetch()`
     return value.startswith(("os.", "getenv", "env", "@", "&", "*")) or re.match(r"\$[A-Za-z_{]", value) is not None
+
+
+def _is_prose(value: str) -> bool:
+    """Several plain words that read as text for people: a capital first letter, punctuation or a function word
+    ("Your password", "Access token", "please log in"). Lower-case words alone may be a passphrase."""
+    words = value.split()
+    if len(words) < 2 or not all(_PROSE_WORD.fullmatch(w) for w in words):
+        return False
+    if value.lstrip("(\"'")[:1].isupper() or any(c in value for c in ".,!?:;"):
+        return True
+    return any(w.strip("()'\"").lower() in _FUNCTION_WORDS for w in words)
+
+
+def _whole_keys(text: str) -> tuple[str, int]:
+    """Replace each BEGIN..END private key whose body is key material; other marker pairs are left to the
+    fragment rules, which keep the code lines between them."""
+    count = 0
+
+    def _replace(m: re.Match[str]) -> str:
+        nonlocal count
+        if not all(_KEY_BODY_LINE.fullmatch(line) for line in m.group("body").split("\n")):
+            return m.group(0)
+        count += 1
+        return PLACEHOLDER
+
+    return _WHOLE_KEY.sub(_replace, text), count
 
 
 def _key_fragments(text: str) -> tuple[str, int]:
@@ -120,9 +172,10 @@ def _key_fragments(text: str) -> tuple[str, int]:
     for i, line in enumerate(lines):
         if _BEGIN.search(line):
             lines[i] = _OPEN_KEY.sub(PLACEHOLDER, line)
-            for j in range(i + 1, _body_after(lines, i)):
+            end = _body_after(lines, i)
+            for j in range(i + 1, end):
                 drop[j] = True
-            count += 1
+            count += lines[i] != line or end > i + 1  # a marker alone, closed by a quote, is no secret
         elif _END.search(line):
             lines[i] = _CLOSE_KEY.sub(PLACEHOLDER, line)
             j = i - 1

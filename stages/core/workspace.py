@@ -39,6 +39,7 @@ def resolve_workspace(path: str | os.PathLike[str]) -> Path:
     homes = home_folders()  # two realpaths: once for both checks
     refuse_assay_home(real, homes)
     _refuse_state_folder(real, homes)
+    refuse_shared_state(real)  # every door, not only index: status and search would show the other one's index
     return real
 
 
@@ -152,12 +153,6 @@ def root_identity(root: Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def check_same_root(root: Path, identity: tuple[int, int] | None) -> None:
-    """Raise `WorkspaceGone` when the folder at `root` is no longer the one a run started on."""
-    if identity is None or root_identity(root) != identity:
-        raise workspace_gone(root)
-
-
 SQLITE_PATH_BYTES = 504  # SQLite opens no database past this (its 512-byte file-name limit less "-journal")
 LONGEST_DB = f"{STATE_DIR}/chroma/chroma.sqlite3"  # the longest database path in a workspace's state folder
 
@@ -174,11 +169,25 @@ def path_too_long(root: Path) -> WorkspaceError | None:
                           f"path of at most {most} bytes")
 
 
+def dangling_state_link(root: Path) -> WorkspaceError | None:
+    """The error for a `.assay` that is a link to nothing, else None: mkdir said only "[Errno 17] File exists".
+    Its target is not made: a link to an unmounted disk or a typo'd path is the user's to mend."""
+    folder = state_dir(root)
+    if not folder.is_symlink() or folder.exists():
+        return None
+    import shlex
+
+    return WorkspaceError(f"{folder} is a link to {os.path.realpath(folder)}, which does not exist: create that folder "
+                          f"or remove the link (`rm {shlex.quote(str(folder))}`)")
+
+
 def make_state_dir(root: Path) -> Path:
     """The workspace's `.assay/`, made on the first write with a `.gitignore` that keeps all of it out of git, as
     pytest and ruff do for their caches: a `git add -A` would commit the index, and the questions asked with it."""
     if (too_long := path_too_long(root)) is not None:  # before anything is written there
         raise too_long
+    if (dangling := dangling_state_link(root)) is not None:
+        raise dangling
     folder = state_dir(root)
     try:  # never `parents=True`: a late write of a run whose workspace was moved would make the old path again
         folder.mkdir(exist_ok=True)
@@ -265,6 +274,8 @@ def unindexable_here(root: Path) -> str:
     so at once, rather than advise an `assay index` that can only fail."""
     if (too_long := path_too_long(root)) is not None:
         return f"cannot be indexed in place: {too_long}"
+    if (dangling := dangling_state_link(root)) is not None:
+        return f"cannot be indexed in place: {dangling}"
     if not state_writable(root):
         folder = state_dir(root) if state_dir(root).is_dir() else root
         return (f"cannot be indexed in place: {folder} is not writable ({not_writable(folder).strerror}); index a "

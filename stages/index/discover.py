@@ -26,22 +26,25 @@ from assay.stages.index.source_text import has_utf16_bom
 
 ALWAYS_PRUNED = frozenset(
     {".git", ".hg", ".svn", ".assay", "node_modules", "__pycache__", ".venv", ".tox", ".nox",
-     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".idea", ".gradle", ".eggs", "venv"}
+     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".idea", ".gradle", ".eggs"}
 )
-# A virtualenv under any name (`env/`, `py311/`) holds this file: site-packages is no part of the project. An `env/`
-# without it may be the project's own code (a settings package), so the name alone does not prune it.
+# A virtualenv under any name (`venv/`, `env/`, `py311/`) holds this file: site-packages is no part of the project.
+# A folder without it may be the project's own code (hatch's `src/hatch/venv/`, CPython's `Lib/venv/`, a settings
+# `env/` package), so a name alone (but `.venv`) never prunes one. A pruned one is counted, and `!` re-includes it.
 VENV_MARKER = "pyvenv.cfg"
+VIRTUALENV = "virtualenv"
 # Conventional homes of credentials: dotenv files, private keys and keystores, registry and git logins, cloud
 # service-account keys. Not indexed by default: search, ask and MCP replies would serve their text verbatim, in local
 # mode too, to an agent that forwards it to its own cloud model. A `!` line in `.assayignore` indexes one anyway.
 SECRET_FILE = "secret_file"
 SECRET_NAMES = frozenset(
     {".env", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", ".netrc", ".npmrc", ".pypirc", ".git-credentials",
-     ".htpasswd", "secrets.yml", "secrets.yaml"}
+     ".htpasswd", "secrets.yml", "secrets.yaml", "secrets.json", "secrets.toml", "secrets.ini"}
 )
 SECRET_GLOBS = ("*.pem", "*.key", "*.p12", "*.pfx", "*.keystore", "*.jks", "credentials*.json", "client_secret*.json",
                 "service-account*.json")
 ENV_DOCS = (".example", ".sample", ".template", ".dist")  # `.env.example` names the variables: documentation
+ENV_DOC_WORDS = frozenset(doc.lstrip(".") for doc in ENV_DOCS)  # `example.env`, `prod.sample.env`: documentation too
 IGNORE_FILES = (".gitignore", ".assayignore")
 SNIFF_BYTES = 8192
 SHEBANG_BYTES = 128
@@ -158,6 +161,8 @@ def is_secret_file(rel: str) -> bool:
         return True
     if name.startswith(".env."):
         return not name.endswith(ENV_DOCS)
+    if name.endswith(".env"):  # `prod.env`, `staging.env`: a dotenv file named the other way round
+        return not ENV_DOC_WORDS.intersection(name.split(".")[:-1])
     return name == "config.json" and len(parts) > 1 and parts[-2] == ".docker"  # docker's registry logins
 
 
@@ -171,13 +176,30 @@ def _secret_kept_out(rel: str, target: str, stack: list[_Rules]) -> bool:
 
 def _secret_detail(rel: str) -> str:
     """How to index this one anyway: the `.assayignore` line that re-includes it."""
-    pattern = re.sub(r"([\\*?\[])", r"\\\1", rel)
-    return f"may hold credentials; to index it anyway, add the line `!/{pattern}` to the workspace's .assayignore"
+    return f"may hold credentials; to index it anyway, add the line `!/{_escaped(rel)}` to the workspace's .assayignore"
+
+
+def _escaped(rel: str) -> str:
+    """A path as an ignore-file pattern that matches only itself."""
+    return re.sub(r"([\\*?\[])", r"\\\1", rel)
 
 
 def _is_venv(path: str) -> bool:
     """A virtualenv under a name `ALWAYS_PRUNED` does not know."""
     return os.path.isfile(os.path.join(path, VENV_MARKER))
+
+
+def _venv_kept_out(rel: str, path: str, stack: list[_Rules]) -> bool:
+    """A virtualenv folder stays out unless a `!` line of an `.assayignore` names it (as for secret files)."""
+    if not _is_venv(path):
+        return False
+    return _verdict(rel, True, [r for r in stack if r.source == ".assayignore"]) is not False
+
+
+def _venv_detail(rel: str) -> str:
+    """How to index this virtualenv anyway."""
+    return (f"a virtualenv (holds {VENV_MARKER}): installed packages, not the project's code; to index it anyway, "
+            f"add the line `!/{_escaped(rel)}/` to the workspace's .assayignore")
 
 
 def root_ignore_check(root: Path) -> Callable[[str], bool]:
@@ -189,6 +211,9 @@ def root_ignore_check(root: Path) -> Callable[[str], bool]:
         parts = rel.split("/")
         if any(p in ALWAYS_PRUNED for p in parts):
             return True
+        if any(_venv_kept_out("/".join(parts[: i + 1]), str(root.joinpath(*parts[: i + 1])), rules)
+               for i in range(len(parts) - 1)):
+            return True  # inside a virtualenv (a `pip install` there is no change to the project)
         return any(_ignored("/".join(parts[: i + 1]), i < len(parts) - 1, rules) for i in range(len(parts)))
 
     return ignored
@@ -323,7 +348,10 @@ def discover(root: Path, max_file_bytes: int = 1_000_000, index_generated: bool 
             if entry.name in ALWAYS_PRUNED:  # a folder, a link to one (a linked `.assay`, `.venv`) or a worktree's or
                 continue  # submodule's `.git` file: never source, never listed as a skipped file, never opened
             if is_dir:
-                if _ignored(rel, True, stack) or _is_venv(entry.path):
+                if _ignored(rel, True, stack):
+                    continue
+                if _venv_kept_out(rel, entry.path, stack):
+                    skipped.append(SkippedFile(path=rel, reason=VIRTUALENV, detail=_venv_detail(rel)))
                     continue
                 walk(Path(entry.path), rel, stack + _load_rules(root, Path(entry.path), rel, skipped))
                 continue

@@ -10,6 +10,7 @@ from __future__ import annotations
 from assay.stages.core.artifacts import Judgment, RankedPassage, Selection, short_name
 from assay.stages.core.path_roles import is_test_path
 from assay.stages.query.identifiers import question_identifiers
+from assay.stages.query.premise import without_pasted_code
 from assay.stages.query.passage_features import DEFINITIONS, PROSE_KINDS
 
 LIKELY = 0.5  # a calibrated relevance at or above this: more likely than not a passage a correct answer cites
@@ -43,7 +44,7 @@ def missing_lines(question: str, sel: Selection, judgment: Judgment) -> list[str
         return []
     out: list[str] = []
     files = [rp.candidate.file for rp in kept + sel.dropped]
-    names = [n for n in question_identifiers(question) if not is_file_name(n, files)]  # a file defines nothing
+    names = [n for n in question_identifiers(without_pasted_code(question)) if not is_file_name(n, files)]  # a file defines nothing
     undefined = [n for n in names if not is_defined(n, kept)]
     used = " ".join(rp.candidate.body for rp in kept)
     elsewhere = " ".join(f"{rp.candidate.entity} {rp.candidate.body}" for rp in sel.dropped)

@@ -350,6 +350,12 @@ def _frame_code_end(question: str, start: int, stop: int) -> int:
     return min(m.start() for m in (exc, tail) if m is not None) if exc or tail else stop
 
 
+def without_pasted_code(question: str) -> str:
+    """The question with its pasted code blanked: the prose whose code names are claims about the index (a fence's
+    language tag and the paste's own locals, `python`, `s`, `r`, are not names the index should hold)."""
+    return _blank(question, pasted_code(question))
+
+
 def _blank(question: str, spans: list[tuple[int, int]]) -> str:
     """The question with those spans blanked (same length and lines, so match offsets still index `question`)."""
     chars = list(question)

@@ -14,6 +14,7 @@ from assay.stages.core.visible import visible
 from assay.stages.query.budget import count_tokens, fit
 from assay.stages.query.gaps import is_file_name, missing_lines
 from assay.stages.query.identifiers import question_identifiers
+from assay.stages.query.premise import without_pasted_code
 from assay.stages.query.unread import unread_line
 
 LEGEND = (
@@ -64,7 +65,7 @@ def missing_names(question: str, sel: Selection, workspace: str = "") -> list[st
     passage_files = [rp.candidate.file for rp in sel.included + sel.dropped]
     indexed: list[str] | None = None
     out: list[str] = []
-    for i in question_identifiers(question):
+    for i in question_identifiers(without_pasted_code(question)):  # the paste's own names are the user's code
         if i in _BUILTIN_NAMES:
             continue
         if is_file_name(i, passage_files):

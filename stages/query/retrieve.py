@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import threading
+import unicodedata
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -182,7 +183,10 @@ def readable_text(text: str) -> str:
         text = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     except UnicodeEncodeError:  # a surrogate no byte escapes to (JSON's "\ud800" from an MCP client)
         text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    return _CONTROL.sub("", text)
+    text = _CONTROL.sub("", text)
+    if not text.isascii():  # invisible format characters (zero-width spaces, BOMs): a query of them alone is empty
+        text = "".join(c for c in text if unicodedata.category(c) != "Cf")
+    return text
 
 
 def check_query_text(text: str, what: str = "query") -> str:

@@ -36,8 +36,8 @@ def unread_line(question: str, root: Path | str) -> str:
     except Exception:  # noqa: BLE001 - no index to ask: nothing to say about it
         return ""
     read, unread = unread_words(question, index.knows)
-    if not unread or len(unread) < UNREAD_SHARE * (len(read) + len(unread)):
-        return ""
+    if not read or not unread or len(unread) < UNREAD_SHARE * (len(read) + len(unread)):
+        return ""  # no word read at all: nothing was answered from a part of it (the report is unsupported)
     shown = ", ".join(unread[:5]) + (f" and {len(unread) - 5} more" if len(unread) > 5 else "")
     return (f"question: read only as \"{' '.join(read)}\"; no indexed passage holds {shown}: the answer is about "
             "those words alone (ask in the code's own words, or name a function, class or file)")
