@@ -114,6 +114,19 @@ CODE = [
     'headers["Authorization"] = f"Bearer {token}"',
     "Send a Bearer token in the Authorization header; Basic authentication also works.",
     'if line.startswith("x"):\n    pass',
+    # prose, constants and a bare scheme (a re-test found them redacted)
+    'token_error_message = "Token has expired, please log in again"',
+    'raise AuthError(token_error_message="Token has expired")',
+    "def login(username: str, password: str = DEFAULT_PASSWORD) -> bool:",
+    "def fetch(url, auth: AuthTypes = USE_CLIENT_DEFAULT):",
+    "password = DEFAULT_PASSWORD",
+    "def connect(token: str = default_token):",
+    'labels = {"password": "Your password", "token": "Access token"}',
+    'def login(*, token_label: str = "Access token"):',
+    'PASSWORD_HELP = "Use at least 12 characters."',
+    'secret = "the key to the kingdom"',
+    'headers = {"Authorization": "Bearer " + token}',
+    "headers = {'Authorization': 'Basic ' + encoded}",
 ]
 
 

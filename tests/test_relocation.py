@@ -207,11 +207,13 @@ def test_a_copy_sharing_a_linked_state_folder_is_refused(tmp_path: Path) -> None
     run_index(str(e), SETTINGS)
     shutil.copytree(e, f, symlinks=True)
     (f / "a.py").write_text("def only_in_f():\n    return 2\n")
-    res = runner.invoke(app, ["index", str(f)], env=STATIC)
-    assert res.exit_code == 2
-    assert res.output.strip().splitlines() == [
-        f"error: {f / '.assay'} is a link to {tmp_path / 'state'}, the state folder of the workspace {e} too: indexing "
-        f"here would overwrite its index; remove the link (`rm {f / '.assay'}`) and index again"]
+    refusal = (f"error: {f / '.assay'} is a link to {tmp_path / 'state'}, the state folder of the workspace {e} too: "
+               f"indexing here would overwrite its index; remove the link (`rm {f / '.assay'}`) and index again")
+    for args in (["index", str(f)], ["status", str(f)], ["search", "only_in_f", str(f)]):  # every door, alike
+        res = runner.invoke(app, args, env=STATIC)
+        assert res.exit_code == 2 and res.output.strip().splitlines() == [refusal], (args, res.output)
+    res = runner.invoke(app, ["search", "only_in_e", str(e), "-k", "1"], env=STATIC)
+    assert res.exit_code == 0 and "only_in_e" in res.output  # the owner still answers
     assert load_manifest(e).workspace == str(e)
     assert json.loads((tmp_path / "state" / "status.json").read_text())["state"] == "done"  # E's, untouched
     shutil.rmtree(e)  # the owner gone: the copy may take the folder over

@@ -19,7 +19,6 @@ from typer.testing import CliRunner
 from assay.flows import index as index_flow
 from assay.flows import mcp_server as m
 from assay.flows.cli import app
-from assay.flows.index import run_index
 from assay.stages.core import progress as prog
 from assay.stages.core.config import Settings
 
@@ -253,24 +252,4 @@ def test_a_watch_whose_catch_up_fails_for_a_passing_reason_goes_on(tmp_path: Pat
     assert [str(e) for e in runs] == ["disk full"]
 
 
-# 4. a copy sharing a linked `.assay` with another workspace
-
-
-def test_status_and_search_of_a_copy_sharing_a_linked_state_folder_refuse(tmp_path: Path) -> None:
-    import shutil
-
-    e, f = small(tmp_path / "E", "only_in_e"), tmp_path / "F"
-    (tmp_path / "state").mkdir()
-    (e / ".assay").symlink_to(tmp_path / "state")
-    run_index(str(e), SETTINGS)
-    shutil.copytree(e, f, symlinks=True)
-    (f / "a0.py").write_text("def only_in_f():\n    return 2\n")
-    refusal = (f"error: {f / '.assay'} is a link to {tmp_path / 'state'}, the state folder of the workspace {e} too: "
-               f"indexing here would overwrite its index; remove the link (`rm {f / '.assay'}`) and index again")
-    for args in (["status", str(f)], ["search", "only_in_f", str(f)], ["index", str(f)]):
-        res = runner.invoke(app, args, env=STATIC)
-        assert res.exit_code == 2 and res.output.strip().splitlines() == [refusal], (args, res.output)
-    res = runner.invoke(app, ["search", "only_in_e", str(e), "-k", "1"], env=STATIC)
-    assert res.exit_code == 0 and "only_in_e" in res.output  # the owner still answers
-    shutil.rmtree(e)  # the owner gone: the copy may take the folder over
-    assert runner.invoke(app, ["status", str(f)]).exit_code == 0
+# 4. a copy sharing a linked `.assay` with another workspace: tests/test_relocation.py (every door refuses)
