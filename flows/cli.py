@@ -247,8 +247,10 @@ def status(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -
         "by_kind": by_kind, "by_language": by_language, "embedder": manifest.embedder,
         "updated_at": manifest.updated_at, "notes": len(manifest.notes),
         "partial_files": sum(1 for r in manifest.files.values() if r.partial), "last_run": last_run, "run": run,
-        "dense_pending": len(manifest.dense_pending), "parser": manifest.parser, "parser_current": not older_parser(manifest),
+        "dense_pending": len(manifest.dense_pending), "parser": manifest.parser,
     }
+    parser_note = older_parser(manifest)
+    data["parser_current"] = not parser_note
     if as_json:
         typer.echo(json.dumps(data))
         return
@@ -261,8 +263,8 @@ def status(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -
         typer.echo(f"dense (vectors in the store): {dense_note(manifest)}")
     if run is not None and run["state"] == "done" and skipped_line(run["summary"]):
         typer.echo(skipped_line(run["summary"]))
-    if older_parser(manifest):
-        typer.echo(f"parser: {older_parser(manifest)}")
+    if parser_note:
+        typer.echo(f"parser: {parser_note}")
     typer.echo("by kind: " + ", ".join(f"{k} {v}" for k, v in data["by_kind"].items()))
 
 

@@ -129,6 +129,16 @@ def proxy_free(url: str) -> bool:
     return is_loopback_url(url)
 
 
+def ollama_client(host: str, timeout: float):
+    """The official Ollama client as every Assay door builds it (the judge, writer and guard backend and the
+    embedder): a loopback server reached directly, never through the shell's HTTP(S)_PROXY (`proxy_free`), and no
+    redirect followed: the loopback check covers the configured host only, and the client would resend the whole
+    prompt (code, secrets) to wherever a loopback listener points it."""
+    import ollama
+
+    return ollama.Client(host=host, timeout=timeout, trust_env=not proxy_free(host), follow_redirects=False)
+
+
 # One run's hosts that timed out (None: outside a run, nothing remembered). A hung server accepts and never
 # answers: without this each later stage of the same `ask` (judge batches, writer, guard), or each stored query of
 # an audit, waited out its own timeout. The scope names the run in the skip message ("query", "audit").
@@ -260,13 +270,7 @@ class OllamaBackend:
     max_retry_wait: float = 30.0
 
     def __post_init__(self) -> None:
-        import ollama
-
-        # trust_env is httpx's: off, proxies from the environment are not used (a loopback server needs none).
-        # No redirects: the loopback check covers the configured host only, and the client would resend the whole
-        # prompt (code, secrets) to wherever a loopback listener points it
-        self._client = ollama.Client(host=self.host, timeout=self.timeout, trust_env=not proxy_free(self.host),
-                                     follow_redirects=False)
+        self._client = ollama_client(self.host, self.timeout)
 
     def chat(
         self, model: str, system: str, user: str, schema: dict | None = None, num_ctx: int | None = None,

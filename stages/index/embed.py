@@ -145,16 +145,12 @@ class OllamaEmbedder:
     """Embeddings from a local Ollama server through the official client."""
 
     def __init__(self, model: str, host: str, timeout: float = 60.0) -> None:
-        import ollama
-
-        from assay.stages.core.llm_clients import proxy_free
+        from assay.stages.core.llm_clients import ollama_client
 
         self.name = f"ollama:{model}"
         self._model = model
         self._host = host
-        # a loopback server is reached directly, never through the shell's HTTP(S)_PROXY (code passes through it);
-        # redirects are not followed: they would resend the code to a host the loopback check never saw
-        self._client = ollama.Client(host=host, timeout=timeout, trust_env=not proxy_free(host), follow_redirects=False)
+        self._client = ollama_client(host, timeout)
         self.dimension = 0
 
     def embed(self, texts: list[str]) -> tuple[np.ndarray, int]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from assay.stages.core.artifacts import IndexReport
+from assay.stages.core.artifacts import IndexReport, SkippedFile
 
 
 def summary_lines(r: IndexReport) -> list[str]:
@@ -48,11 +48,16 @@ def _named(examples: list[str], total: int, shown: int) -> str:
     return ", ".join(named)
 
 
+def _shown(s: SkippedFile) -> str:
+    """A skipped file as the report and `status` name it: its path, and why when the reason needs saying."""
+    return f"{s.path} ({s.detail})" if s.detail else s.path
+
+
 def _skipped_lines(r: IndexReport) -> list[str]:
     """Under the counts, a few skipped files of each reason by name: a count alone did not say which files are gone."""
     lines = []
     for reason, count in r.skipped.items():
-        files = [f"{s.path} ({s.detail})" if s.detail else s.path for s in r.skipped_examples if s.reason == reason]
+        files = [_shown(s) for s in r.skipped_examples if s.reason == reason]
         if files:
             lines.append(f"  {reason}: {_named(files, count, NAMED_PER_REASON)}")
     return lines
@@ -64,7 +69,7 @@ def skipped_named(r: IndexReport) -> dict[str, list[str]]:
     named: dict[str, list[str]] = {}
     for s in r.skipped_examples:
         if s.reason in r.skipped and len(named.setdefault(s.reason, [])) < NAMED_PER_REASON:
-            named[s.reason].append(f"{s.path} ({s.detail})" if s.detail else s.path)
+            named[s.reason].append(_shown(s))
     return named
 
 
