@@ -102,7 +102,7 @@ def _published(root: Path, data: dict) -> dict:
         curve = {data["calibration"]["judge"]: data["calibration"]["reliability"]}
         charts["reliability"] = reliability_diagram(curve, folder / "reliability.png").name
     markdown = render_markdown(data, charts)
-    (folder / "audit.md").write_text(markdown)
+    (folder / "audit.md").write_text(markdown, encoding="utf-8")
     data["report_path"] = str(folder / "audit.md")
     data["passed"] = data["injection_baseline"]["passed"] is not False  # None: not measured, so nothing failed
     publish_markdown("judgment-audit", markdown, "Assay judgment audit")

@@ -42,6 +42,9 @@ console = Console(stderr=True)
 out = Console()
 
 PathArg = typer.Argument(".", help="workspace folder (default: current directory)", show_default=False)
+# Narrower than this, Rich squeezes search's eight-column table until columns are one character or none wide (blank
+# cells at 30 columns); such a terminal gets the one-line-per-row form pipes get.
+MIN_TABLE_WIDTH = 80
 
 
 def _settings(**overrides):
@@ -229,8 +232,12 @@ def status(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -
         return
     run = run_view(last_run)
     if manifest is None:
-        if as_json:
-            typer.echo(json.dumps({"workspace": str(root), "indexed": False, "last_run": last_run, "run": run}))
+        if as_json:  # the indexed case's keys, empty: `jq .entities` reads 0 and `.by_kind | keys` works
+            typer.echo(json.dumps({
+                "workspace": str(root), "indexed": False, "files": 0, "entities": 0, "by_kind": {}, "by_language": {},
+                "embedder": None, "updated_at": None, "notes": 0, "partial_files": 0, "last_run": _with_iso_times(last_run),
+                "run": _with_iso_times(run), "dense_pending": 0, "parser": None, "parser_current": None,
+            }))
             return
         typer.echo(_not_indexed_line(root, path))
         if run is not None:
@@ -246,7 +253,8 @@ def status(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -
         "workspace": str(root), "indexed": True, "files": len(manifest.files), "entities": entities,
         "by_kind": by_kind, "by_language": by_language, "embedder": manifest.embedder,
         "updated_at": manifest.updated_at, "notes": len(manifest.notes),
-        "partial_files": sum(1 for r in manifest.files.values() if r.partial), "last_run": last_run, "run": run,
+        "partial_files": sum(1 for r in manifest.files.values() if r.partial), "last_run": _with_iso_times(last_run),
+        "run": _with_iso_times(run),
         "dense_pending": len(manifest.dense_pending), "parser": manifest.parser,
     }
     parser_note = older_parser(manifest)
@@ -266,6 +274,30 @@ def status(path: str = PathArg, as_json: bool = typer.Option(False, "--json")) -
     if parser_note:
         typer.echo(f"parser: {parser_note}")
     typer.echo("by kind: " + ", ".join(f"{k} {v}" for k, v in data["by_kind"].items()))
+
+
+EPOCH_TIMES = ("started", "ended", "updated", "finished")  # a run's times in epoch seconds, as its status file holds them
+
+
+def _with_iso_times(run: dict | None) -> dict | None:
+    """A run's epoch-second times with an ISO 8601 (UTC) twin each, `started` -> `started_at`: the manifest's
+    `updated_at` is ISO, and one rule reads every time (`*_at`: ISO text; bare names: epoch seconds, kept for
+    scripts that read them). The text lines use the run's own figures, not this copy."""
+    if run is None:
+        return None
+    return {**run, **{f"{key}_at": _iso(run[key]) for key in EPOCH_TIMES if key in run}}
+
+
+def _iso(seconds: object) -> str | None:
+    """Epoch seconds as ISO 8601 UTC text; None for no time (a running run's `ended`) or one a damaged file garbled."""
+    from datetime import datetime, timezone
+
+    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
+        return None
+    try:
+        return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="seconds")
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def _not_indexed_line(root: Path, path: str) -> str:
@@ -357,7 +389,8 @@ def search(
          f"{c.rank_score:.3f}" if c.rank_score is not None else f"{c.fused_score:.4f}", explain(c))
         for position, c in enumerate(hits, start=1)
     ]
-    if not out.is_terminal:  # pipes and agents get whole lines, never truncated cells
+    # pipes and agents get whole lines, never truncated cells; so does a terminal too narrow for the table
+    if not out.is_terminal or out.width < MIN_TABLE_WIDTH:
         for rank, entity, kind, loc, dist, bm25, score, why in rows:
             typer.echo(f"{rank}. {loc} [{entity}] ({kind}) distance={dist} bm25={bm25} score={score}" + (f" why: {why}" if why else "")
                        + (" STALE (file changed since indexing)" if hits[int(rank) - 1].stale else ""))
@@ -381,7 +414,16 @@ def _graph(command: str, name: str, path: str, depth: int, limit: int, as_json: 
     except Exception as exc:  # noqa: BLE001
         _fail(exc)
         return
-    typer.echo(res.model_dump_json() if as_json else render(res))
+    if as_json:
+        typer.echo(res.model_dump_json())
+        return
+    # the stale header is a notice: stderr, as search's, so stdout holds the result's lines only (rows keep their mark)
+    if res.targets and res.stale_files:
+        from assay.stages.query.graph import stale_line
+
+        typer.echo(stale_line(res.stale_files), err=True)
+        res = res.model_copy(update={"stale_files": []})
+    typer.echo(render(res))
 
 
 NameArg = typer.Argument(..., help="a definition: `merge_setting`, `Session.send`, or `path/to/file.py:send`")
@@ -521,7 +563,21 @@ def changed(path: str = PathArg, since: str = typer.Option("HEAD", help="a commi
     except Exception as exc:  # noqa: BLE001
         _fail(exc)
         return
-    typer.echo(res.model_dump_json() if as_json else render_changed(res))
+    if as_json:
+        typer.echo(res.model_dump_json())
+        return
+    rows, notices = _split_warnings(render_changed(res))
+    typer.echo(rows)
+    if notices:
+        typer.echo(notices, err=True)
+
+
+def _split_warnings(text: str) -> tuple[str, str]:
+    """A rendered result's lines, and its `warning:` lines apart (for stderr, as search's notices: stdout holds the
+    rows). Rows are indented or name their command, so only a notice starts a line with `warning: `."""
+    lines = text.split("\n")
+    notices = [line for line in lines if line.startswith("warning: ")]
+    return "\n".join(line for line in lines if not line.startswith("warning: ")), "\n".join(notices)
 
 
 @app.command()
@@ -539,16 +595,25 @@ def history(name: str = NameArg, path: str = PathArg, limit: int = typer.Option(
 
       assay history requests/sessions.py:send ~/src/myrepo --json"""
     from assay.stages.query.git_history import check_history_limit, render_history
-    from assay.stages.query.git_questions import entity_history
+    from assay.stages.query.git_questions import entity_history, history_stale_files
+    from assay.stages.query.graph import require_name
     from assay.stages.core.workspace import resolve_workspace
 
     try:
         check_history_limit(limit)  # before the index is read: git wraps -n past 2**31 and showed no commit
-        res = entity_history(resolve_workspace(path), name, limit)
+        root = resolve_workspace(path)
+        require_name(name)  # the graph commands' message (the lookup's own reads "no definition named ''")
+        res = entity_history(root, name, limit)
+        stale = history_stale_files(root, res.file) if as_json else []
     except Exception as exc:  # noqa: BLE001
         _fail(exc)
         return
-    typer.echo(res.model_dump_json() if as_json else render_history(res))
+    if as_json:  # `stale_files` as the graph commands and `changed` carry it; the note keeps its prose for people
+        typer.echo(json.dumps({**res.model_dump(), "stale_files": stale}))
+        return
+    typer.echo(render_history(res.model_copy(update={"note": ""})))
+    if res.note:  # notices (stale lines, uncommitted edits, a submodule's history) go to stderr, as search's
+        typer.echo(res.note, err=True)
 
 
 @app.command()
@@ -735,7 +800,7 @@ def audit(
     if as_json:
         typer.echo(json.dumps(data, default=str))
     else:
-        typer.echo(Path(data["report_path"]).read_text())
+        typer.echo(Path(data["report_path"]).read_text(encoding="utf-8"))
         typer.echo(f"report: {data['report_path']}")
     if not data["passed"]:
         raise typer.Exit(1)
@@ -911,9 +976,11 @@ def mcp() -> None:
 
 def main() -> None:
     """The `assay` command; it skips the interpreter's teardown at the end (`flows.process_exit`)."""
-    from assay.flows.process_exit import exit_code, exit_now, lost_output, prepare_streams
+    from assay.flows.process_exit import (exit_code, exit_now, full_device, lost_output, prepare_streams,
+                                           raise_open_file_limit)
 
     prepare_streams()  # before any output: a cp1252 terminal or a closed stream must not crash a command
+    raise_open_file_limit()
     try:
         app()
         code = 0
@@ -922,6 +989,17 @@ def main() -> None:
         code = 130
     except SystemExit as exc:
         code = exit_code(exc)
+    except OSError as exc:
+        if (why := full_device(exc)) is None:
+            raise
+        code = why
+    except BaseException as exc:  # a Rust panic in Chroma's bindings (pyo3's PanicException) passes `except Exception`
+        if isinstance(exc, GeneratorExit) or os.environ.get("ASSAY_DEBUG"):
+            raise
+        from assay.stages.core.errors import one_line
+
+        typer.echo(f"error: {one_line(exc)}", err=True)
+        code = 2
     exit_now(lost_output(code))
 
 

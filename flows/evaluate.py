@@ -121,10 +121,10 @@ def save_results(home: Path, prefix: str, results: dict, rows: list[dict], rows_
     """results.json, the per-query Parquet table and results.md in a new timestamped folder."""
     out = home / "results" / (prefix + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S"))
     out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(results, indent=1))
+    (out / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
     if rows:
         pq.write_table(pa.Table.from_pylist(rows), out / rows_file)
-    (out / "results.md").write_text(markdown)
+    (out / "results.md").write_text(markdown, encoding="utf-8")
     results["output_dir"] = str(out)
     results["markdown"] = markdown
     return results

@@ -58,6 +58,8 @@ def index_pipeline(workspace: str, settings: Settings, rebuild: bool = False, ca
         progress_for(root).start("waiting", 1)
 
     with write_lock(root, on_wait=wait_turn):
+        if waited:  # the queue behind another run: a timing of its own, not "plan"
+            lap("wait")
         narrow_state_dir(root, (f.path for f in discovery.files))  # before any passage text is written
         if waited:
             progress_for(root).advance("waiting")
@@ -167,6 +169,7 @@ def _drop_replaced(root, settings: Settings, previous, collection: str) -> None:
     store.drop_others(collection, collection_name(root))
     if not settings.chroma_url and previous is not None and previous.collection not in ("", collection):
         store.drop(previous.collection)
+    store.remove_orphan_segments()  # the dropped collections' folders (and those earlier versions left)
 
 
 def _embed_in_slices(root, collection: str, pending: list, settings: Settings, call: Caller, lap, manifest):

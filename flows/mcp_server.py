@@ -32,6 +32,8 @@ from assay.stages.core import registry
 from assay.stages.core.errors import one_line
 from assay.stages.core import progress as prog
 from assay.stages.core.config import Settings, variable_error
+from assay.stages.core.fs_names import on_disk
+from assay.stages.core.path_roles import is_build_output
 from assay.stages.core.workspace import (WorkspaceError, check_allowed, inside, owns_collection, parse_roots,
                                          refuse_assay_home, resolve_workspace, state_dir)
 from assay.stages.core.visible import visible
@@ -98,6 +100,15 @@ class AssayServer(MCPServer):
             if isinstance(exc.__cause__, ValidationError):
                 return failure(ValueError(invalid_arguments(exc.__cause__)))
             raise
+
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio loop, with a reply to every line it cannot read (`flows.mcp_wire`)."""
+        from mcp.server.stdio import stdio_server
+
+        from assay.flows.mcp_wire import answering
+
+        async with stdio_server() as (read_stream, write_stream), answering(read_stream, write_stream) as answered:
+            await self._lowlevel_server.run(answered, write_stream, self._lowlevel_server.create_initialization_options())
 
 
 def _version() -> str:
@@ -220,7 +231,12 @@ async def _run(fn, ctx: Context | None, label: str, *args: Any) -> Any:
                 except Exception:  # noqa: BLE001 - a client without a progress token
                     pass
     if "error" in outcome:
-        raise outcome["error"]
+        error = outcome["error"]
+        if isinstance(error, (Exception, KeyboardInterrupt, SystemExit)):
+            raise error
+        # a Rust panic in Chroma's bindings (pyo3's PanicException is a BaseException): this call's error, not the
+        # server's end (it passed every tool's `except Exception`, and the server exited)
+        raise RuntimeError(f"{type(error).__name__}: {error}") from error
     return outcome.get("value")
 
 
@@ -252,8 +268,8 @@ def index_workspace(path: str, rebuild: bool = False) -> CallToolResult:
                 from assay.flows.watch import ensure_watching
 
                 ensure_watching(root, settings)  # keep it fresh from here on (ASSAY_WATCH=false turns this off)
-            except Exception as exc:  # noqa: BLE001 - the status file carries the error
-                _fail_unfinished(status, exc)
+            except BaseException as exc:  # noqa: BLE001 - the status file carries the error (a Rust panic in
+                _fail_unfinished(status, exc)  # Chroma's bindings too: a BaseException, it printed a traceback)
 
         job = threading.Thread(target=work, name=f"index {key}", daemon=True)
         _jobs[key] = job
@@ -403,6 +419,7 @@ def get_entity(path: str, file: str | None = None, line: int | None = None, name
             if not matches:
                 raise ValueError(f"no entity named {name!r}" + (f" in {file}" if file else "") + "; try search first"
                                  if name else f"no entity covers {file}:{line}; try search first")
+            matches = sorted(matches, key=lambda e: is_build_output(e.file))  # the source, not its dist/ copy
             first = matches[0]
             # a note is whole on its own: notes share one pseudo-file, and two alike in name are not parts of one
             parts = [first] if first.kind == "note" else catalog.parts_of(first.file, first.qualname, first.kind)
@@ -414,16 +431,39 @@ def get_entity(path: str, file: str | None = None, line: int | None = None, name
             source = first.body
         else:
             stale = _changed_since_indexing(root, manifest, first.file)  # raises for a deleted file
-            text, _ = utf8_source(inside(root, first.file).read_bytes(), first.language)  # decoded as it was parsed
+            text, _ = utf8_source(_indexed_path(root, first.file).read_bytes(), first.language)  # as it was parsed
             source = "\n".join(source_lines(text.decode("utf-8", "replace"))[start - 1 : end])
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
+    others = _other_definitions(first, matches)
     data = {"entity": first.qualname, "id": first.id, "kind": first.kind, "file": first.file, "start_line": start,
-            "end_line": end, "signature": first.signature, "source": source,
-            "others": len({(e.file, e.qualname) for e in matches}) - 1, "stale": stale}
+            "end_line": end, "signature": first.signature, "source": source, "others": len(others), "stale": stale}
     flag = (" STALE (file changed since indexing: these lines may no longer be this entity; call index_workspace "
             "to refresh)") if stale else ""
-    return result(visible(f"{first.file}:{start}-{end} [{first.qualname}] ({first.kind}){flag}\n{source}"), data)
+    also = f"{_others_line(others)}\n" if others else ""
+    return result(visible(f"{first.file}:{start}-{end} [{first.qualname}] ({first.kind}){flag}\n{also}{source}"), data)
+
+
+def _other_definitions(first: Entity, matches: list[Entity]) -> list[Entity]:
+    """The definitions a name also means besides the one shown, one per (file, qualname) (a long one is stored in
+    parts), at its first line."""
+    found: dict[tuple[str, str], Entity] = {}
+    for e in sorted(matches, key=lambda e: (e.file, e.start_line)):
+        if (e.file, e.qualname) != (first.file, first.qualname):
+            found.setdefault((e.file, e.qualname), e)
+    return list(found.values())
+
+
+NAMED_OTHERS = 5  # other definitions named in get_entity's text; `others` in structuredContent counts them all
+
+
+def _others_line(others: list[Entity]) -> str:
+    """The visible note that a name has more definitions than the one shown, and how to get one of them: an agent
+    reading only the text took the shown one (a dist/ copy, once) for the only one."""
+    named = ", ".join(f"{e.qualname} ({e.file}:{e.start_line})" for e in others[:NAMED_OTHERS])
+    more = f" and {len(others) - NAMED_OTHERS} more" if len(others) > NAMED_OTHERS else ""
+    return (f"also defined in {len(others)} other place(s): {named}{more}; to get one, call get_entity with its "
+            "file and line, or name and file")
 
 
 def _named(catalog: Catalog, name: str, file: str | None) -> list[Entity]:
@@ -476,41 +516,119 @@ def _workspace_file(root: Path, files: list[str], file: str) -> str:
     """A file argument as the catalog names it (`files`): `./x.py`, `a\\x.py`, an absolute path inside the workspace
     and the other Unicode normal form are the same file as `x.py`; a folder symlinked inside the workspace names the
     file where it lies (the index skips symlinks). A path escaping the workspace is refused; else a one-line error
-    saying what the path is."""
+    saying what the path is. The name as given wins over its normal-form twin: on Linux NFC `résumé.py` and a macOS
+    checkout's NFD `résumé.py` are two files, and the NFC key alone made one of them unreachable."""
     import unicodedata
 
     from assay.stages.query.graph import file_key
 
-    inside(root, file.replace("\\", "/"))  # raises for `..` and symlinks out
-    indexed = {unicodedata.normalize("NFC", f): f for f in files}
+    _indexed_path(root, file.replace("\\", "/"))  # raises for `..` and symlinks out
+    exact = _exact_file(root, files, file)
+    if exact is not None:
+        return exact
+    indexed: dict[str, str] = {}
+    for f in sorted(files, key=lambda f: not unicodedata.is_normalized("NFC", f)):  # twins: the NFC one, always
+        indexed.setdefault(unicodedata.normalize("NFC", f), f)
     if "\\" in file and (literal := file_key(file, root, backslash=False)) in indexed:
         return indexed[literal]  # `\` is a name character on Linux and macOS (`we\ird.py`): as given first
     key = file_key(file, root)
     if key in indexed:
         return indexed[key]
-    lies = inside(root, key)
+    lies = _indexed_path(root, key)
     if lies != root and (real := file_key(lies.relative_to(root).as_posix())) in indexed:
         return indexed[real]
     raise ValueError(_not_indexed(root, file, key, indexed))
 
 
+def _exact_file(root: Path, files: list[str], file: str) -> str | None:
+    """The indexed file spelled exactly as given, up to `./`, `//` and an absolute workspace prefix (no Unicode
+    normalisation); `\\` kept as a name character first, as `_workspace_file` reads it."""
+    import posixpath
+
+    names, base = set(files), str(root).rstrip("/") + "/"
+    for given in dict.fromkeys((file.strip(), file.strip().replace("\\", "/"))):
+        given = given[len(base):] if given.startswith(base) else given
+        if given and (given := posixpath.normpath(given)) in names:
+            return given
+    return None
+
+
+def _indexed_path(root: Path, rel: str) -> Path:
+    """`root / rel` as this process opens it (`fs_names.on_disk`: a name the locale cannot spell goes by its UTF-8
+    bytes), refused when it escapes the workspace (`..`, a symlink out)."""
+    return inside(root, os.path.relpath(on_disk(root, rel), root))
+
+
 def _not_indexed(root: Path, file: str, key: str, indexed: dict[str, str]) -> str:
     """Why a file argument names no indexed file: a folder, a file the index skipped, or no such file."""
-    if (root / key).is_dir():
+    where = on_disk(root, key)
+    if where.is_dir():
         return f"{file} is a folder; give a file in it (workspace-relative, e.g. {key.rstrip('/')}/name.py) and a line"
-    if (root / key).exists():
-        return (f"{file} is not an indexed file (ignored, binary, too large, or added since indexing: call "
-                "index_workspace)")
+    if where.exists():
+        return f"{file} is not an indexed file: {_why_not_indexed(root, key, where)}"
     near = sorted(f for k, f in indexed.items() if k.endswith("/" + key))[:3]
     hint = f"; did you mean {', '.join(near)}?" if near else ""
     return f"{file} is not an indexed file (not found in {root}; paths are workspace-relative, with /){hint}"
+
+
+# What helps a file the last index run skipped, by the reason it recorded (absent: the detail says it, or nothing does)
+_GENERATED_HELP = "to index such files, set ASSAY_INDEX_GENERATED=1 in the server's environment and call index_workspace"
+_SKIP_HELP = {
+    "unsupported_type": "Assay parses no file of this type, so index_workspace will not add it",
+    "lockfile": "lock files are never indexed",
+    "binary": "binary files are not indexed (text is: UTF-8, or UTF-16 with a BOM)",
+    "generated": _GENERATED_HELP,
+    "minified": _GENERATED_HELP,
+    "too_large": "to index it, raise ASSAY_MAX_FILE_BYTES in the server's environment and call index_workspace",
+    "empty": "if it holds code now, call index_workspace",
+    "unreadable": "make it readable, then call index_workspace",
+}
+
+
+def _why_not_indexed(root: Path, key: str, where: Path) -> str:
+    """Why a file on disk is not in the index, from the last run's record: the reason it skipped the file (and what
+    helps), else an ignore rule, else new since that run (only then does index_workspace help)."""
+    from assay.stages.index.discover import root_ignore_check
+
+    run = prog.read_status(root) or {}
+    summary = run.get("summary") or {}
+    recorded = _recorded_skip(summary.get("skipped_named") or {}, key)
+    if recorded is not None:
+        reason, detail = recorded
+        why = "; ".join(filter(None, [detail, _SKIP_HELP.get(reason, "")]))
+        return f"the last index run skipped it as {reason}" + (f" ({why})" if why else "")
+    if root_ignore_check(root)(key):
+        return ("the workspace's .gitignore or .assayignore (or a folder Assay never indexes) leaves it out; "
+                "index_workspace will not add it while they do")
+    started = run.get("started")
+    st = where.stat()
+    if not isinstance(started, (int, float)) or max(st.st_mtime, st.st_ctime) >= started:
+        return "added or changed since the last index run: call index_workspace"
+    counts = ", ".join(f"{reason} {n}" for reason, n in (summary.get("skipped") or {}).items())
+    return ("the last index run left it out: a nested ignore file, or one of the skipped files its status counts but "
+            f"does not name{' (' + counts + ')' if counts else ''}")
+
+
+def _recorded_skip(named: dict[str, list[str]], key: str) -> tuple[str, str] | None:
+    """(reason, detail) of `key` among the skipped files the status file names (`path` or `path (detail)`, as
+    `assay status` shows them), compared in NFC as `key` is."""
+    import unicodedata
+
+    for reason, shown in named.items():
+        for entry in shown:
+            entry = unicodedata.normalize("NFC", entry)
+            if entry == key:
+                return reason, ""
+            if entry.startswith(key + " (") and entry.endswith(")"):
+                return reason, entry[len(key) + 2 : -1]
+    return None
 
 
 def _changed_since_indexing(root: Path, manifest: Any, file: str) -> bool:
     """Whether `file` changed since the index recorded it (size or modification time, as search's freshness
     check); a one-line error when it is gone, since its lines can no longer be read."""
     try:
-        st = os.stat(root / file)
+        st = os.stat(on_disk(root, file))
     except FileNotFoundError:
         raise ValueError(f"{file} was deleted since indexing; run index_workspace") from None
     record = manifest.files.get(file)
@@ -564,17 +682,18 @@ def changed_symbols(path: str, since: str = "HEAD") -> CallToolResult:
 @server.tool(description="Commits that changed an entity's lines (git log -L), newest first: for 'why is this like this'.")
 def history(path: str, name: str, limit: int = 20) -> CallToolResult:
     from assay.stages.query.git_history import check_history_limit, render_history
-    from assay.stages.query.git_questions import entity_history
+    from assay.stages.query.git_questions import entity_history, history_stale_files
 
     try:
         root = workspace(path)
         check_history_limit(limit)  # the CLI's bounds: git's -n0 shows no commit, -n-1 all, past 2**31 it wraps
         res = entity_history(root, name, limit)
+        stale = history_stale_files(root, res.file)  # as the CLI's `history --json`: the note says it only in prose
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
     # only the note is Assay's advice: a commit subject quoting `assay index` stays as it was written
     shown = res.model_copy(update={"note": mcp_words(res.note)}) if res.note else res
-    return result(render_history(shown), res.model_dump())
+    return result(render_history(shown), {**res.model_dump(), "stale_files": stale})
 
 
 @server.tool(description=("Project brief (purpose, entry points, packages, key classes, tests, config). Byte-stable: put it "
@@ -618,7 +737,11 @@ def list_workspaces() -> CallToolResult:
         roots = allowed_roots()  # ASSAY_ALLOWED_ROOTS naming no folder: the one-line error every tool gives
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
-    for item in registry.known():
+    try:
+        listed = registry.known()
+    except ValueError as exc:  # a damaged list, no home for it: "no indexed workspaces" would be false
+        return failure(exc)
+    for item in listed:
         p = Path(item)
         try:
             check_allowed(p, roots)
@@ -635,23 +758,26 @@ def forget_workspace(path: str) -> CallToolResult:
         gone = registry.listed_missing(path)  # moved or deleted: nothing on disk to delete, only its list entry
         if gone is not None:
             check_allowed(gone, allowed_roots())
-            registry.forget(gone)
-            return result(f"{gone} is not on disk (moved or deleted): removed it from the workspace list",
+            note = registry.forget(gone)  # a warning when a damaged list was set aside (its entries kept there)
+            return result(f"{gone} is not on disk (moved or deleted): removed it from the workspace list"
+                          + (f"\nwarning: {note}" if note else ""),
                           {"workspace": str(gone), "forgotten": True, "on_disk": False})
         root = workspace(path)
         with _jobs_lock:  # no index_workspace starts a run between the check and the deletion
             if _indexing(root):
                 raise ValueError(FORGET_WHILE_INDEXING)
+            # unlisted first: a list that cannot be written fails the call before anything is deleted
+            note = registry.forget(root)
             _stop_watcher(root)  # else its next batch of changes would rebuild what is deleted here
             forgotten = _has_state(root)
             if forgotten:
                 _delete_state(root)
-            registry.forget(root)
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
+    warning = f"\nwarning: {note}" if note else ""
     if not forgotten:
-        return result(f"nothing to forget: {root} is not indexed", {"workspace": str(root), "forgotten": False})
-    return result(f"forgot {root}", {"workspace": str(root), "forgotten": True})
+        return result(f"nothing to forget: {root} is not indexed{warning}", {"workspace": str(root), "forgotten": False})
+    return result(f"forgot {root}{warning}", {"workspace": str(root), "forgotten": True})
 
 
 FORGET_WHILE_INDEXING = "an index run is in progress; wait until index_status says done, then forget"

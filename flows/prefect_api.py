@@ -42,7 +42,7 @@ def configured_api() -> str | None:
     home = Path(os.environ.get("PREFECT_HOME", Path.home() / ".prefect")).expanduser()
     profiles = Path(os.environ.get("PREFECT_PROFILES_PATH", home / "profiles.toml")).expanduser()
     try:
-        data = tomllib.loads(profiles.read_text())
+        data = tomllib.loads(profiles.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     active = os.environ.get("PREFECT_PROFILE") or data.get("active")
@@ -53,7 +53,7 @@ def configured_api() -> str | None:
 def local_server_api() -> str | None:
     """The API of the server `assay server` runs, when its process is alive and its port accepts connections."""
     try:
-        record = json.loads(record_path().read_text())
+        record = json.loads(record_path().read_text(encoding="utf-8"))
         url, pid = str(record["url"]), int(record["pid"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -174,14 +174,14 @@ def api_url(host: str, port: int) -> str:
 def write_record(url: str, pid: int) -> None:
     path = record_path()  # in ASSAY_HOME, which `assay_home` creates
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"url": url, "pid": pid}))
+    tmp.write_text(json.dumps({"url": url, "pid": pid}), encoding="utf-8")
     os.replace(tmp, path)
 
 
 def clear_record(pid: int) -> None:
     """Remove the record if it is still this server's (another `assay server` may have replaced it)."""
     try:
-        if json.loads(record_path().read_text()).get("pid") == pid:
+        if json.loads(record_path().read_text(encoding="utf-8")).get("pid") == pid:
             record_path().unlink()
     except (OSError, ValueError):
         pass

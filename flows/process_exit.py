@@ -9,8 +9,10 @@ the exit handlers (logging, Prefect's workers, temporary folders) still run firs
 from __future__ import annotations
 
 import atexit
+import errno
 import io
 import os
+import signal
 import sys
 import threading
 from typing import NoReturn
@@ -37,9 +39,33 @@ class _ClosedStream(io.TextIOBase):
         return len(text)
 
 
+class _NoteStream:
+    """stderr that cannot fail a command: a notice that found no room (`2>/dev/full`) is dropped, and the results
+    still reach stdout (the failed notice ended `search` before its rows, exit 1)."""
+
+    def __init__(self, inner: object) -> None:
+        self._inner = inner
+
+    def write(self, text: str) -> int:
+        try:
+            return self._inner.write(text)  # type: ignore[attr-defined]
+        except OSError:
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._inner.flush()  # type: ignore[attr-defined]
+        except OSError:
+            pass
+
+    def __getattr__(self, name: str) -> object:  # isatty, fileno, encoding...: the stream's own
+        return getattr(self._inner, name)
+
+
 def prepare_streams() -> None:
     """Make output unable to crash a command: a character the terminal's code page (cp1252) lacks is replaced,
-    not a UnicodeEncodeError, and a stream closed at start-up becomes a stand-in that records lost output."""
+    not a UnicodeEncodeError, a stream closed at start-up becomes a stand-in that records lost output, and a
+    notice stderr cannot take is dropped."""
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
         if stream is None:
@@ -49,6 +75,24 @@ def prepare_streams() -> None:
                 stream.reconfigure(errors="backslashreplace")
             except (OSError, ValueError):  # already closed or detached: nothing to mend
                 pass
+    if not isinstance(sys.stderr, _ClosedStream):
+        sys.stderr = _NoteStream(sys.stderr)  # type: ignore[assignment]
+
+
+def raise_open_file_limit(most: int = 65_536) -> None:
+    """The soft open-file limit up to the hard one (as Go's runtime does at start): macOS's default soft limit of
+    256 ran a long-lived MCP server serving many workspaces out of descriptors, while the hard limit allowed more."""
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = most if hard == resource.RLIM_INFINITY else min(hard, most)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+        except (ValueError, OSError):  # a sandbox that refuses: the soft limit stands
+            pass
 
 
 def lost_output(code: int) -> int:
@@ -58,6 +102,19 @@ def lost_output(code: int) -> int:
         print(LOST_OUTPUT, file=sys.stderr)
         return 1
     return code
+
+
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def full_device(exc: OSError) -> int | None:
+    """A write that found no room (the output redirected to a full disk, a quota, a file-size limit): one line and
+    exit code 1, as for a closed stdout, instead of a traceback; None for any other error."""
+    if exc.errno not in _FULL:
+        return None
+    print(f"error: cannot write: {exc.strerror or exc}; free some space (or write the output elsewhere) and run it "
+          f"again", file=sys.stderr)
+    return 1
 
 
 def exit_code(exc: SystemExit) -> int:
@@ -74,13 +131,31 @@ def exit_now(code: int) -> NoReturn:
     """Run the exit handlers, flush, and end the process. A normal exit instead when a live non-daemon thread
     would be joined by one, or a profiler or tracer (cProfile, a debugger, coverage) writes its results after
     the program returns."""
+    _quiet_interrupts(code)
     threads = any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread())
     if threads or sys.getprofile() is not None or sys.gettrace() is not None:
         sys.exit(code)
     atexit._run_exitfuncs()
+    _flush()
+    os._exit(code)
+
+
+def _quiet_interrupts(code: int) -> None:
+    """The command is done: a Ctrl-C during the teardown (joining a worker pool's manager thread) ends the
+    process at once with the command's own code, instead of "Exception ignored ... KeyboardInterrupt"."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def end(signum: int, frame: object) -> None:
+        _flush()
+        os._exit(code)
+
+    signal.signal(signal.SIGINT, end)
+
+
+def _flush() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError, AttributeError):  # a closed pipe, or a stream closed at start-up (None)
             pass
-    os._exit(code)

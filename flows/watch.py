@@ -73,7 +73,9 @@ def _catch_up(root: Path, settings: Settings, on_run: OnRun | None, halt: _Halt)
     """The first run; its failure ends the watch when the folder cannot be indexed where it is."""
     try:
         report, error = run_index(str(root), settings), None
-    except Exception as exc:  # noqa: BLE001 - reported below, or the watch's own error
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - reported below, or the watch's own error (a Rust panic too)
         report, error = None, exc
     if error is not None and unindexable_here(root):
         halt.fail(error)
@@ -93,8 +95,10 @@ def _watch_in_background(root: Path, settings: Settings, stop: threading.Event) 
 def _run(root: Path, settings: Settings, changed: list[str], on_run: OnRun | None) -> None:
     try:
         report, error = run_index(str(root), settings), None
-    except Exception as exc:  # noqa: BLE001 - a watcher must outlive one bad run
-        report, error = None, exc
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - a watcher must outlive one bad run (a panic in Chroma's Rust
+        report, error = None, exc  # bindings is a BaseException)
     if on_run is not None:
         on_run(changed, report, error)
 

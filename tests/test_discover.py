@@ -188,3 +188,27 @@ def test_the_watchers_root_ignore_check_agrees_with_discovery(tmp_path: Path) ->
     assert [r for r in ("src/a.py", "src/keep.log") if ignored(r)] == []
     assert all(ignored(r) for r in ("build/out.py", "src/debug.log", "node_modules/x/index.js", ".assay/m.json"))
     assert {f.path for f in discover(tmp_path, 1_000_000).files} == {"src/a.py"}
+
+
+def test_lockfiles_without_a_language_are_counted_as_lockfiles(tmp_path: Path) -> None:
+    for name in ("yarn.lock", "bun.lockb", "Cargo.lock", "package-lock.json"):
+        write(tmp_path, name, "{}\n")
+    write(tmp_path, "a.js", "export const a = 1;\n")
+    result = discover(tmp_path)
+    assert paths(result) == {"a.js"}
+    assert set(reasons(result).values()) == {"lockfile"}
+
+
+def test_a_name_that_is_not_valid_utf8_is_skipped_with_what_to_do(tmp_path: Path) -> None:
+    """A Latin-1 name crashed `index --json` (a surrogate cannot be written as JSON) and was dropped as a
+    parse error; it is skipped, named printably, with the fix."""
+    os.makedirs(tmp_path, exist_ok=True)
+    with open(os.path.join(os.fsencode(tmp_path), b"caf\xe9.py"), "w") as handle:
+        handle.write("def latin():\n    return 2\n")
+    write(tmp_path, "ok.py")
+    result = discover(tmp_path)
+    assert paths(result) == {"ok.py"}
+    [skip] = result.skipped
+    assert (skip.path, skip.reason) == ("caf\\udce9.py", discover_mod.UNDECODABLE_NAME)
+    assert skip.detail == "the name is not valid UTF-8 (written under another encoding): rename it"
+    skip.model_dump_json()  # printable: no surrogate left

@@ -154,3 +154,12 @@ def test_a_citation_in_an_elided_member_names_the_lines_the_writer_saw() -> None
     [(_, claim)] = check_local("`Session` sends the request (pkg/s.py:50).", [outline], facts)
     assert claim.verdict == "fabricated"
     assert "(lines 10-11)" in claim.evidence  # was "(lines 10-90)", a range holding line 50
+
+
+def test_a_claims_receipt_names_a_path_with_a_space_whole() -> None:
+    """The verdict read `my folder/with space.py:1` whole, but the claim's citations kept the reader's cut tail
+    (`space.py:1`): a tool following the receipt got a file that does not exist."""
+    spaced = _passage("my folder/with space.py", "spaced_func", 0)
+    facts = IndexFacts(resolver_from([entity_of(spaced)]), lambda: ["my folder/with space.py"])
+    [(_, claim)] = check_local("`spaced_func` formats the value (my folder/with space.py:1).", [spaced], facts)
+    assert claim.verdict != "fabricated" and claim.citations == ["my folder/with space.py:1"], claim

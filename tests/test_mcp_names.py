@@ -135,7 +135,7 @@ def test_get_entity_says_what_is_wrong_with_a_file_or_line(ws: Path) -> None:
         ("src/requests", 1): "src/requests is a folder",
         ("nope.py", 1): "nope.py is not an indexed file (not found",
         ("utils.py", 1): "did you mean src/requests/utils.py",
-        ("skipped.bin", 1): "skipped.bin is not an indexed file (ignored, binary",
+        ("skipped.bin", 1): "skipped.bin is not an indexed file: the last index run skipped it as unsupported_type",
         ("src/requests/utils.py", 0): "line must be 1 or more",
         ("src/requests/utils.py", 99999): "line 99999 is past the end of src/requests/utils.py (the index holds lines 1-11)",
         ("src/requests/utils.py:11", 3): "names line 11 and line is 3",

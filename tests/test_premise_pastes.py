@@ -181,3 +181,17 @@ def test_an_indexed_file_name_is_no_gap_and_an_unknown_one_is(indexed_project: P
     assert missing_names("Why does nothere.py define f?", sel, str(indexed_project)) == ["nothere.py"]
     # a traceback's own file, on the user's machine, is not code the index should hold
     assert missing_names('File "/home/alice/proj/app.py", line 12, in f', sel, str(indexed_project)) == []
+
+
+def test_a_premise_about_a_name_a_build_copies_cites_the_source() -> None:
+    """`dist/bundle.cjs` sorts before `packages/`: the note said the compiled copy "raises nothing" while the
+    TypeScript source raises RangeError."""
+    from assay.stages.core.artifacts import Entity
+    from assay.stages.query.premise import catalog_resolver
+
+    def entity(file: str) -> Entity:
+        return Entity(id=file, file=file, start_line=1, end_line=3, kind="function", name="parseQuantity",
+                      qualname="parseQuantity", language="typescript", content_hash="")
+
+    resolve = catalog_resolver(lambda name: [entity("dist/bundle.cjs"), entity("packages/util/src/format.ts")])
+    assert [e.file for e in resolve("parseQuantity")] == ["packages/util/src/format.ts", "dist/bundle.cjs"]

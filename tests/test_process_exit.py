@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSAY = str(Path(sys.executable).with_name("assay"))
@@ -36,6 +41,24 @@ def test_exit_now_waits_for_a_running_thread_as_a_normal_exit_would() -> None:
     assert done.returncode == 0 and done.stdout == "thread finished\n"
 
 
+def test_a_ctrl_c_while_the_exit_joins_a_thread_ends_quietly_with_the_commands_code() -> None:
+    """Ctrl-C just after `assay index` finished (the exit joining a worker pool's thread) printed "Exception
+    ignored ... KeyboardInterrupt"; the command's output and code stand."""
+    child = subprocess.Popen(
+        [sys.executable, "-c",
+         "import threading, time\n"
+         "from assay.flows.process_exit import exit_now\n"
+         "threading.Thread(target=time.sleep, args=(30,)).start()\n"
+         "print('done', flush=True)\n"
+         "exit_now(0)\n"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    assert child.stdout is not None and child.stdout.readline() == "done\n"
+    time.sleep(0.5)  # inside the join
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=20)
+    assert child.returncode == 0 and err == ""
+
+
 def test_the_cli_reports_results_and_errors_with_their_exit_codes(tmp_path: Path) -> None:
     fresh = subprocess.run([ASSAY, "status", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert fresh.returncode == 0 and "not indexed" in fresh.stdout
@@ -51,3 +74,37 @@ def test_a_profiled_command_still_writes_its_profile(tmp_path: Path) -> None:
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0 and "not indexed" in done.stdout
     assert profile.stat().st_size > 0  # cProfile writes it after the program returns
+
+
+def test_output_to_a_full_disk_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([ASSAY, "status", str(tmp_path), "--json"], stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr == ("error: cannot write: No space left on device; free some space (or write the output "
+                           "elsewhere) and run it again\n")
+
+
+def test_assay_raises_a_low_soft_open_file_limit_to_the_hard_one(tmp_path: Path) -> None:
+    """macOS starts processes at a soft limit of 256 under a far higher hard one; an MCP server ran out there."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard <= 256:
+        pytest.skip(f"the hard open-file limit here is {hard}")
+    done = subprocess.run(
+        [sys.executable, "-c", "import resource\nfrom assay.flows.process_exit import raise_open_file_limit\n"
+         "raise_open_file_limit()\nprint(resource.getrlimit(resource.RLIMIT_NOFILE)[0])"],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard)))
+    assert done.returncode == 0 and int(done.stdout) > 256, done.stderr
+
+
+def test_a_notice_stderr_cannot_take_does_not_lose_the_results(tmp_path: Path) -> None:
+    (tmp_path / "mod.py").write_text("def alpha_beta():\n    return 1\n")
+    env = {**os.environ, "ASSAY_EMBEDDER": "static", "ASSAY_ORCHESTRATION": "direct"}
+    assert subprocess.run([ASSAY, "index", str(tmp_path)], capture_output=True, env=env, timeout=300).returncode == 0
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([ASSAY, "search", "alpha_beta", str(tmp_path)], stdout=subprocess.PIPE, stderr=full,
+                              text=True, env=env, timeout=120)
+    assert done.returncode == 0 and "[alpha_beta]" in done.stdout

@@ -209,6 +209,18 @@ def test_a_dangling_state_link_is_named_by_index_status_and_search(tmp_path: Pat
     assert not target.exists() and (root / ".assay").is_symlink()  # nothing made, the link left as it was
 
 
+def test_a_state_link_to_itself_is_named_a_loop_not_a_folder_to_create(tmp_path: Path) -> None:
+    from assay.stages.core.workspace import dangling_state_link
+
+    root = small(tmp_path / "L")
+    (root / ".assay").symlink_to(".assay")
+    why = str(dangling_state_link(root))
+    assert why == (f"{root / '.assay'} is a link that leads back to itself (a loop of links): remove the link "
+                   f"(`rm {root / '.assay'}`), or point it at a folder")
+    res = runner.invoke(app, ["index", str(root)], env=STATIC)
+    assert res.exit_code == 2 and res.output.strip() == f"error: {why}"
+
+
 # 5. `assay watch` on a folder that can never be indexed
 
 

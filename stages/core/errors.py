@@ -13,6 +13,14 @@ from assay.stages.core.workspace import STATE_DIR
 _DISK_FULL_TEXTS = ("database or disk is full", "no space left on device")
 DISK_FULL_ADVICE = "free space on that disk and run the command again (what was indexed before is kept)"
 _UNWRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
+_SQLITE_IO_TEXT = "disk i/o error"
+_NEARLY_FULL = 1024 * 1024  # SQLite's WAL index (`-shm`) alone takes 32 KB; below a megabyte a disk is full in effect
+# what ONNX Runtime (C++'s std::bad_alloc, its arena), numpy and the OS say when an allocation fails
+_MEMORY_TEXTS = ("bad_alloc", "failed to allocate memory", "unable to allocate", "cannot allocate memory",
+                 "out of memory")
+MEMORY_ADVICE = ("close other programs or raise this process's memory limit (`ulimit -v`), or use the smaller "
+                 "embedder ASSAY_EMBEDDER=static (a workspace indexed with another embedder is re-embedded) or a "
+                 "smaller ASSAY_EMBED_BATCH")
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
@@ -27,20 +35,105 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
 
 def disk_full(exc: BaseException) -> bool:
     """True when the error, or one it was raised from, is a full disk: worth its own advice, since the remedy is
-    space, not a rebuild (a rebuild would throw away an index that is whole)."""
+    space, not a rebuild (a rebuild would throw away an index that is whole). SQLite's "disk I/O error" (it could
+    not grow a `-wal`/`-shm` file) counts when a disk the error touches has no space left."""
     return any((isinstance(e, OSError) and e.errno == errno.ENOSPC)
-               or any(text in str(e).lower() for text in _DISK_FULL_TEXTS) for e in _chain(exc))
+               or any(text in str(e).lower() for text in _DISK_FULL_TEXTS) for e in _chain(exc)) \
+        or (sqlite_io_error(exc) and any(_no_space(folder) for folder in _folders_touched(exc)))
 
 
-def unwritable_state(exc: BaseException) -> tuple[str, str] | None:
-    """The workspace's `.assay/` folder a write was refused in (a read-only checkout, another user's folder), and
-    why, if so."""
+def sqlite_io_error(exc: BaseException) -> bool:
+    """SQLite's "disk I/O error": a full disk, a file-size limit or a failing disk, it does not say which."""
+    return any(_SQLITE_IO_TEXT in str(e).lower() for e in _chain(exc))
+
+
+def _folders_touched(exc: BaseException) -> list[str]:
+    """Folders the error names (OSError file names) and the current folder: where a full disk is looked for."""
+    named = [str(e.filename) for e in _chain(exc) if isinstance(e, OSError) and e.filename]
+    try:
+        return [*named, os.getcwd()]
+    except OSError:  # the current folder was deleted
+        return named
+
+
+def _no_space(path: str) -> bool:
+    """Whether the disk holding `path` (its nearest existing folder) has (almost) no space left for this user."""
+    while path and not os.path.exists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            return False
+        path = parent
+    try:
+        st = os.statvfs(path)
+    except (OSError, AttributeError):  # no statvfs on Windows
+        return False
+    return st.f_bavail * st.f_frsize < _NEARLY_FULL
+
+
+def out_of_file_handles(exc: BaseException) -> bool:
+    """True when the error, or one it was raised from, is the open-file limit (EMFILE, ENFILE, or a library's
+    "Too many open files" text): a stage that opened one file more said only `[Errno 24] ...: 'x.py'`."""
+    return any((isinstance(e, OSError) and e.errno in (errno.EMFILE, errno.ENFILE))
+               or "too many open files" in str(e).lower() for e in _chain(exc))
+
+
+def _file_limit() -> str:
+    try:
+        import resource
+    except ImportError:
+        return ""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return "" if soft == resource.RLIM_INFINITY else f" (limit {soft})"
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """True when the error, or one it was raised from, is an allocation that failed (Python's MemoryError, ONNX
+    Runtime's `bad_alloc` / "Failed to allocate memory", ENOMEM)."""
+    return any(isinstance(e, MemoryError) or (isinstance(e, OSError) and e.errno == errno.ENOMEM)
+               or any(text in str(e).lower() for text in _MEMORY_TEXTS) for e in _chain(exc))
+
+
+def _refused_state_folder(exc: BaseException) -> tuple[str, str] | None:
+    """The `.assay` folder (a workspace's, or Assay's home ~/.assay) a write was refused in, and why, if so."""
     for e in _chain(exc):
         if isinstance(e, OSError) and e.errno in _UNWRITABLE and e.filename:
             parts = PurePath(str(e.filename)).parts
             if STATE_DIR in parts:
                 folder = PurePath(*parts[: parts.index(STATE_DIR) + 1])
                 return str(folder), (e.strerror or "not writable").lower()
+    return None
+
+
+def _assay_home_of(name: str) -> str | None:
+    """Assay's per-user home (ASSAY_HOME or ~/.assay, which need not be named `.assay`) that holds `name`, if one
+    does: not a workspace's `.assay/`."""
+    from assay.stages.core.registry import home_folders
+
+    try:
+        real, homes = PurePath(os.path.realpath(name)), home_folders()
+    except (RuntimeError, OSError):  # no home directory to compare with
+        return None
+    return next((str(home) for home in homes if real == home or home in real.parents), None)
+
+
+def _is_assay_home(folder: str) -> bool:
+    return _assay_home_of(folder) is not None
+
+
+def unwritable_state(exc: BaseException) -> tuple[str, str] | None:
+    """The workspace's `.assay/` folder a write was refused in (a read-only checkout, another user's folder), and
+    why, if so. Assay's home (ASSAY_HOME, ~/.assay) is not a workspace's: `unwritable_home` says that one."""
+    refused = _refused_state_folder(exc)
+    return None if refused is None or _is_assay_home(refused[0]) else refused
+
+
+def unwritable_home(exc: BaseException) -> tuple[str, str] | None:
+    """Assay's home folder (ASSAY_HOME, or ~/.assay) a write was refused in, and why, if so."""
+    for e in _chain(exc):
+        if isinstance(e, OSError) and e.errno in _UNWRITABLE and e.filename:
+            home = _assay_home_of(str(e.filename))
+            if home is not None:
+                return home, (e.strerror or "not writable").lower()
     return None
 
 
@@ -51,7 +144,9 @@ def unreadable_state(exc: BaseException) -> str | None:
     for e in _chain(exc):
         if isinstance(e, OSError) and e.errno in (errno.EACCES, errno.EPERM) and e.filename:
             name = str(e.filename)
-            if STATE_DIR in PurePath(name).parts and _refuses_reading(name):
+            parts = PurePath(name).parts
+            if STATE_DIR in parts and _refuses_reading(name) \
+                    and not _is_assay_home(str(PurePath(*parts[: parts.index(STATE_DIR) + 1]))):
                 return name
     return None
 
@@ -67,9 +162,25 @@ def _refuses_reading(name: str) -> bool:
     return bool(path) and not os.access(path, os.R_OK | (os.X_OK if os.path.isdir(path) else 0))
 
 
+def _shorten(line: str, keep: int = 80) -> str:
+    """Its start and its end: ONNX Runtime's errors run to 300 characters and name the cause (`bad_alloc`) last."""
+    return line if len(line) <= 2 * keep + 10 else f"{line[:keep]} ... {line[-keep:]}"
+
+
+LONGEST_LINE = 2_000  # an error quoting a 200,000-character argument (a path) went whole into an agent's context
+
+
 def one_line(exc: BaseException) -> str:
     """The error's first line, or its type's name when it says nothing; a full disk and a workspace whose
-    `.assay/` cannot be written say what to do."""
+    `.assay/` cannot be written say what to do. At most `LONGEST_LINE` characters: a long quote is cut in its middle."""
+    line = _one_line(exc)
+    if len(line) <= LONGEST_LINE:
+        return line
+    keep = (LONGEST_LINE - 40) // 2
+    return f"{line[:keep]} ... ({len(line) - 2 * keep:,} characters cut) ... {line[-keep:]}"
+
+
+def _one_line(exc: BaseException) -> str:
     if isinstance(exc, UnicodeEncodeError) and "surrogates not allowed" in str(exc):
         return ("the text holds bytes that are not valid UTF-8 (a paste from a terminal in another encoding?): "
                 "retype it, or set the terminal to UTF-8")
@@ -77,6 +188,17 @@ def one_line(exc: BaseException) -> str:
     line = text.splitlines()[0] if text else type(exc).__name__
     if disk_full(exc) and DISK_FULL_ADVICE not in line:
         return f"the disk is full ({line}): {DISK_FULL_ADVICE}"
+    if out_of_file_handles(exc) and "ulimit -n" not in line:
+        return f"too many open files{_file_limit()}: raise it (`ulimit -n 4096`) and run again ({_shorten(line)})"
+    if out_of_memory(exc) and MEMORY_ADVICE not in line:
+        return f"Assay ran out of memory ({_shorten(line)}): {MEMORY_ADVICE}"
+    if sqlite_io_error(exc) and line.lower() == _SQLITE_IO_TEXT:  # bare: names neither the file nor a cause
+        return (f"{line} (SQLite could not read or write a file in an index): if the disk is full, "
+                f"{DISK_FULL_ADVICE}; else check the disk and the file-size limit (`ulimit -f`)")
+    home = unwritable_home(exc)
+    if home is not None and "ASSAY_HOME" not in line:
+        return (f"cannot write Assay's home folder {home[0]} ({home[1]}): it holds the workspace list and "
+                "downloaded models; set ASSAY_HOME to a writable folder")
     unreadable = unreadable_state(exc)
     if unreadable is not None and "cannot read the index" not in line:
         return (f"cannot read the index file {unreadable} (permission denied): ask its owner to make the workspace's "

@@ -53,3 +53,12 @@ def is_test_marked(decorators: list[str], module: bool = False) -> bool:
     if module:
         return any(_TEST_CFG.match(d) for d in decorators)
     return any(d in _TEST_MARKERS for d in decorators)
+
+
+_OUTPUT_DIRS = frozenset({"dist", "build", "out"})
+
+
+def is_build_output(path: str) -> bool:
+    """The file lies under a folder a build writes (`dist/`, `build/`, `out/`): a copy of source that is written
+    elsewhere, so a name defined in both is answered from the source."""
+    return not _OUTPUT_DIRS.isdisjoint(path.split("/")[:-1])

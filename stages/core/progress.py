@@ -141,7 +141,7 @@ class StatusSink:
         try:
             with self._lock:
                 self.state["updated"] = now  # an interrupted run's last sign of life
-                tmp.write_text(json.dumps(self.state))
+                tmp.write_text(json.dumps(self.state), encoding="utf-8")
             os.replace(tmp, folder / "status.json")
         except OSError:
             tmp.unlink(missing_ok=True)  # a full disk must not leave a stray file beside the last good status
@@ -174,7 +174,7 @@ class StatusSink:
         is another run's: a `remember` that takes the lock as this run lets go writes no status, and this run's
         last word ("done") must still land, or a finished index reads "interrupted" once its process is gone."""
         try:
-            return self._is_mine((state_dir(self.root) / "status.json").read_text())
+            return self._is_mine((state_dir(self.root) / "status.json").read_text(encoding="utf-8"))
         except OSError:
             return False
 
@@ -259,7 +259,7 @@ def read_status(root: Path) -> dict | None:
     run line rather than a traceback, and the next index run rewrites it."""
     path = state_dir(root) / "status.json"
     try:
-        state = json.loads(path.read_text())
+        state = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not _well_formed(state):

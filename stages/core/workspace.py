@@ -7,6 +7,7 @@ import hashlib
 import os
 import re
 import stat
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -34,6 +35,8 @@ def resolve_workspace(path: str | os.PathLike[str]) -> Path:
         raise WorkspaceError(f"workspace does not exist: {path}{hint}")
     if not real.is_dir():
         raise WorkspaceError(_not_a_folder(path, real))
+    if (undecodable := undecodable_path(real)) is not None:
+        raise undecodable
     from assay.stages.core.registry import home_folders
 
     homes = home_folders()  # two realpaths: once for both checks
@@ -41,6 +44,26 @@ def resolve_workspace(path: str | os.PathLike[str]) -> Path:
     _refuse_state_folder(real, homes)
     refuse_shared_state(real)  # every door, not only index: status and search would show the other one's index
     return real
+
+
+def undecodable_path(real: Path) -> WorkspaceError | None:
+    """The error for a workspace whose path cannot be written as text, else None: the index records the path as
+    UTF-8, so a Latin-1 folder name failed half-way through a run (a failed run, a `.assay/` left behind), and
+    `status` then advised the `assay index` that had failed."""
+    try:
+        str(real).encode("utf-8")
+        return None
+    except UnicodeEncodeError:
+        pass
+    raw = os.fsencode(real)
+    shown = raw.decode("utf-8", "backslashreplace")
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return WorkspaceError(f"cannot use {shown} as a workspace: its path is not valid UTF-8 (a name in another "
+                              "encoding, e.g. Latin-1); rename the folder to a UTF-8 name")
+    return WorkspaceError(f"cannot use {shown} as a workspace: its path is UTF-8 but this process reads file names as "
+                          f"{sys.getfilesystemencoding()}; run Assay under a UTF-8 locale (LC_ALL=C.UTF-8)")
 
 
 def _from_uri(path: str) -> str:
@@ -120,7 +143,7 @@ def refuse_shared_state(root: Path) -> None:
     import shlex
 
     try:
-        owner = json.loads((folder / "manifest.json").read_text()).get("workspace")
+        owner = json.loads((folder / "manifest.json").read_text(encoding="utf-8")).get("workspace")
     except (OSError, ValueError, AttributeError):
         return
     if not isinstance(owner, str) or not owner or Path(owner) == root:
@@ -175,10 +198,18 @@ def dangling_state_link(root: Path) -> WorkspaceError | None:
     folder = state_dir(root)
     if not folder.is_symlink() or folder.exists():
         return None
+    import errno
     import shlex
 
+    remove = f"remove the link (`rm {shlex.quote(str(folder))}`)"
+    try:
+        folder.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # links that lead back to themselves: there is no folder to create
+            return WorkspaceError(f"{folder} is a link that leads back to itself (a loop of links): {remove}, or "
+                                  f"point it at a folder")
     return WorkspaceError(f"{folder} is a link to {os.path.realpath(folder)}, which does not exist: create that folder "
-                          f"or remove the link (`rm {shlex.quote(str(folder))}`)")
+                          f"or {remove}")
 
 
 def make_state_dir(root: Path) -> Path:
@@ -284,8 +315,9 @@ def unindexable_here(root: Path) -> str:
 
 
 def workspace_id(root: Path) -> str:
-    """Stable id for a workspace (used for the Chroma collection name)."""
-    return hashlib.sha256(str(root).encode()).hexdigest()[:16]
+    """Stable id for a workspace (used for the Chroma collection name): of the path's bytes on disk, so one locale
+    or another (a non-ASCII folder under LC_ALL=C, PYTHONUTF8=0) names the same collection and never fails."""
+    return hashlib.sha256(os.fsencode(root)).hexdigest()[:16]
 
 
 def collection_name(root: Path) -> str:

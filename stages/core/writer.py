@@ -28,7 +28,7 @@ def record_writer(root: Path) -> None:
     """Called by the lock's new holder."""
     folder = state_dir(root)
     tmp = folder / f"{HOLDER_FILE}.{os.getpid()}.tmp"
-    tmp.write_text(str(os.getpid()))
+    tmp.write_text(str(os.getpid()), encoding="utf-8")
     os.replace(tmp, folder / HOLDER_FILE)
 
 
@@ -43,7 +43,7 @@ def clear_writer(root: Path) -> None:
 def other_writer(root: Path) -> int | None:
     """The live process other than this one that holds the workspace's write lock, if any."""
     try:
-        pid = int((state_dir(root) / HOLDER_FILE).read_text().strip())
+        pid = int((state_dir(root) / HOLDER_FILE).read_text(encoding="utf-8").strip())
     except (OSError, ValueError):
         return None
     return pid if pid != os.getpid() and pid_alive(pid) else None

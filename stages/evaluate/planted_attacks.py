@@ -41,15 +41,15 @@ def load_attacks(bipia: Path | None) -> dict[str, list[str]]:
         for name in ("text_attack_train.json", "code_attack_train.json"):
             path = bipia / name
             if path.exists():
-                for category, strings in json.loads(path.read_text()).items():
+                for category, strings in json.loads(path.read_text(encoding="utf-8")).items():
                     families[f"bipia:{category}"] = list(strings)
-    own = json.loads(DATA.read_text())
+    own = json.loads(DATA.read_text(encoding="utf-8"))
     families.update({k: v for k, v in own.items() if not k.startswith("_") and k != "clean_discussion"})
     return families
 
 
 def clean_discussion() -> list[str]:
-    return list(json.loads(DATA.read_text())["clean_discussion"])
+    return list(json.loads(DATA.read_text(encoding="utf-8"))["clean_discussion"])
 
 
 def clean_hosts(roots: list[Path]) -> tuple[list[Entity], list[Entity]]:
@@ -116,7 +116,7 @@ def evaluate(roots: list[Path], bipia: Path | None, threshold: float = 0.5) -> d
             discussion.append(score >= threshold)
             if score >= threshold:
                 flagged_clean.append({"where": f"discussion[{i}] in {host}", "signals": signals})
-    own_data = json.loads(DATA.read_text())
+    own_data = json.loads(DATA.read_text(encoding="utf-8"))
     later: dict[str, list[bool]] = {}  # attacks written after tuning
     ordinary: dict[str, list[bool]] = {}  # their twins: comments and docs in an attack's words
     for name in LATER_SETS:

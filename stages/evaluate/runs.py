@@ -186,7 +186,7 @@ def evaluate_injection(root: Path, bipia: Path, settings: Settings) -> dict:
     for name in ("text_attack_train.json", "code_attack_train.json"):
         path = bipia / name
         if path.exists():
-            for strings in json.loads(path.read_text()).values():
+            for strings in json.loads(path.read_text(encoding="utf-8")).values():
                 attacks.extend(strings)
     funcs = sorted((e for e in Catalog(root).all() if e.kind in ("function", "method") and e.language == "python" and e.part == 0
                     and e.body.count("\n") >= 1), key=lambda e: e.id)
@@ -223,7 +223,7 @@ def evaluate_cost(root: Path, questions: list[ev.Question], answer: Callable[[st
         report = answer(q.text)
         report_tokens.append(ev.estimate_tokens(report.text))
         files = {rp.candidate.file for rp in report.selection.included}
-        file_tokens.append(sum(ev.estimate_tokens((root / f).read_text(errors="replace")) for f in files if (root / f).exists()))
+        file_tokens.append(sum(ev.estimate_tokens((root / f).read_text(encoding="utf-8", errors="replace")) for f in files if (root / f).exists()))
     if not report_tokens:  # no question answered: no cost measured
         return {"answers": 0, "report_tokens_mean": None, "cited_files_tokens_mean": None, "ratio": None}
     n = len(report_tokens)

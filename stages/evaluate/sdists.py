@@ -28,7 +28,7 @@ def fetch_sdist(requirement: str, downloads: Path) -> Path:
     archive = cached()
     if archive is None:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", name, requirement, "-d", str(downloads), "-q"]
-        done = subprocess.run(cmd, capture_output=True, text=True)
+        done = subprocess.run(cmd, capture_output=True, encoding="utf-8", errors="replace")  # pip's messages only
         archive = cached()
         if done.returncode != 0 or archive is None:
             why = ((done.stderr or done.stdout).strip().splitlines() or ["no archive written"])[-1]
@@ -49,5 +49,5 @@ def prepare_corpus(requirement: str, home: Path) -> Path:
         tar.extractall(root.parent, filter="data")
     if not root.exists() and len(tops) == 1:  # a normalised name inside the archive too
         (root.parent / tops.pop()).rename(root)
-    (root / ".unpacked").write_text(requirement)
+    (root / ".unpacked").write_text(requirement, encoding="utf-8")
     return root

@@ -110,7 +110,7 @@ def newest_version(registry: str, package: str) -> str:
 def _run(cmd: list[str], doing: str) -> subprocess.CompletedProcess[str]:
     """Run a registry or git client; a missing client is a one-line error that says what could not be done."""
     try:
-        return subprocess.run(cmd, capture_output=True, text=True)
+        return subprocess.run(cmd, capture_output=True, encoding="utf-8", errors="replace")  # only messages are read
     except FileNotFoundError as exc:
         raise RuntimeError(f"{doing}: {cmd[0]} is not installed") from exc
 
@@ -296,14 +296,15 @@ def prepare_repo(repo: dict, home: Path, source: Source | None = None) -> Path:
                 copied += 1
     if not copied:
         raise RuntimeError(f"{archive.name} has no files under {bench_root}")
-    (root / ".assay-semble").write_text(json.dumps({"package": source.package, "version": source.version, "files": copied}))
+    (root / ".assay-semble").write_text(json.dumps({"package": source.package, "version": source.version, "files": copied}),
+                                        encoding="utf-8")
     return root
 
 
 def clone(source: Source, dest: Path) -> Path:
     """The repository at its pinned revision, cloned once (git, where the url is reachable)."""
     marker = dest / ".git" / "assay-revision"
-    if marker.exists() and marker.read_text() == source.version:
+    if marker.exists() and marker.read_text(encoding="utf-8") == source.version:
         return dest
     if dest.exists():
         shutil.rmtree(dest)
@@ -313,7 +314,7 @@ def clone(source: Source, dest: Path) -> Path:
         done = _run(cmd, f"cannot clone {source.package}")
         if done.returncode != 0:
             raise RuntimeError(f"could not check out {source.package} at {source.version}: {_last_line(done.stderr, 'no reason given')}")
-    marker.write_text(source.version)
+    marker.write_text(source.version, encoding="utf-8")
     return dest
 
 
@@ -333,7 +334,8 @@ def _lay_out(tree: Path, bench_root: str, root: Path, source: Source) -> Path:
         if not target.is_file() or target.read_bytes() != data:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-    (root / ".assay-semble").write_text(json.dumps({"package": source.package, "version": source.version, "files": len(wanted)}))
+    (root / ".assay-semble").write_text(json.dumps({"package": source.package, "version": source.version, "files": len(wanted)}),
+                                        encoding="utf-8")
     return root
 
 

@@ -66,7 +66,7 @@ def combine(stdlib: Iterable[str], packages: Iterable[set[str]], min_packages: i
 @lru_cache(maxsize=1)
 def code_words() -> frozenset[str]:
     try:
-        return frozenset(PATH.read_text().split())
+        return frozenset(PATH.read_text(encoding="utf-8").split())
     except OSError:
         return frozenset()
 

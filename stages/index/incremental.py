@@ -16,6 +16,7 @@ from assay.stages.core.artifacts import (
     DiscoveryResult, FileRecord, IndexManifest, IndexPlan, IndexReport, ParsedFile, ParseResult, SkippedFile,
     SourceFile,
 )
+from assay.stages.core.fs_names import nameable
 from assay.stages.core.workers import worker_pool
 from assay.stages.core.workspace import collection_name, owns_collection
 from assay.stages.index.discover import file_hash, held_still
@@ -73,7 +74,9 @@ def plan_index(discovery: DiscoveryResult, manifest: IndexManifest | None, embed
     folders = tuple(u for u in discovery.unreadable if u.endswith("/") or u == "")
 
     def unreadable_now(path: str) -> bool:
-        return path in unreadable or any(path.startswith(f) for f in folders)
+        # a UTF-8 name indexed under a UTF-8 locale is invisible to a run under an ASCII one (LC_ALL=C,
+        # PYTHONUTF8=0): unreadable now, not deleted, so it keeps its entities
+        return path in unreadable or any(path.startswith(f) for f in folders) or not nameable(path)
 
     kept = sorted(p for p in old if p not in present and unreadable_now(p))
     removed = sorted(p for p in old if p not in present and not unreadable_now(p))

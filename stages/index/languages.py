@@ -165,6 +165,12 @@ _JS_DEFS = {
     "method_signature": "method",
     "abstract_method_signature": "method",
     "variable_declarator": "function",  # only when its value is a function (checked in parse)
+    # definitions written as values, as Aider's JS tags read them: `res.send = function send() {}`,
+    # `View.prototype.lookup = ...` (a method), `{ onReset: (e) => {} }`, a class field `handleEvent = () => {}`
+    "assignment_expression": "function",
+    "pair": "function",
+    "public_field_definition": "method",
+    "field_definition": "method",
     "interface_declaration": "interface",
     "type_alias_declaration": "type",
     "enum_declaration": "enum",

@@ -134,7 +134,7 @@ class LexicalIndex:
     def _write(self, tmp: Path) -> None:
         if self._retriever is not None:
             self._retriever.save(str(tmp))
-        (tmp / "ids.json").write_text(json.dumps(self.ids))
+        (tmp / "ids.json").write_text(json.dumps(self.ids), encoding="utf-8")
         if self.counts is not None:
             self.counts.save(tmp)
 
@@ -165,7 +165,7 @@ class LexicalIndex:
                 gone.missing = True
                 return gone, None
         before = _generation(folder)
-        ids = json.loads((folder / "ids.json").read_text())
+        ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
         if not ids:
             return cls(None, []), before
         return cls(bm25s.BM25.load(str(folder)), ids), before

@@ -15,7 +15,7 @@ from pathlib import PurePosixPath
 
 from tree_sitter import Node, Parser, Tree
 
-from assay.stages.core.artifacts import Entity, ParsedFile
+from assay.stages.core.artifacts import CodeFacts, Entity, ParsedFile
 from assay.stages.index.doc_markup import strip_doc_markup
 from assay.stages.index.edges import extract_edges
 from assay.stages.index.facts import facts_of
@@ -60,7 +60,13 @@ from assay.stages.index.source_text import source_lines, utf8_source
 # 36: calls in Rust macro arguments, Go composite literals, Rust struct literals and bare TS decorators are call
 # edges; Rust attributes (`#[test]`, a module's `#[cfg(test)]`) are facts' decorators
 # 37: interface and abstract member signatures are definitions only in a `.d.ts` (semble zod)
-PARSER_VERSION = 38  # 38: notebooks whose cells hold one string are Python but for those cells; a JS function after a syntax error is a function
+# 38: notebooks whose cells hold one string are Python but for those cells; a JS function after a syntax error is a function
+# 39: JS/TS definitions written as values (`res.send = function send`, `View.prototype.lookup = ...`, `exports.f = `,
+# `const h = { onReset: () => {} }`, class-field arrows, `forwardRef`/`memo` components); a TS interface's `extends`
+# as bases, JS/TS bases without type arguments (`React.Component`, not `open`, `boolean`); a function value's facts
+# read from the function (`const f = () => { throw ... }` raises); TS variance (`<out T>`) no syntax error
+# 40: a JS/TS `/** */` doc one blank line above its definition is its doc (express writes every one so)
+PARSER_VERSION = 40
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -70,8 +76,18 @@ _IDENT_TYPES = frozenset(
 _BASE_TYPES = frozenset(
     {"class_heritage", "superclass", "super_interfaces", "base_list", "base_class_clause", "base_clause",
      "class_interface_clause", "extends_interfaces", "extends_clause", "implements_clause",
-     "delegation_specifier", "inheritance_specifier", "interfaces", "mixins"}
+     "delegation_specifier", "inheritance_specifier", "interfaces", "mixins", "extends_type_clause"}
 )
+# JS definitions written as a value: `res.send = function send() {}`, `{ onReset: (e) => {} }`, a class field
+# `handleEvent = () => {}` (TS `public_field_definition`, JS `field_definition`); each names a function value only
+_JS_VALUE_DEFS = frozenset({"assignment_expression", "pair", "public_field_definition", "field_definition"})
+_JS_DECLARATIONS = frozenset({"function_declaration", "generator_function_declaration", "method_definition"})
+_JS_COMPONENT_WRAPPERS = frozenset({"forwardRef", "memo"})  # React: `const X = memo(function X() {...})` defines X
+# owner words that name no owner: `exports.f` / `module.exports.f` is `f`, `View.prototype.m` is `View.m`
+_JS_OWNERLESS = frozenset({"exports", "prototype", "this"})
+# TS 4.7 variance annotations (`<in T>`, `<out T>`, `<in out T>`), which the bundled grammar does not read
+# (zod writes a comment before some: `<\n  /** @ts-ignore Cast variance */\n  out Shape ...`)
+_TS_VARIANCE = re.compile(rb"(?<=[<,])((?:\s|/\*.*?\*/|//[^\n]*\n)*)(in\s+out|in|out)(?=\s+[A-Za-z_$])", re.DOTALL)
 _CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum"})
 # a C-family type with a body of its own, which a typedef may define in place
 _TAG_SPECIFIERS = frozenset({"struct_specifier", "union_specifier", "enum_specifier", "class_specifier"})
@@ -125,6 +141,7 @@ class _Draft:
     tail: Node | None = None  # where it ends, past its node: Dart's body beside it, a function's later clauses
     doc_row: int | None = None  # where the doc comment above it starts (0-based), when its docstring came from one
     head: Node | None = None  # a line above the node that is part of it: Haskell's `f :: Int -> Int`
+    function: Node | None = None  # the function a JS value definition holds (`x = () => {}`): its facts are read there
 
     @property
     def end_line(self) -> int:
@@ -178,11 +195,12 @@ class _Extractor:
                 return " ".join(node_text(sel).split()) or None
             return " ".join(node_text(node).split("{", 1)[0].split()) or None
         if t == "variable_declarator":
-            value = node.child_by_field_name("value")
             name = node_text(node.child_by_field_name("name"))
-            if value is not None and value.type in _FUNCTION_VALUES:
+            if _js_function(node) is not None:
                 return name or None
             return None
+        if t in _JS_VALUE_DEFS and lang in _JS_LANGUAGES:
+            return self._js_value_name(node)
         if t == "type_definition" and lang in ("c", "cpp", "objc"):
             decl = node.child_by_field_name("declarator")  # `typedef _jclass *jclass;` names `jclass`, not `*jclass`
             if decl is not None and decl.type == "primitive_type":
@@ -219,6 +237,31 @@ class _Extractor:
             return self.spec.fixed_names[t]
         ident = child_of(node, self.spec.name_types)
         return node_text(ident) if ident is not None else None
+
+    def _js_value_name(self, node: Node) -> str | None:
+        """The name a JS function value is defined under, owners dotted in front (`res.send`, `View.lookup`,
+        `handlers.onReset`), or None: the value is no function, or it is no definition the code names: a member set
+        inside a function (zod's `inst._zod.check = ...`, one object's state; `this.handle = ...` in a constructor
+        counts), an option of a call (`z.codec(a, b, { decode: (s) => ... })`)."""
+        fn = _js_function(node)
+        if fn is None:
+            return None
+        if node.type in ("public_field_definition", "field_definition"):  # `handleEvent = () => {}`
+            key = node.child_by_field_name("name") or node.child_by_field_name("property")
+            return node_text(key) or None
+        if node.type == "pair":
+            key = node.child_by_field_name("key")
+            owner = _js_object_owner(node)
+            if key is None or key.type != "property_identifier" or owner is None:
+                return None
+            return ".".join([*owner, node_text(key)])
+        path = _js_assigned_path(node)
+        if path is None or not _js_defines_here(node, nested=path[:1] == ["this"]):
+            return None  # `handlers[key] = ...`, `a().b = ...`: no name to look it up by
+        named = [p for p in path if p not in _JS_OWNERLESS]
+        if not named:  # `module.exports = function createApplication() {}`: the function's own name
+            return node_text(fn.child_by_field_name("name")) or None
+        return ".".join(named)
 
     def _declarator_name(self, node: Node) -> str | None:
         decl = node.child_by_field_name("declarator")
@@ -264,8 +307,8 @@ class _Extractor:
                 remark = remark.prev_sibling
             if remark is not None and remark.type in self.spec.comment_types and remark.start_byte > node.start_byte:
                 head = self.source[node.start_byte : remark.start_byte].decode("utf-8", "replace")
-        else:
-            head = node_text(node).split("\n", 1)[0]
+        else:  # the file's own text: a parse around TS variance read blanks where `in` / `out` stand
+            head = self.source[node.start_byte : node.end_byte].decode("utf-8", "replace").split("\n", 1)[0]
         sig = " ".join(head.split())
         if self.language == "elixir":
             sig = sig.split(", do:", 1)[0]  # `def f(x), do: x + 1`: the head only
@@ -333,6 +376,8 @@ class _Extractor:
         line = first = top = lead.start_point[0]
         if self.language == "ruby":
             line -= 1  # YARD reads a comment one blank line above as the doc too (rack writes every class's so)
+        elif self.language in _JS_LANGUAGES and prev is not None and node_text(prev).startswith("/**"):
+            line -= 1  # so do JSDoc and TypeScript for a `/** */` block (express writes every function's so)
         while self.language in ("kotlin", "haskell") and prev is not None and prev.type not in self.spec.comment_types and prev.named_children:
             prev = prev.named_children[-1]  # both grammars file the doc of the first definition under the imports
         nodes: list[Node] = []
@@ -364,7 +409,9 @@ class _Extractor:
             return [w for w in (node_text(node.child_by_field_name("superclass")), *_WORD.findall(node_text(protocols))) if w]
         node = self._typedef_body(node) or node  # `typedef struct A : B {...} A_t;`: the struct's bases
         for child in node.children:
-            if child.type in _BASE_TYPES:
+            if child.type in _BASE_TYPES and self.language in _JS_LANGUAGES:
+                found.extend(_js_type_names(child))
+            elif child.type in _BASE_TYPES:
                 text = node_text(child)
                 if self.language in ("kotlin", "swift", "scala", "dart"):  # `Comparable<User>`: User is an argument, not a base
                     text = re.sub(r"<[^<>]*>|\[[^\[\]]*\]|\([^()]*\)", "", text)
@@ -387,8 +434,8 @@ class _Extractor:
         if node.type == "method_signature" and self.language == "dart" and node.named_children:
             node = node.named_children[0]  # Dart: the parameters sit in the signature inside
         params = node.child_by_field_name("parameters") or child_of(node, self.spec.param_types)
-        if params is None and node.type == "variable_declarator":
-            value = node.child_by_field_name("value")
+        if params is None and (node.type == "variable_declarator" or node.type in _JS_VALUE_DEFS):
+            value = _js_function(node)  # `const f = (a) => ...`, `res.send = function send(body)`, `memo(...)`
             params = value.child_by_field_name("parameters") if value is not None else None
             if params is None and value is not None and value.child_by_field_name("parameter") is not None:
                 return [node_text(value.child_by_field_name("parameter"))]
@@ -494,6 +541,8 @@ class _Extractor:
             return "constant"
         if node.type == "method_definition" and self._function_in_error(node):
             return "function"
+        if node.type in ("assignment_expression", "pair") and _js_assigns_method(node):
+            return "method"
         if kind == "function" and in_container:
             return self.spec.function_kinds_in_container
         return kind
@@ -544,12 +593,15 @@ class _Extractor:
                         span = span.parent
                 elif span.parent is not None and span.parent.type in _JS_WRAPPERS:
                     span = _js_outer(span)
+                elif child.type == "assignment_expression" and span.parent is not None \
+                        and span.parent.type == "expression_statement":
+                    span = span.parent  # `res.send = function send() {...};`: the statement, its `;` and the doc above
                 lead = self._js_lead(child) if self.language in _JS_LANGUAGES and child.type in _JS_OVERLOADABLE else None
                 own_scope, own_parent = scope, parent
                 receiver = _go_receiver(child) if child.type == "method_declaration" and self.language == "go" else ""
                 if receiver and not scope:
                     own_scope, own_parent = [receiver], receiver
-                sep = _OWNER_SEPARATORS.get(self.language)
+                sep = "." if child.type in ("assignment_expression", "pair") else _OWNER_SEPARATORS.get(self.language)
                 if sep and sep in name:  # `void JPJavaFrame::Throw()`, Lua's `function tablex.find()`: a name of its owner's
                     *owner, name = _split_outside_brackets(name, sep)
                     owners = [_without_type_arguments(o) for o in owner if o]
@@ -571,6 +623,7 @@ class _Extractor:
                     bases=self._bases(child) if kind in CONTAINER_KINDS else [],
                     params=self._params(child) if kind in ("function", "method") else [],
                     children=[], head=self._type_signature(child) or lead,
+                    function=_js_function(child) if self.language in _JS_LANGUAGES else None,
                 )
                 tail = child.next_named_sibling
                 if tail is not None and tail.type in self.spec.body_sibling:
@@ -642,8 +695,7 @@ class _Extractor:
             if d.type != "variable_declarator":
                 continue
             name = node_text(d.child_by_field_name("name"))
-            value = d.child_by_field_name("value")
-            if _UPPER_CONST.match(name) and (value is None or value.type not in _FUNCTION_VALUES):
+            if _UPPER_CONST.match(name) and _js_function(d) is None:
                 exported = decl.parent is not None and decl.parent.type == "export_statement"
                 doc, row = self._docstring(decl, decl.parent if exported else decl)  # the doc sits above `export`
                 parent = self.joiner.join(scope) or None
@@ -662,6 +714,111 @@ def _js_declared(node: Node | None) -> Node | None:
     while node is not None and node.type in _JS_WRAPPERS:
         node = node.child_by_field_name("declaration") or next((c for c in node.named_children if c.type != "comment"), None)
     return node
+
+
+def _js_function(node: Node | None) -> Node | None:
+    """The function a JS declarator, assignment, object pair or class field defines (None: its value is no function).
+    A React component wrapped in `forwardRef(...)` / `memo(...)` is the function inside."""
+    if node is None:
+        return None
+    value = node.child_by_field_name("right" if node.type == "assignment_expression" else "value")
+    while value is not None and value.type == "call_expression":
+        callee = node_text(value.child_by_field_name("function")).rsplit(".", 1)[-1]  # `React.memo`
+        args = value.child_by_field_name("arguments")
+        if callee not in _JS_COMPONENT_WRAPPERS or args is None or not args.named_children:
+            return None
+        value = args.named_children[0]  # `memo(forwardRef(...))` too
+    return value if value is not None and value.type in _FUNCTION_VALUES else None
+
+
+def _js_defines_here(node: Node, nested: bool) -> bool:
+    """Whether an assignment sits where the code defines things: at the top level (an IIFE's body counts), or, when
+    `nested`, in a function that is a definition itself; never in a callback passed as an argument."""
+    up = node.parent
+    while up is not None:
+        if up.type in _JS_DECLARATIONS:
+            return nested
+        if up.type in _FUNCTION_VALUES:
+            holder = up.parent
+            if holder is not None and holder.type == "parenthesized_expression" and holder.parent is not None \
+                    and holder.parent.type == "call_expression":
+                up = holder.parent  # `(function () { ... })()`: the old module pattern's body is top level
+                continue
+            while holder is not None and holder.type in ("arguments", "call_expression"):
+                holder = holder.parent  # through `memo(...)` to its declarator
+            return nested and holder is not None and _js_function(holder) == up
+        up = up.parent
+    return True
+
+
+def _js_assigned_path(node: Node) -> list[str] | None:
+    """What an assignment sets, as names: `module.exports.f` -> ['exports', 'f'] (None: not names alone)."""
+    path = _js_member_path(node.child_by_field_name("left"))
+    return path[1:] if path is not None and path[:2] == ["module", "exports"] else path
+
+
+def _js_object_owner(pair: Node) -> list[str] | None:
+    """The names an object literal's functions are defined under: `const handlers = {...}` -> ['handlers'],
+    `module.exports = {...}` and `export default {...}` -> []; None for any other object (a call's options)."""
+    obj = pair.parent
+    holder = obj.parent if obj is not None and obj.type == "object" else None
+    if holder is None:
+        return None
+    if holder.type == "export_statement":
+        return []
+    if holder.type == "variable_declarator" and holder.child_by_field_name("value") == obj:
+        return [node_text(holder.child_by_field_name("name"))]
+    if holder.type == "assignment_expression" and holder.child_by_field_name("right") == obj:
+        path = _js_assigned_path(holder)
+        if path is not None and _js_defines_here(holder, nested=path[:1] == ["this"]):
+            return [p for p in path if p not in _JS_OWNERLESS]
+    return None
+
+
+def _js_member_path(node: Node | None) -> list[str] | None:
+    """`View.prototype.lookup` -> ['View', 'prototype', 'lookup']; None for anything but names and `this`."""
+    parts: list[str] = []
+    while node is not None and node.type == "member_expression":
+        prop = node.child_by_field_name("property")
+        if prop is None or prop.type not in ("property_identifier", "private_property_identifier"):
+            return None
+        parts.append(node_text(prop))
+        node = node.child_by_field_name("object")
+    if node is None or node.type not in ("identifier", "this"):
+        return None
+    return [node_text(node), *reversed(parts)]
+
+
+def _js_assigns_method(node: Node) -> bool:
+    """`View.prototype.lookup = function`, `this.handle = () => {}` and `Store.prototype = { dispatch() ... }` give
+    the instances a method."""
+    if node.type == "pair":
+        obj = node.parent
+        node = obj.parent if obj is not None and obj.parent is not None else node
+        if node.type != "assignment_expression":
+            return False
+        path = (_js_member_path(node.child_by_field_name("left")) or []) + [""]
+    else:
+        path = _js_member_path(node.child_by_field_name("left")) or []
+    return "prototype" in path[:-1] or path[:1] == ["this"]
+
+
+def _js_type_names(clause: Node) -> list[str]:
+    """The types a JS/TS heritage clause names, each whole and without its type arguments:
+    `extends React.Component<{ open: boolean }>` is `React.Component`, never `open` or `boolean`."""
+    found: list[str] = []
+    for item in clause.named_children:
+        if item.type in ("extends_clause", "implements_clause", "extends_type_clause"):
+            found.extend(_js_type_names(item))
+        elif item.type in ("type_arguments", "comment"):
+            continue
+        elif item.type == "generic_type":
+            found.append("".join(node_text(item.child_by_field_name("name")).split()))
+        elif item.type in ("identifier", "type_identifier", "member_expression", "nested_type_identifier"):
+            found.append("".join(node_text(item).split()))
+        else:  # `extends mixin(A, B)`: the names in it, as before
+            found.extend(_WORD.findall(re.sub(r"<[^<>]*>", "", node_text(item))))
+    return found
 
 
 def _without_type_arguments(name: str) -> str:
@@ -798,7 +955,7 @@ def _make_entities(
         span_text = "\n".join(ex.lines[start - 1 : end])
         chash = hashlib.sha256(span_text.encode()).hexdigest()
         parts = _split_parts(lines, numbers, max_lines, max_chars) if lines else [([start], [])]
-        facts = facts_of(d.node, d.span, ex.language, d.kind)
+        facts = _facts(d, ex.language)
         for i, (at, plines) in enumerate(parts):
             pstart, pend = (at[0], at[-1]) if len(parts) > 1 else (start, end)
             entities.append(
@@ -812,6 +969,17 @@ def _make_entities(
             )
         entities.extend(_make_entities(d.children, ex, path, max_lines, max_chars, seen))
     return entities
+
+
+def _facts(d: _Draft, language: str) -> CodeFacts | None:
+    """A definition's facts. A JS value definition's raises, returns and defaults are its function's (an assignment
+    or a class field has no body of its own, so `x = () => { throw ... }` raised nothing); its decorators
+    (`@HostListener(...) onClick = () => {}`) are the definition's."""
+    facts = facts_of(d.function if d.function is not None else d.node, d.span, language, d.kind)
+    if d.function is None or facts is None:
+        return facts
+    own = facts_of(d.node, d.span, language, d.kind)
+    return facts.model_copy(update={"decorators": own.decorators}) if own is not None and own.decorators else facts
 
 
 def _summary(doc: str) -> str:
@@ -981,6 +1149,8 @@ def parse_source(
     tree = _parser(language).parse(source)
     if tree.root_node.has_error and language in _CONDITIONAL_LANGUAGES:
         tree = _parse_around_conditionals(tree, source, language)
+    if tree.root_node.has_error and language in ("typescript", "tsx"):
+        tree = _parse_around_variance(tree, source, language)
     drafts: list[_Draft] = []
     ex.walk(tree.root_node, drafts)
     if _copied_chars(drafts, ex.lines) > COPY_FACTOR_MAX * len(source) + COPY_SLACK_CHARS:
@@ -1149,6 +1319,33 @@ def _first_branches(source: bytes) -> bytes:
             line = b" " * len(body) + line[len(body):]
         out.append(line)
     return b"".join(out)
+
+
+def _parse_around_variance(tree: Tree, source: bytes, language: str) -> Tree:
+    """TypeScript 4.7's variance annotations (`interface Producer<out T>`, zod's `$ZodType<out O, out I>`) are valid
+    code that the bundled grammar reads as syntax errors. Parse again with those `in` / `out` words blanked, byte for
+    byte (positions and lines hold, and passages are cut from the file's own lines), and keep that parse when it has
+    fewer errors: a file of valid TypeScript is then no "syntax errors" file, and a real error still is one."""
+    spans = [m.span(2) for m in _TS_VARIANCE.finditer(source) if _in_type_parameters(tree, m.start(2), m.end(2))]
+    if not spans:
+        return tree
+    blanked = bytearray(source)
+    for start, end in spans:
+        blanked[start:end] = re.sub(rb"\S", b" ", source[start:end])
+    other = _parser(language).parse(bytes(blanked))
+    return other if _error_bytes(other.root_node) < _error_bytes(tree.root_node) else tree
+
+
+def _in_type_parameters(tree: Tree, start: int, end: int) -> bool:
+    """Whether these bytes sit in a type parameter list (not in a comment or a string that holds `<out x`)."""
+    node: Node | None = tree.root_node.descendant_for_byte_range(start, end)
+    while node is not None:
+        if node.type == "type_parameters":
+            return True
+        if node.type in ("comment", "string", "template_string", "program"):
+            return False
+        node = node.parent
+    return False
 
 
 def _error_bytes(root: Node) -> int:

@@ -6,6 +6,7 @@ Chroma's Rust engine and SQLite name neither the file nor the remedy ("Error in 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -59,6 +60,56 @@ def _chroma_detail(exc: BaseException) -> str:
     return ": ".join(one_line(exc).split(": ")[-3:])
 
 
+FD_ADVICE = "raise it (`ulimit -n 4096`) and run again (the index is not damaged: do not rebuild it)"
+# what SQLite and Chroma's Rust engine say, without an errno, when they cannot open one more file
+_OPEN_FAILURE_TEXTS = ("unable to open database file", "error loading hnsw index", "hnsw segment reader",
+                       "error purging logs", "error executing plan")
+
+
+def open_files() -> tuple[int, int] | None:
+    """(files this process has open, its soft RLIMIT_NOFILE); None where either cannot be told (no /proc, no limit)."""
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    for folder in ("/proc/self/fd", "/dev/fd"):
+        try:
+            count = len(os.listdir(folder))
+        except OSError:
+            continue
+        return (count, limit) if limit != resource.RLIM_INFINITY else None
+    return None
+
+
+def out_of_files(exc: BaseException) -> int | None:
+    """The open-file limit when it, not the store, made this error (EMFILE/ENFILE, Rust's "Too many open files", or
+    SQLite's "unable to open database file" / Chroma's HNSW load failing with few descriptors left); else None. A
+    damaged-store message advised a rebuild that would fail the same way after minutes."""
+    import errno
+
+    chain = list(error_chain(exc))
+    said = any(getattr(e, "errno", None) in (errno.EMFILE, errno.ENFILE) or "too many open files" in str(e).lower()
+               for e in chain)
+    counted = open_files()
+    if not said and (counted is None or not any(t in str(e).lower() for e in chain for t in _OPEN_FAILURE_TEXTS)):
+        return None
+    if said:
+        return counted[1] if counted else -1
+    count, limit = counted
+    return limit if limit - count < max(16, limit // 8) else None  # few left: the limit, not the files, failed
+
+
+def too_many_files(exc: BaseException) -> StoreError | None:
+    """`out_of_files` in words: the limit, how to raise it, and Chroma's or SQLite's own last words."""
+    limit = out_of_files(exc)
+    if limit is None:
+        return None
+    shown = f" (limit {limit})" if limit >= 0 else ""
+    detail = _chroma_detail(exc)
+    if "ulimit -n" in detail:  # `one_line` gave the advice already: once is enough (it read twice, one in the other)
+        detail = detail.rsplit("(", 1)[-1].rstrip(")")
+    return StoreError(f"too many open files{shown}: {FD_ADVICE} ({detail})")
+
+
 def vector_failure(path: Path, exc: BaseException, writing: bool) -> BaseException:
     """What a failed Chroma call on the embedded store at `path` means for a person: a full disk (Chroma's Rust
     writer says "Error in compaction: Error purging logs", no errno: the free space decides), a damaged segment, or
@@ -67,6 +118,8 @@ def vector_failure(path: Path, exc: BaseException, writing: bool) -> BaseExcepti
         return exc
     if disk_full(exc):
         return no_space(path, exc)
+    if (fds := too_many_files(exc)) is not None:
+        return fds
     if any(text in str(exc).lower() for text in _DAMAGE_TEXTS):
         return DamagedVectors(f"the vector store in {path} is damaged ({_chroma_detail(exc)}); run `assay index "
                               "--rebuild`")
@@ -97,6 +150,8 @@ def storage_failure(root: Path, exc: BaseException) -> StoreError | None:
 
     if isinstance(exc, StoreError) or disk_full(exc):
         return None  # said already (`one_line` words a full disk)
+    if (fds := too_many_files(exc)) is not None:
+        return fds
     text = str(exc).lower()
     errnos = {getattr(e, "errno", None) for e in error_chain(exc)}
     if "disk i/o error" not in text and "error in compaction" not in text and not errnos & {errno.EFBIG, errno.EIO}:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import os
 import shlex
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -28,10 +29,10 @@ from assay.stages.core.workspace import (
     STATE_DIR, WorkspaceError, collection_name, indexed_workspace_of, make_state_dir, path_too_long, state_dir,
     unindexable_here, writable,
 )
-from assay.stages.core.writer import clear_writer, other_writer, record_writer
+from assay.stages.core.writer import HOLDER_FILE, clear_writer, other_writer, record_writer
 from assay.stages.index.lexical import LexicalIndex
 from assay.stages.index.state_db import open_state_db, set_aside_damaged_dbs
-from assay.stages.index.storage_errors import DamagedVectors, StoreError, _chroma_detail, chroma_errors
+from assay.stages.index.storage_errors import DamagedVectors, StoreError, _chroma_detail, chroma_errors, too_many_files
 from assay.stages.index.term_counts import TermCounts
 from assay.stages.index.tokens import TOKENIZER_VERSION, token_string
 
@@ -66,16 +67,42 @@ def set_aside_damaged_store(root: Path) -> Path | None:
 
 
 def forget_cached_client(root: Path) -> None:
-    """Chroma caches one client system per folder (a broken one too); drop only this workspace's."""
+    """Chroma caches one client system per folder (a broken one too); drop and stop only this workspace's, and
+    release its kept readers (a forgotten or replaced store's files stayed open in them)."""
+    _stop_system(str(state_dir(root) / "chroma"))
+    forget_readers(root)
+
+
+def _stop_system(key: str) -> None:
+    """Drop Chroma's cached client system of the store folder `key` and stop it: popped only, it kept its files
+    (~7 descriptors) and Rust threads (~6) open for the life of the process, one more set per rebuild and per
+    workspace a long-lived MCP server had touched, until the open-file limit aborted the server."""
     from chromadb.api.shared_system_client import SharedSystemClient
 
-    key = str(state_dir(root) / "chroma")
-    SharedSystemClient._identifier_to_system.pop(key, None)
+    system = SharedSystemClient._identifier_to_system.pop(key, None)
     SharedSystemClient._identifier_to_refcount.pop(key, None)
+    _opened_stores.pop(key, None)
+    if system is not None:
+        try:
+            system.stop()
+        except Exception:  # noqa: BLE001 - a system that failed to start, or a store deleted under it: dropped anyway
+            pass
 
 
 _client_lock = threading.Lock()
-_opened_stores: dict[str, tuple[int, int] | None] = {}  # chroma folder -> its database file when this process opened it
+_opened_stores: dict[str, tuple[int, int] | None] = {}  # chroma folder -> its database file when this process opened
+# it, least recently used first
+MAX_OPEN_STORES = 6  # client systems kept open at once: an MCP server touching 50 workspaces ran out of descriptors
+_writing: dict[str, int] = {}  # chroma folder -> write locks this process holds on it: its system is never closed
+_restart_stores: set[str] = set()  # chroma folders whose system a dropped collection left holding files (`drop`)
+
+
+def _close_idle_stores(keep: str) -> None:
+    """Stop the least recently used client systems beyond `MAX_OPEN_STORES` (none that this process is writing):
+    the next use of one opens it again (~50 ms)."""
+    idle = [key for key in _opened_stores if key != keep and not _writing.get(key)]
+    for key in idle[: max(len(_opened_stores) - kept_open(MAX_OPEN_STORES), 0)]:
+        _stop_system(key)
 
 
 def store_identity(root: Path) -> tuple[int, int] | None:
@@ -109,16 +136,22 @@ def _open_chroma_client(root: Path, url: str | None):
     path = make_state_dir(root) / "chroma"  # never `parents=True`: a moved workspace must not be made again
     path.mkdir(exist_ok=True)
     key = str(path)
-    if key in _opened_stores and _opened_stores[key] != store_identity(root):
+    if key in _opened_stores and (_opened_stores[key] != store_identity(root) or key in _restart_stores):
         # Replaced since: Chroma's cached system still reads the deleted files (stale results, or "expecting
-        # embedding with dimension of 384" after a re-index with another embedder). Start a fresh one.
+        # embedding with dimension of 384" after a re-index with another embedder). Start a fresh one. (Or a
+        # collection was dropped: the system kept its files open.)
         forget_cached_client(root)
+    _restart_stores.discard(key)
     try:
         client = chromadb.PersistentClient(path=key, settings=_chroma_settings())
-        _opened_stores[key] = store_identity(root)
-        return client
     except Exception as exc:  # noqa: BLE001 - chroma raises many types for a damaged folder
+        if not _writing.get(key):  # a half-started system stays cached otherwise, its files open
+            _stop_system(key)
         raise unopenable(path, exc) from exc
+    _opened_stores.pop(key, None)
+    _opened_stores[key] = store_identity(root)  # now the most recently used
+    _close_idle_stores(keep=key)
+    return client
 
 
 def unreachable(url: str, exc: BaseException) -> StoreError:
@@ -133,15 +166,74 @@ def unreachable(url: str, exc: BaseException) -> StoreError:
     return error
 
 
-def unopenable(path: Path, exc: BaseException) -> StoreError | WorkspaceError:
+def unopenable(path: Path, exc: BaseException, read_only: bool = False) -> StoreError | WorkspaceError:
     """A store folder Chroma cannot open, whichever way it is read: say so and how to start over (a full disk:
     how to go on, since starting over would throw a whole store away; a path too long for SQLite: not a StoreError,
-    so no rebuild sets the healthy store aside)."""
+    so no rebuild sets the healthy store aside; too many open files: the limit, as a rebuild would fail the same
+    way; a `read_only` workspace: no rebuild, which it cannot take)."""
     if path.parent.name == STATE_DIR and (too_long := path_too_long(path.parent.parent)) is not None:
         return too_long
     if disk_full(exc):
         return StoreError(f"the vector store in {path} cannot be opened: the disk is full; {DISK_FULL_ADVICE}")
+    if (fds := too_many_files(exc)) is not None:
+        return fds
+    if read_only:
+        return StoreError(f"the vector store in {path} cannot be read ({one_line(exc)}); this workspace is read-only: "
+                          "ask its owner to run `assay index` there, or index a writable copy of it")
     return StoreError(f"the vector store in {path} cannot be opened ({one_line(exc)}); run `assay index --rebuild`")
+
+
+class WriterBusy(TimeoutError):
+    """Another Assay run held the workspace's write lock for the whole wait (filelock's message named only a file)."""
+
+
+def _holder(root: Path, pid: int | None) -> str:
+    """The write lock's holder in words, with when it took the lock (its `write.holder` file's time)."""
+    import time
+
+    if pid is None:  # unrecorded, or this process's own other task (an MCP server's index run)
+        return "another Assay run (an index, a watch or an MCP server's task)"
+    try:
+        since = (state_dir(root) / HOLDER_FILE).stat().st_mtime
+    except OSError:
+        return f"another Assay run (pid {pid})"
+    shown = time.strftime("%H:%M:%S" if time.time() - since < 86400 else "%Y-%m-%d %H:%M", time.localtime(since))
+    return f"another Assay run (pid {pid}, started {shown})"
+
+
+def writer_wait_note(root: Path, pid: int | None, timeout: float) -> str:
+    return f"waiting for {_holder(root, pid)} on this workspace (one run writes it at a time; up to {timeout:.0f} s)"
+
+
+def writer_busy_message(root: Path, pid: int | None, timeout: float) -> str:
+    stop = f"stop it (`kill {pid}`)" if pid is not None else "stop that run"
+    return (f"{_holder(root, pid)} kept this workspace's write lock for all of {timeout:.0f} s; run again once it has "
+            f"finished, or {stop} and run again")
+
+
+STORE_WRITER = "chroma.writer"  # in `.assay/`: which process last held the write lock (a `chroma.` name: forget's)
+_PROCESS_MARK = os.urandom(4).hex()  # with the pid: a pid the system used again is not this process
+
+
+def claim_store(root: Path) -> None:
+    """Called by the write lock's new holder. Chroma's client system, cached per process, keeps its own view of the
+    store (its HNSW graph in memory): once another process had written the store, a long-lived writer's cached
+    client missed those vectors, and its damage probe set a healthy store aside after every rename that a terminal
+    indexed (`assay watch`, an MCP server). So the lock's holders note themselves, and one taking over from another
+    process opens a fresh client."""
+    path = state_dir(root) / STORE_WRITER
+    mine = f"{os.getpid()}-{_PROCESS_MARK}"  # read now: a forked child is another writer
+    try:
+        if path.read_text(encoding="utf-8") == mine:
+            return
+    except OSError:
+        pass
+    if "chromadb.api.shared_system_client" in sys.modules:  # else no client was opened here: none to drop
+        with _client_lock:
+            forget_cached_client(root)
+    tmp = path.with_name(f"{STORE_WRITER}.{os.getpid()}.tmp")
+    tmp.write_text(mine, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 @contextmanager
@@ -153,13 +245,26 @@ def write_lock(root: Path, timeout: float = 600.0, on_wait: Callable[[int | None
     try:
         lock.acquire(blocking=False)
     except Timeout:
-        if on_wait is not None:
-            on_wait(other_writer(root))
-        lock.acquire()
+        holder = other_writer(root)
+        print(f"note: {writer_wait_note(root, holder, timeout)}", file=sys.stderr, flush=True)  # a silent wait
+        if on_wait is not None:  # of minutes looked like a hang, from every door (index, watch, MCP remember)
+            on_wait(holder)
+        try:
+            lock.acquire()
+        except Timeout as exc:
+            raise WriterBusy(writer_busy_message(root, other_writer(root), timeout)) from exc
+    store = str(folder / "chroma")
+    with _client_lock:
+        _writing[store] = _writing.get(store, 0) + 1
     try:
         record_writer(root)
+        claim_store(root)
         yield
     finally:
+        with _client_lock:
+            _writing[store] -= 1
+            if not _writing[store]:
+                del _writing[store]
         clear_writer(root)
         lock.release()
 
@@ -453,11 +558,37 @@ class VectorStore:
                 collection.modify(configuration={"hnsw": {"sync_threshold": DEFAULT_SYNC}})
 
     def drop(self, name: str) -> None:
-        """Delete a collection a rebuild has replaced (absent is fine)."""
+        """Delete a collection a rebuild has replaced (absent is fine). Chroma's embedded system keeps a dropped
+        collection's HNSW files open (4 per rebuild, for the life of the process), so the next open restarts it."""
         try:
             self._client.delete_collection(name)
         except Exception:  # noqa: BLE001
-            pass
+            return
+        if self._path is not None:
+            with _client_lock:
+                _restart_stores.add(str(self._path))
+
+    def remove_orphan_segments(self) -> list[str]:
+        """Delete the folders of vector segments no collection holds any longer: Chroma's `delete_collection`
+        drops a collection's rows but leaves its HNSW folder, so every `--rebuild` (or new embedder) left a full
+        copy of the vectors on disk for good. Run under the workspace's write lock: no other run makes segments."""
+        if self._path is None or not (self._path / "chroma.sqlite3").is_file():
+            return []
+        import re
+        import shutil
+        import sqlite3
+        from contextlib import closing
+
+        try:
+            with closing(sqlite3.connect(f"file:{self._path / 'chroma.sqlite3'}?mode=ro", uri=True)) as db:
+                held = {segment for (segment,) in db.execute("SELECT id FROM segments")}
+        except sqlite3.Error:  # a store it cannot read: leave every folder as it is
+            return []
+        uuid = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+        orphans = [p for p in self._path.iterdir() if p.is_dir() and uuid.fullmatch(p.name) and p.name not in held]
+        for folder in orphans:
+            shutil.rmtree(folder, ignore_errors=True)
+        return sorted(p.name for p in orphans)
 
     def drop_others(self, keep: str, base: str) -> list[str]:
         """Delete every collection of this workspace (named `base` or `base_g<n>`) except `keep`: a rebuild cut
@@ -533,7 +664,7 @@ class EmbeddedReader:
         self._path = path  # what an error names (the store, not a private copy of it)
         if not (path / "chroma.sqlite3").exists():
             return  # nothing stored yet: no vectors to find
-        if not writable(path):
+        if not writable(path) or not writable(path / "chroma.sqlite3"):  # `chmod -R a-w`: the folder and its files
             path = self._copy = readable_copy(path)
         try:
             config = rb.SqliteDBConfig(hash_type=rb.MigrationHash.MD5, migration_mode=rb.MigrationMode.Validate,
@@ -542,7 +673,7 @@ class EmbeddedReader:
             self._bindings = rb.Bindings(allow_reset=False, sqlite_db_config=config, persist_path=str(path),
                                          hnsw_cache_size=max(files // 5, 1))  # as Chroma's client sizes it
         except Exception as exc:  # noqa: BLE001 - chroma raises many types for a damaged folder
-            raise unopenable(path, exc) from exc
+            raise unopenable(self._path, exc, read_only=self._copy is not None) from exc
 
     def release(self) -> None:
         """Remove the private copy of a read-only store, if this reader made one (a newer index replaced it)."""
@@ -591,10 +722,24 @@ def readable_copy(path: Path) -> Path:
     copy_dir = Path(tempfile.mkdtemp(prefix="assay-store-"))
     atexit.register(shutil.rmtree, copy_dir, True)  # (`EmbeddedReader.release` removes it sooner)
     try:
-        shutil.copytree(path, copy_dir / "chroma", ignore=shutil.ignore_patterns("*.lock"))
+        shutil.copytree(path, copy_dir / "chroma", ignore=shutil.ignore_patterns("*.lock"),
+                        copy_function=shutil.copyfile)  # not the modes: Chroma refused a 0444 copy as well
+        _make_writable(copy_dir / "chroma")
     except OSError as exc:
-        raise unopenable(path, exc) from exc
+        raise unopenable(path, exc, read_only=True) from exc
     return copy_dir / "chroma"
+
+
+def _make_writable(folder: Path) -> None:
+    """Give the owner write access in a private copy: `copytree` copies a folder's modes even without `copy2`, and a
+    read-only copy could be neither opened by Chroma nor removed afterwards."""
+    import stat
+
+    for parent, folders, files in os.walk(folder):
+        for name in (*folders, *files):
+            target = Path(parent) / name
+            target.chmod(target.stat().st_mode | stat.S_IWUSR)
+    folder.chmod(folder.stat().st_mode | stat.S_IWUSR)
 
 
 _READERS: dict[tuple, VectorStore | EmbeddedReader] = {}
@@ -636,7 +781,9 @@ def _through_reader(root: Path, url: str | None, collection: str | None,
     # a replaced store, or for the embedded store a new index run, gets a new handle
     key = (str(root), url, collection, None if url else store_identity(root), None if url else index_generation(root))
     with _readers_lock:
-        store = _READERS.get(key)
+        store = _READERS.pop(key, None)
+        if store is not None:
+            _READERS[key] = store  # now the most recently used
     if store is not None:
         try:
             return read(store)
@@ -645,12 +792,40 @@ def _through_reader(root: Path, url: str | None, collection: str | None,
     store = VectorStore(root, url, collection) if url else EmbeddedReader(root, collection)
     found = read(store)
     with _readers_lock:
-        for old in [k for k in _READERS if k[:3] == key[:3]]:  # a replaced store's handle
-            release = getattr(_READERS.pop(old), "release", None)  # an embedded reader's copy of a read-only store
-            if release is not None:
-                release()
+        # a replaced store's or an earlier run's handle (a rebuild's new collection too: its old one kept ~15 files)
+        _release_readers([k for k in _READERS if k[:2] == key[:2]])
         _READERS[key] = store
+        _release_readers(list(_READERS)[: max(len(_READERS) - kept_open(MAX_READERS), 0)])  # least recently used first
     return found
+
+
+def kept_open(most: int) -> int:
+    """How many stores (or readers) to keep open: `most`, fewer under a low open-file limit (each costs ~7-15
+    descriptors; a server at a hard limit of 64 stuck after its fifth workspace), never none."""
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return most
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return most if soft == resource.RLIM_INFINITY else max(1, min(most, soft // 128))
+
+
+MAX_READERS = 6  # workspaces whose reader stays open (each ~6 files and ~5 threads): an MCP server touching 50 aborted
+
+
+def _release_readers(keys: list[tuple]) -> None:
+    """Drop these kept readers (the caller holds `_readers_lock`): Chroma's engine closes a reader's files and threads
+    when the last reference goes (one a query in flight still holds lasts until it ends); a private copy is removed."""
+    for key in keys:
+        release = getattr(_READERS.pop(key), "release", None)
+        if release is not None:
+            release()
+
+
+def forget_readers(root: Path) -> None:
+    """Release the readers kept for this workspace (its index deleted or replaced)."""
+    with _readers_lock:
+        _release_readers([k for k in _READERS if k[0] == str(root)])
 
 
 def manifest_path(root: Path) -> Path:
@@ -662,7 +837,13 @@ def load_manifest(root: Path) -> IndexManifest | None:
     if not path.exists():
         return None
     try:
-        return IndexManifest.model_validate_json(path.read_text())
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None  # deleted since the check: not indexed
+    except OSError as exc:  # no descriptor left, a refused read: the file is not damaged, a rebuild would not help
+        raise StoreError(f"cannot read the manifest {path}: {one_line(exc)}") from exc
+    try:
+        return IndexManifest.model_validate_json(text)
     except Exception as exc:  # noqa: BLE001
         first = str(exc).strip().splitlines()[0]
         raise StoreError(f"the manifest {path} is damaged ({first}); run `assay index --rebuild`") from exc
@@ -794,7 +975,12 @@ def prepare_dense(root: Path, url: str | None, previous: IndexManifest | None, r
     reason = ""
     had_vectors = (previous is not None and not rebuilt and previous.collection == manifest.collection
                    and previous.entity_count - len(previous.dense_pending) > 0)
-    damage = vector_damage(store, known(manifest) if known else [], manifest.dimension) if had_vectors and not url else ""
+    samples = known(manifest) if known and had_vectors and not url else []
+    damage = vector_damage(store, samples, manifest.dimension) if had_vectors and not url else ""
+    if damage:
+        damage = damage_afresh(root, manifest.collection, samples, manifest.dimension, damage)
+        if not damage:  # healthy as a fresh client sees it: write through that one, not the stale one
+            store = VectorStore(root, url, manifest.collection)
     if damage:
         moved = set_aside_damaged_store(root)
         store = VectorStore(root, url, manifest.collection)
@@ -810,6 +996,18 @@ def prepare_dense(root: Path, url: str | None, previous: IndexManifest | None, r
         manifest.vectors_stale = []
         write_manifest(root, manifest)
     return manifest, reason
+
+
+def damage_afresh(root: Path, collection: str, samples: list[list[float]], dimension: int, damage: str) -> str:
+    """The embedded store's damage asked once more through a fresh client before a whole store is set aside: the
+    client cached in this process may predate another process's writes (one by an Assay that does not note itself
+    in `claim_store`). A store that cannot even be opened afresh stays damaged as first found."""
+    with _client_lock:
+        forget_cached_client(root)
+    try:
+        return vector_damage(VectorStore(root, None, collection), samples, dimension)
+    except StoreError:
+        return damage
 
 
 def vector_damage(store: VectorStore, known: list[list[float]], dimension: int) -> str:

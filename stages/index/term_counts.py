@@ -101,14 +101,14 @@ class TermCounts:
     def save(self, folder: Path) -> None:
         """Into the BM25 index's folder (its `ids.json` holds the ids)."""
         np.savez(folder / _ARRAYS, ptr=self.ptr, term=self.term, tf=self.tf, length=self.length)
-        (folder / _VOCAB).write_text(json.dumps({"tokenizer": TOKENIZER_VERSION, "vocab": self.vocab}))
+        (folder / _VOCAB).write_text(json.dumps({"tokenizer": TOKENIZER_VERSION, "vocab": self.vocab}), encoding="utf-8")
 
     @classmethod
     def load(cls, folder: Path) -> "TermCounts | None":
         """The counts a build left, or None when absent, from another tokenizer, or inconsistent."""
         try:
-            meta = json.loads((folder / _VOCAB).read_text())
-            ids = json.loads((folder / "ids.json").read_text())
+            meta = json.loads((folder / _VOCAB).read_text(encoding="utf-8"))
+            ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
             with np.load(folder / _ARRAYS) as arrays:
                 ptr, term, tf, length = (arrays[k] for k in ("ptr", "term", "tf", "length"))
         except (OSError, ValueError, KeyError):

@@ -258,7 +258,7 @@ def refresh(root: Path, catalog, files: list[str], writer: Writer | None = None,
     digest = hashlib.sha256("\0".join([source, fixes, writer_name if writer else ""]).encode()).hexdigest()
     folder = state_dir(root)
     stamp, path = folder / FINGERPRINT_FILE, folder / BRIEF_FILE
-    if path.exists() and stamp.exists() and stamp.read_text().strip() == digest:
+    if path.exists() and stamp.exists() and stamp.read_text(encoding="utf-8").strip() == digest:
         return path.read_text("utf-8"), False, []
     calls = []
     body = source
@@ -270,7 +270,7 @@ def refresh(root: Path, catalog, files: list[str], writer: Writer | None = None,
     if state_writable(root):  # an index mounted read-only: the brief is built each time instead of kept
         folder.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-        stamp.write_text(digest)
+        stamp.write_text(digest, encoding="utf-8")
     return text, True, calls
 
 

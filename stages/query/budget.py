@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from assay.stages.core.artifacts import Candidate, Retrieval
+from assay.stages.core.fs_names import on_disk
 
 @lru_cache(maxsize=1)
 def _tokenizer():
@@ -147,7 +148,7 @@ def file_tokens(root, files: list[str]) -> int:
     total = 0
     for f in dict.fromkeys(files):
         try:
-            total += round((root / f).stat().st_size / BYTES_PER_TOKEN)
+            total += round(on_disk(root, f).stat().st_size / BYTES_PER_TOKEN)
         except OSError:
             continue
     return total

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from assay.stages.core.artifacts import Freshness, IndexManifest
+from assay.stages.core.fs_names import nameable, on_disk
 from assay.stages.query.git_history import COMMIT_ID, git
 
 GIT_TIMEOUT = 5.0
@@ -29,7 +30,8 @@ def _read_head(root: Path) -> tuple[str, str] | None:
     None for anything else (worktrees, unusual layouts): the caller asks git then."""
     git_dir = root / ".git"
     try:
-        head = (git_dir / "HEAD").read_text().strip()
+        # git writes ref names as UTF-8 bytes whatever the locale: under LC_ALL=C a branch `féature` failed to decode
+        head = (git_dir / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
     except OSError:
         return None
     if COMMIT_ID.fullmatch(head):
@@ -39,11 +41,13 @@ def _read_head(root: Path) -> tuple[str, str] | None:
     ref = head[5:]
     branch = ref.removeprefix("refs/heads/")
     try:
-        return (git_dir / ref).read_text().strip(), branch
+        # the ref's file named by its UTF-8 bytes: a str path is encoded in the locale's (ASCII) file-name encoding
+        with open(os.fsencode(git_dir) + b"/" + ref.encode("utf-8"), encoding="utf-8") as fh:
+            return fh.read().strip(), branch
     except OSError:
         pass
     try:
-        for line in (git_dir / "packed-refs").read_text().splitlines():
+        for line in (git_dir / "packed-refs").read_text(encoding="utf-8", errors="replace").splitlines():
             if line.endswith(" " + ref):
                 return line.split(" ", 1)[0], branch
     except OSError:
@@ -74,6 +78,11 @@ def git_head(root: Path) -> tuple[str, str]:
     return commit, "" if branch == "HEAD" else branch
 
 
+def _stat(base: str, path: str) -> os.stat_result:
+    """The indexed file's stat; a name this locale cannot spell (see `on_disk`) is found by its UTF-8 bytes."""
+    return os.stat(base + path if nameable(path) else on_disk(Path(base), path))
+
+
 def check(root: Path, manifest: IndexManifest) -> tuple[Freshness, set[str]]:
     """The freshness line's facts, and every indexed path that changed or vanished since."""
     changed: list[str] = []
@@ -82,7 +91,7 @@ def check(root: Path, manifest: IndexManifest) -> tuple[Freshness, set[str]]:
     base = str(root) + os.sep
     for path, record in manifest.files.items():
         try:
-            st = os.stat(base + path)
+            st = _stat(base, path)
         except FileNotFoundError:
             deleted += 1
             gone.append(path)

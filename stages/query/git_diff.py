@@ -74,8 +74,56 @@ def diff_files(diff: str) -> tuple[dict[str, set[int]], set[str], set[str]]:
             m = _HUNK.match(line)
             if m and current is not None:
                 start, count = int(m.group(3)), int(m.group(4) if m.group(4) is not None else 1)
-                touched[current].update(range(start, start + count) if count else {max(start, 1)})
+                touched[current].update(_new_lines(start, count))
     return touched, added, deleted
+
+
+def _new_lines(start: int, count: int) -> set[int]:
+    """New-side lines one `-U0` hunk touches; a pure deletion (count 0) marks the line git puts it at."""
+    return set(range(start, start + count)) if count else {max(start, 1)}
+
+
+def hunk_lines(hunks: list[tuple[int, int, int, int]]) -> set[int]:
+    """New-side lines a list of (old start, old count, new start, new count) hunks touches, as `diff_files` reads them."""
+    return {line for _, _, start, count in hunks for line in _new_lines(start, count)}
+
+
+def _binary_side(text: str, prefix: str) -> str | None | bool:
+    """One side of a `Binary files X and Y differ` line: the path, None for /dev/null, False when it is no side."""
+    if text == "/dev/null":
+        return None
+    path = unquote_path(text)
+    return path.removeprefix(prefix) if path.startswith(prefix) else False
+
+
+def binary_files(diff: str) -> list[tuple[str | None, str | None]]:
+    """(old path, new path) of each file git diffs as binary (`Binary files a/x and b/x differ`: no `---`/`+++`
+    header, no hunk), None for a side that is /dev/null. A UTF-16 file is one: its bytes hold NULs. Every line of
+    a patch body starts with `+`, `-`, ` ` or `\\`, so this line is always git's own."""
+    found: list[tuple[str | None, str | None]] = []
+    for line in diff.splitlines():
+        if not line.startswith("Binary files ") or not line.endswith(" differ"):
+            continue
+        body = line[len("Binary files "):-len(" differ")]
+        parts = body.split(" and ")
+        for cut in range(1, len(parts)):  # a name may hold " and ": take the first cut that reads as a/x and b/y
+            old, new = _binary_side(" and ".join(parts[:cut]), "a/"), _binary_side(" and ".join(parts[cut:]), "b/")
+            if old is not False and new is not False and (old, new) != (None, None):
+                found.append((old, new))
+                break
+    return found
+
+
+def line_hunks(old: list[str], new: list[str]) -> list[tuple[int, int, int, int]]:
+    """`-U0` hunks (old start, old count, new start, new count, numbered as git numbers them) between two texts'
+    lines: for files whose lines git does not count as editors do (UTF-16, lone CR), diffed after decoding."""
+    from difflib import SequenceMatcher
+
+    hunks = []
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag != "equal":  # git gives an empty side the line before it as its start
+            hunks.append((i1 + 1 if i2 > i1 else i1, i2 - i1, j1 + 1 if j2 > j1 else j1, j2 - j1))
+    return hunks
 
 
 class Gitlink(NamedTuple):

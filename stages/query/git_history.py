@@ -11,6 +11,8 @@ the index holds) to HEAD's lines first (through an uncommitted rename to the old
 this" questions. A submodule (or an embedded repository added as
 one) is a single gitlink entry in its parent's diff, so both follow into its own repository: `changed` diffs it
 from the commit the parent recorded, `history` reads its own log; what cannot be followed is said in one line.
+Git counts only "\\n" as a line break and diffs UTF-16 as binary, so for those files (lone-CR, UTF-16) both sides are
+diffed after decoding as the index decodes them, and `history` maps the entity's lines to git's by byte offsets.
 
 Every user string reaches git only after `git rev-parse --verify` turned it into a commit id, so a value like
 `--output=FILE` is refused instead of read as an option. Diffs are asked for with explicit prefixes, unquoted
@@ -29,9 +31,10 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from assay.stages.core.artifacts import Entity, FileRecord
+from assay.stages.core.fs_names import on_disk
 from assay.stages.index.edges import definition_spans
-from assay.stages.query.git_diff import (Gitlink, diff_files, diff_gitlinks, diff_hunks, diff_raw, head_span, mode_changes,
-                                         renames)
+from assay.stages.query.git_diff import (Gitlink, binary_files, diff_files, diff_gitlinks, diff_hunks, diff_raw, head_span,
+                                         hunk_lines, line_hunks, mode_changes, renames)
 
 COMMIT_ID = re.compile(r"[0-9a-f]{40}")  # a full SHA-1 commit id
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # SHA-1 or SHA-256 repositories
@@ -45,6 +48,10 @@ _STALE_MARK = "STALE (file changed since indexing)"
 
 class NotAGitRepository(ValueError):
     pass
+
+
+class GitError(ValueError):
+    """git ran and failed (or could not run): its first line of error, for a caller to reword as advice."""
 
 
 class TouchedEntity(BaseModel):
@@ -114,11 +121,12 @@ def _label(args: tuple[str, ...]) -> str:
 
 def git(root: Path, *args: str, timeout: float = 30.0) -> str:
     try:
-        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=timeout,
+                              encoding="utf-8", errors="surrogateescape")  # git writes UTF-8 whatever the locale
     except FileNotFoundError as exc:
         raise NotAGitRepository("git is not installed: listing changed entities and their history needs it") from exc
     except (OSError, subprocess.SubprocessError) as exc:  # a timeout, a workspace that vanished
-        raise ValueError(f"{_label(args)}: {type(exc).__name__}") from exc
+        raise GitError(f"{_label(args)}: {type(exc).__name__}") from exc
     if done.returncode != 0:
         msg = (done.stderr.strip().splitlines() or ["git failed"])[0]
         if "not a git repository" in done.stderr.lower():
@@ -128,7 +136,7 @@ def git(root: Path, *args: str, timeout: float = 30.0) -> str:
             raise NotAGitRepository(f"{_label(args)}: git refuses to read {root}: detected dubious ownership (the "
                                     f"repository belongs to another user); run git config --global --add "
                                     f"safe.directory {root}")
-        raise ValueError(f"{_label(args)}: {msg}")
+        raise GitError(f"{_label(args)}: {msg}")
     return done.stdout
 
 
@@ -199,7 +207,7 @@ def as_it_is_now(root: Path, stale: set[str], indexed: dict[str, FileRecord], by
     current: dict[str, list[Entity]] = {}
     for file in stale:
         try:
-            current[file] = parse_source((root / file).read_bytes(), file, indexed[file].language, "").entities
+            current[file] = parse_source(on_disk(root, file).read_bytes(), file, indexed[file].language, "").entities
         except (OSError, KeyError):
             continue  # unreadable now, or never indexed: the index's spans are all there is
     return lambda file: current[file] if file in current else by_file(file)
@@ -229,6 +237,78 @@ def _blob(repo: Path, commit: str, path: str) -> bytes | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout if done.returncode == 0 else None
+
+
+_LONE_CR = re.compile(rb"\r(?!\n)")
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _utf16(data: bytes) -> bool:
+    from assay.stages.index.source_text import has_utf16_bom
+
+    return has_utf16_bom(data[:8192])
+
+
+def git_miscounts_lines(data: bytes) -> bool:
+    """Whether git numbers the file's lines otherwise than the index (and editors) do: git counts `\\n` bytes only,
+    so a lone-CR (old Mac) file is one line to it, and a UTF-16 file is binary (no hunks at all)."""
+    return _utf16(data) or _LONE_CR.search(data) is not None
+
+
+def editor_lines(data: bytes, path: str) -> list[str]:
+    """A file's lines decoded and split as the index reads them: what its entities' line numbers count."""
+    from assay.stages.index.languages import language_for
+    from assay.stages.index.source_text import source_lines, utf8_source
+
+    text, _ = utf8_source(data, language_for(path.rsplit("/", 1)[-1]) or "")
+    return source_lines(text.decode("utf-8", "replace"))
+
+
+def _own_lines(repo: Path, commit: str, old_path: str | None, now: bytes, path: str) -> set[int]:
+    """New-side lines of `path` changed since `commit`, diffed after decoding both sides (`old_path` None: new file).
+    When the old side cannot be read, every line: its definitions are listed rather than silently missed."""
+    new = editor_lines(now, path)
+    old = b"" if old_path is None else _blob(repo, commit, old_path)
+    if old is None:
+        return set(range(1, len(new) + 1)) or {1}
+    return hunk_lines(line_hunks(editor_lines(old, old_path or path), new))
+
+
+def _read_as_text(data: bytes) -> bool:
+    """Whether the index reads these bytes as text (what git calls binary may be UTF-16, or marked so)."""
+    from assay.stages.index.discover import is_binary
+
+    return _utf16(data) or not is_binary(data[:8192])
+
+
+def _recount_lines(repo: Path, commit: str, diff: str, touched: dict[str, set[int]], added: set[str],
+                   deleted: set[str]) -> None:
+    """Fix `diff_files`' reading of files git does not number as editors do, in place: a file git diffs as binary
+    is listed (one the index reads as text, with its changed lines diffed after decoding: UTF-16, or text marked
+    `-diff`/`binary` in `.gitattributes` as notebooks often are; another, as a file with no line), a lone-CR file's
+    lines are diffed again (git's hunk `1` is the whole file, so it named the first definition)."""
+    old_name = {new: old for old, new in renames(diff_raw(diff))}
+    binary: set[str] = set()
+    for old, new in binary_files(diff):
+        if new is None:
+            deleted.add(old)
+            continue
+        if old is None:
+            added.add(new)
+        binary.add(new)
+        touched[new] = set()
+        old_name[new] = old
+    for path in touched:
+        now = _read(repo / path)
+        if now is None or not (_read_as_text(now) if path in binary else _LONE_CR.search(now)):
+            continue
+        touched[path] = _own_lines(repo, commit, None if path in added else old_name.get(path, path), now, path)
 
 
 def deleted_side(root: Path, where: dict[str, tuple[Path, str, str]]):
@@ -293,9 +373,9 @@ def stale_files(root: Path, files: set[str], indexed: dict[str, FileRecord]) -> 
         if record is None:
             continue
         try:
-            if record.mtime_ns and not record.stat_differs((root / file).stat()):
+            if record.mtime_ns and not record.stat_differs(on_disk(root, file).stat()):
                 continue  # size and time as indexed: unchanged, without reading it
-            if file_hash((root / file).read_bytes()) != record.content_hash:
+            if file_hash(on_disk(root, file).read_bytes()) != record.content_hash:
                 stale.add(file)
         except OSError:
             continue
@@ -353,6 +433,7 @@ def _repo_changes(repo: Path, prefix: str, commit: str, by_file, indexed: dict[s
     # -M whatever diff.renames says: a rename is one entry (its raw line names both paths), not a delete and an add
     diff = git(repo, *_UNQUOTED, "diff", *_DIFF, *_RAW, "-M", "--end-of-options", commit, "--")
     touched, added, deleted = diff_files(diff)
+    _recount_lines(repo, commit, diff, touched, added, deleted)
     links = diff_gitlinks(diff)
     for link in links:  # drop only the submodule side: a file replaced by a submodule is still a deleted file
         if link.present:
@@ -456,14 +537,66 @@ def _span_in_head(repo: Path, entity: Entity, path: str) -> tuple[tuple[int, int
     outside = head_path.startswith("../")  # renamed in from outside the workspace: `--relative` would drop that side
     if outside:
         renamed += " (outside the workspace)"
-    args = tuple(a for a in _DIFF if a != "--relative") if outside else _DIFF
-    diff = git(repo, *_UNQUOTED, "diff", *args, "-M", "HEAD", "--", *dict.fromkeys([head_path, path]))
-    span = head_span(diff_hunks(diff), entity.start_line, entity.end_line)
+    head, now = _blob(repo, "HEAD", head_path), _read(repo / path)
+    if head is not None and now is not None and (git_miscounts_lines(head) or git_miscounts_lines(now)):
+        hunks = line_hunks(editor_lines(head, head_path), editor_lines(now, path))  # git's hunks count other lines
+    else:
+        args = tuple(a for a in _DIFF if a != "--relative") if outside else _DIFF
+        hunks = diff_hunks(git(repo, *_UNQUOTED, "diff", *args, "-M", "HEAD", "--", *dict.fromkeys([head_path, path])))
+    span = head_span(hunks, entity.start_line, entity.end_line)
     if span is None:
         return None, "; ".join(filter(None, [renamed, "not committed yet: HEAD holds none of its lines (uncommitted edits)"])), head_path
     if span != (entity.start_line, entity.end_line):
         return span, "; ".join(filter(None, [renamed, f"traced HEAD's lines {span[0]}-{span[1]} (the file has uncommitted edits)"])), head_path
     return span, renamed, head_path
+
+
+def _line_bounds(data: bytes) -> list[tuple[int, int]] | None:
+    """(first byte, byte past the last character) of each editor line of a file, None when its UTF-16 is cut short."""
+    if _utf16(data):
+        codec = "utf-16-be" if data.startswith(b"\xfe\xff") else "utf-16-le"
+        try:
+            pieces: list = re.split(r"(\r\n|\r|\n)", data[2:].decode(codec, "surrogatepass"))
+        except UnicodeDecodeError:
+            return None
+        width, pos = (lambda s: len(s.encode(codec, "surrogatepass"))), 2
+    else:
+        pieces, width, pos = re.split(rb"(\r\n|\r|\n)", data), len, 0
+    if len(pieces) > 1 and not pieces[-1]:  # a final line ending ends the last line; it opens no empty one
+        pieces = pieces[:-2]
+    bounds = []
+    for i in range(0, len(pieces), 2):  # content, line ending, content, ...
+        size = width(pieces[i])
+        bounds.append((pos, pos + size))
+        pos += size + (width(pieces[i + 1]) if i + 1 < len(pieces) else 0)
+    return bounds
+
+
+def git_span(data: bytes, span: tuple[int, int]) -> tuple[tuple[int, int], bool]:
+    """Git's lines (it counts `\\n` bytes only) for editor lines `span` of a file's bytes, and whether they hold other
+    editor lines too (a lone-CR file is one line to git). The span itself when git numbers the file as editors do."""
+    bounds = _line_bounds(data) if git_miscounts_lines(data) else None
+    if bounds is None or span[1] > len(bounds):
+        return span, False
+    def line_at(offset: int) -> int:
+        return data.count(b"\n", 0, offset) + 1
+    first, (start, end) = line_at(bounds[span[0] - 1][0]), bounds[span[1] - 1]
+    last = line_at(max(end - 1, start))
+    wider = (span[0] > 1 and line_at(bounds[span[0] - 2][1]) == first) or \
+            (span[1] < len(bounds) and line_at(bounds[span[1]][0]) == last)
+    return (first, last), wider
+
+
+def _log_lines(repo: Path, span: tuple[int, int], head_path: str, limit: int) -> str:
+    """`git log -L` over HEAD's lines of one file; git's error reworded as what to do."""
+    try:
+        return git(repo, "log", f"-L{span[0]},{span[1]}:{head_path}", "--no-patch", f"-n{limit}",
+                   "--date=short", "--format=%H%x09%an%x09%ad%x09%s")
+    except GitError as exc:
+        reason = str(exc).split(": ", 1)[-1].removeprefix("fatal: ")
+        raise ValueError(f"git cannot trace lines {span[0]}-{span[1]} of {head_path} ({reason}); re-index the "
+                         f"workspace if the file changed since indexing, or run `git log -- {head_path}` for all its "
+                         "commits") from exc
 
 
 HISTORY_LIMIT_MAX = 10_000  # commits shown at most; git reads `-n` as a 32-bit int (-n4294967296 showed none)
@@ -485,16 +618,27 @@ def history(root: Path, entity: Entity, limit: int = 20) -> History:
     check_history_limit(limit)
     result = History(entity=entity.qualname, file=entity.file, start_line=entity.start_line, end_line=entity.end_line)
     repo, path = owning_repository(root, entity.file)
-    span, note, head_path = _span_in_head(repo, entity, path)
+    try:
+        span, note, head_path = _span_in_head(repo, entity, path)
+        conflicted = bool(unmerged_paths(repo, path))
+    except GitError as exc:
+        raise ValueError(f"git could not read the history of {entity.file} ({str(exc).split(': ', 1)[-1]}); check that "
+                         f"`git status` works in {repo}, then retry") from exc
     nested = repo.relative_to(root).as_posix() if repo != root else ""
     conflict = (f"warning: {entity.file} has an unresolved merge conflict: its definitions may end at a conflict marker, "
-                "so commits to the lines past it are missing") if unmerged_paths(repo, path) else ""
+                "so commits to the lines past it are missing") if conflicted else ""
     result.note = "; ".join(filter(None, [nested and f"{entity.file} is in {nested}, a submodule or nested repository "
                                                      "with its own history: these are its commits", note, conflict]))
     if span is None:
         return result
-    out = git(repo, "log", f"-L{span[0]},{span[1]}:{head_path}", "--no-patch", f"-n{limit}",
-              "--date=short", "--format=%H%x09%an%x09%ad%x09%s")
+    head = _blob(repo, "HEAD", head_path)
+    lines, wider = git_span(head, span) if head is not None else (span, False)
+    if wider:  # git cannot name the entity's lines alone: say so instead of passing the commits off as its own
+        held = f"line {lines[0]}" if lines[0] == lines[1] else f"lines {lines[0]}-{lines[1]}"
+        result.note = "; ".join(filter(None, [result.note, f"git counts only \\n as a line break, so it reads lines "
+                                              f"{span[0]}-{span[1]} of {head_path} (lone-CR line ends) as part of its {held}: "
+                                              f"these commits changed that text, not necessarily {entity.qualname}"]))
+    out = _log_lines(repo, lines, head_path, limit)
     for line in out.splitlines():
         parts = line.split("\t", 3)
         if len(parts) == 4 and _OBJECT_ID.fullmatch(parts[0]):

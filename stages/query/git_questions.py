@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from assay.stages.core.artifacts import Entity
-from assay.stages.index.store import Catalog, require_manifest
+from assay.stages.index.store import Catalog, load_manifest, require_manifest
 from assay.stages.query.git_history import ChangedSymbols, History, changed_symbols, history, stale_files
 from assay.stages.query.graph import Graph, named_targets
 
@@ -44,6 +44,13 @@ def entity_history(root: Path, name: str, limit: int = 20) -> History:
         result.note = "; ".join(filter(None, [f"warning: {whole.file} changed since indexing, so its lines (and these "
                                               "commits) may be off; re-index to refresh", result.note]))
     return result
+
+
+def history_stale_files(root: Path, file: str) -> list[str]:
+    """The entity's file when it changed since indexing (its lines, and so its commits, may be off), as a list both
+    doors put in `stale_files` the way the graph commands and `changed` carry it: `History` says so only in prose."""
+    manifest = load_manifest(root)
+    return sorted(stale_files(root, {file}, manifest.files)) if manifest is not None else []
 
 
 def workspace_changed(root: Path, since: str) -> ChangedSymbols:

@@ -994,7 +994,8 @@ def _tests_line(result: GraphResult) -> str:
 STALE_NAMED = 5  # stale files named on the header line; the rest are counted
 
 
-def _stale_line(files: list[str]) -> str:
+def stale_line(files: list[str]) -> str:
+    """The header line naming a result's stale files (the CLI prints it on stderr, MCP in the text)."""
     named = ", ".join(files[:STALE_NAMED]) + (f" and {len(files) - STALE_NAMED} more" if len(files) > STALE_NAMED else "")
     return f"STALE: {len(files)} file(s) here changed or were deleted since indexing ({named}); run `assay index`"
 
@@ -1006,7 +1007,7 @@ def render(result: GraphResult, words: Callable[[str], str] = lambda text: text)
         return words(result.note)
     lines = [f"{result.command} {result.query}: " + "; ".join(result.targets)]
     if result.stale_files:
-        lines.append(words(_stale_line(result.stale_files)))
+        lines.append(words(stale_line(result.stale_files)))
     for r in result.rows:
         mark = "" if r.resolved else f"  [unresolved: {r.via}]"
         depth = f"  depth {r.depth}" if result.command == "impact" else ""
@@ -1029,13 +1030,18 @@ MAX_DEPTH = 6  # impact's most caller levels (the CLI's `--depth` range is 1-6)
 FIRST_GRAPH_PARSER = 3  # the parser version that began recording edges (`stages.index.parse.PARSER_VERSION`)
 
 
+def require_name(name: str) -> None:
+    """One message for an empty or blank NAME in every command that takes one (graph commands, history)."""
+    if not name.strip():
+        raise ValueError("NAME is empty; give a definition: `helper`, `Class.method` or `path/to/file.py:name`")
+
+
 def check_arguments(command: str, query: str, depth: int, limit: int) -> None:
     """Refuse what would silently mean something else (`rows[:-1]`, a clamped depth, an empty name): the MCP door
     has no option parser to do it."""
     if command not in COMMANDS:
         raise ValueError(f"unknown graph command {command!r}; use {', '.join(COMMANDS)}")
-    if not query.strip():
-        raise ValueError("NAME is empty; give a definition: `helper`, `Class.method` or `path/to/file.py:name`")
+    require_name(query)
     if limit < 1:
         raise ValueError(f"--limit must be 1 or more (got {limit})")
     if command == "impact" and not 1 <= depth <= MAX_DEPTH:

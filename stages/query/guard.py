@@ -157,16 +157,19 @@ def check_local(text: str, passages: list[Candidate], facts: IndexFacts) -> list
 
 
 def verdict(span: Span, ctx: _Passages, facts: IndexFacts) -> Claim:
+    spaced = cut_files(p.file for p in ctx.passages)
+    # the receipts name the files as the verdicts read them: a path with a space whole, not the tail the reader cut
+    whole = [_spelled_out(c, span.text, spaced) for c in span.citations]
+    whole = [c if ctx.of_file(c.file) else _spelled_out(c, span.text, cut_files(facts.files)) for c in whole]
+
     def claim(v: str, evidence: str, source: str = "") -> Claim:
-        return Claim(text=span.text, citations=span.cited, verdict=v, evidence=evidence, source=source)  # type: ignore[arg-type]
+        return Claim(text=span.text, citations=[c.raw for c in whole], verdict=v, evidence=evidence,  # type: ignore[arg-type]
+                     source=source)
 
     cited: list[Candidate] = []
-    spaced = cut_files(p.file for p in ctx.passages)
-    for c in span.citations:
-        c = _spelled_out(c, span.text, spaced)
+    for c in whole:
         here = ctx.of_file(c.file)
         if not here:
-            c = _spelled_out(c, span.text, cut_files(facts.files))
             known = [f for f in facts.files if same_file(f, c.file)]
             why = (f"`{c.file}` is in the index but no passage given to the writer comes from it" if known
                    else f"there is no file `{c.file}` in the index")

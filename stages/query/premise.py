@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable, Collection, Iterable, Iterator
 
 from assay.stages.core.artifacts import Candidate, DEFINITION_KINDS, Entity, Premise, PremiseCheck, PremiseFinding, short_name
+from assay.stages.core.path_roles import is_build_output
 from assay.stages.query.claims import path_body
 from assay.stages.query.locate import resolve as resolve_path
 from assay.stages.query.locate import stated_lines
@@ -1272,8 +1273,8 @@ def catalog_resolver(lookup: Callable[[str], list[Entity]]) -> Resolver:
     cache: dict[str, list[Entity]] = {}
 
     def resolve(name: str) -> list[Entity]:
-        if name not in cache:
-            cache[name] = lookup(name)
+        if name not in cache:  # a build's copy (`dist/bundle.cjs`) after the source: a note cites what was written
+            cache[name] = sorted(lookup(name), key=lambda e: is_build_output(e.file))
         return list(cache[name])
 
     return resolve
@@ -1302,17 +1303,23 @@ def past_the_end(question: str, files: list[str], line_count: Callable[[str], in
         file, n = counts[0]
         premise = Premise(kind="file", subject=file, value=f"{path}:{line}", text=f"{path} line {line}")
         out.append(PremiseFinding(premise=premise, holds=False, contradicts=_SCORES["file"], entity_id="", entity=file,
-                                  file=file, line=n, fact=f"`{file}` has {n} lines; there is no line {line} ({file}:{n})"))
+                                  file=file, line=n, fact=f"`{file}` has {n} line{'s' if n != 1 else ''}; there is no line {line} "
+                                       f"({file}:{n})"))
     return out
 
 
 def _line_count(root, file: str, by_file: Callable[[str], list[Entity]]) -> int | None:
-    """Lines of an indexed file as it is on disk now (what the user reads), else as its file row recorded them."""
+    """Lines of an indexed file as it is on disk now (what the user reads), else as its file row recorded them.
+    Counted as the index numbers them: a lone CR ends a line, a UTF-16 file is decoded first."""
+    from assay.stages.core.fs_names import on_disk
+    from assay.stages.index.source_text import source_lines, utf8_source
+
     try:
-        data = (root / file).read_bytes()
+        data = on_disk(root, file).read_bytes()
     except OSError:
         return next((e.end_line for e in by_file(file) if e.kind == "file"), None)
-    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    text, _ = utf8_source(data, "")
+    return len(source_lines(text.decode("utf-8", "replace")))
 
 
 def check_workspace(root, question: str, candidates: list[Candidate]) -> PremiseCheck:

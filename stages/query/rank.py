@@ -39,7 +39,7 @@ from pydantic import BaseModel
 
 from assay.stages.core.artifacts import Candidate, short_name
 from assay.stages.core.artifacts import DEFINITION_KINDS as NAMING_KINDS
-from assay.stages.core.path_roles import is_test_path
+from assay.stages.core.path_roles import is_build_output, is_test_path
 from assay.stages.index.tokens import stem_word, tokenize
 from assay.stages.query.abbreviations import expansions
 from assay.stages.query.identifiers import question_identifiers
@@ -277,13 +277,7 @@ def legacy_version_dirs(paths: Iterable[str]) -> frozenset[str]:
 
 _COMPILED_SUFFIXES = (".d.ts", ".d.mts", ".d.cts", ".js", ".mjs", ".cjs")  # what tsc and bundlers write
 _TYPESCRIPT_SUFFIXES = (".ts", ".tsx", ".mts", ".cts")
-_OUTPUT_DIRS = frozenset({"dist", "build", "out"})
-_LAYOUT_DIRS = _OUTPUT_DIRS | {"src", "lib", "esm", "cjs", "umd", "es", "types", "typings"}
-
-
-def _in_output(path: str) -> bool:
-    """The file lies under a folder a build writes (`dist/`, `build/`, `out/`)."""
-    return not _OUTPUT_DIRS.isdisjoint(path.split("/")[:-1])
+_LAYOUT_DIRS = frozenset({"dist", "build", "out", "src", "lib", "esm", "cjs", "umd", "es", "types", "typings"})
 
 
 def _layout_key(path: str, suffix: str) -> tuple[str, ...]:
@@ -307,7 +301,7 @@ def built_copies(paths: Iterable[str]) -> frozenset[str]:
             compiled.append((path, _layout_key(path, full)))
         elif suffix in _TYPESCRIPT_SUFFIXES:
             typescript.add(_layout_key(path, suffix))
-        if _in_output(path):
+        if is_build_output(path):
             in_output.append((path, _layout_key(path, suffix), suffix))
         else:
             outside.add((_layout_key(path, suffix), suffix))
@@ -326,7 +320,7 @@ def bundled_copies(candidates: Iterable[Candidate]) -> frozenset[str]:
     for c in candidates:
         if c.kind not in NAMING_KINDS:
             continue
-        if _in_output(c.file):
+        if is_build_output(c.file):
             inside.append(c)
         else:
             sources.add(c.entity)

@@ -28,7 +28,7 @@ BEYOND_IN_ORDER = "beyond top-k in rank order"
 def default_thresholds(backend: str, override_file: str | None = None, top_k: int | None = None) -> Thresholds:
     """Per-backend defaults from data/thresholds.json (the local judge's from its calibration sweep, stored with its
     weights), optionally overridden by a user JSON file, then by the top_k the user chose (None: not chosen)."""
-    table = json.loads((DATA_DIR / "thresholds.json").read_text())
+    table = json.loads((DATA_DIR / "thresholds.json").read_text(encoding="utf-8"))
     values = dict(table["default"])
     values.update(table.get(backend, {}))
     if backend == "local":
