@@ -369,7 +369,7 @@ def search(
     if as_json:  # the MCP tool's structured content: rows with `why`, the degraded-retrieval note, the freshness
         from assay.stages.query.budget import search_json
 
-        typer.echo(json.dumps(search_json(query, result, explain)))
+        typer.echo(json.dumps(search_json(result.query, result, explain)))
         return
     # every text form says when retrieval was degraded and what the index reflects (stderr: the rows stay rows)
     if result.note:

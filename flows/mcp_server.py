@@ -381,7 +381,7 @@ async def search(query: str, path: str, ctx: Context, k: int = 10, max_tokens: i
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
     hits = res.candidates
-    data = search_json(query, res, explain, words=mcp_words)  # the CLI's --json, note in MCP terms
+    data = search_json(res.query, res, explain, words=mcp_words)  # the CLI's --json, note in MCP terms
     text = "\n".join(
         f"{r['rank']}. {r['file']}:{r['start_line']}-{r['end_line']} [{r['entity']}] ({r['kind']}) "
         f"distance={score_text(r['distance'], 3)} bm25={score_text(r['bm25'], 2)}" + (f" why: {r['why']}" if r["why"] else "")

@@ -38,7 +38,10 @@ async def answering(read_stream: Any, write_stream: Any) -> AsyncIterator[Any]:
                 if not isinstance(item, Exception):
                     await send.send(item)
                     continue
-                answer = unreadable(item)
+                try:
+                    answer = unreadable(item)
+                except Exception as exc:  # noqa: BLE001 - an answer that cannot be built must not end the server
+                    answer = _error(None, INVALID_REQUEST, f"Invalid Request: {type(exc).__name__}")
                 if isinstance(answer, SessionMessage):  # mended: the server answers it
                     await send.send(answer)
                     continue
@@ -63,7 +66,7 @@ def unreadable(exc: Exception) -> SessionMessage | JSONRPCError:
         value = json.loads(raw)
     except ValueError as err:
         return _error(None, PARSE_ERROR, f"Parse error: the line is not JSON ({err})")
-    request_id = value.get("id") if isinstance(value, dict) and isinstance(value.get("id"), (str, int)) else None
+    request_id = value.get("id") if isinstance(value, dict) and _is_id(value.get("id")) else None
     mended = _mend(value)
     if mended != value:
         try:
@@ -90,9 +93,15 @@ def _quoted_id(exc: Exception) -> str | int | None:
         return None
     for error in exc.errors():
         message = error.get("input")
-        if isinstance(message, dict) and isinstance(message.get("id"), (str, int)) and "method" in message:
+        if isinstance(message, dict) and _is_id(message.get("id")) and "method" in message:
             return message["id"]
     return None
+
+
+def _is_id(value: object) -> bool:
+    """A JSON-RPC id the reply can carry: a string or an integer (`true` is an int to Python, never an id: the
+    error model refused it and the server ended)."""
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
 
 
 def _mend(value: Any) -> Any:

@@ -110,3 +110,13 @@ def test_indexing_a_folder_whose_name_is_not_utf8_says_rename_not_retype(tmp_pat
     for command in (["status", str(folder)], ["search", "f", str(folder)]):  # the same reason, not "run assay index"
         res = runner.invoke(app, command)
         assert "rename the folder" in res.output and "assay index" not in res.output, res.output
+
+
+def test_search_json_echoes_a_non_utf8_query_as_ask_reads_it(tmp_path: Path) -> None:
+    """A Latin-1 terminal's paste reaches argv as a lone surrogate: `search --json` echoed `caf\\udce9`, which a
+    consumer cannot encode, while `ask` read `caf\\ufffd`."""
+    (tmp_path / "cafe.py").write_text("def cafe():\n    return 1\n")
+    assert runner.invoke(app, ["index", str(tmp_path)], env={"ASSAY_EMBEDDER": "static"}).exit_code == 0
+    res = runner.invoke(app, ["search", os.fsdecode(b"caf\xe9"), str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["query"] == "caf\ufffd"

@@ -49,16 +49,17 @@ def test_unreadable_lines_get_json_rpc_errors_and_a_lone_surrogate_is_answered(t
         "{not json",
         '{"jsonrpc":"1.0","id":7001,"method":"ping"}',
         '{"jsonrpc":"2.0","id":7002,"method":"ping","params":5}',
+        '{"jsonrpc":"2.0","id":true,"method":"ping","params":5}',  # `true` is an int to Python, no id: it ended the server
         '{"jsonrpc":"2.0","id":7004,"method":"ping"}',  # still served afterwards
-    ], replies=5)
+    ], replies=6)
     by_id = {r.get("id"): r for r in replies}
     assert "result" in by_id[9] and "x\ufffd" in json.dumps(by_id[9]["result"], ensure_ascii=False)
     assert by_id[7004] == {"jsonrpc": "2.0", "id": 7004, "result": {}}
     errors = [r["error"] for r in replies if r.get("id") is None]
-    assert [e["code"] for e in errors] == [-32700], replies
+    assert [e["code"] for e in errors] == [-32700, -32600], replies
     assert errors[0]["message"].startswith("Parse error: the line is not JSON")
     assert by_id[7001]["error"]["code"] == by_id[7002]["error"]["code"] == -32600  # the waiting id is answered
-    assert err.count("assay mcp: ") == 3 and "Traceback" not in err
+    assert err.count("assay mcp: ") == 4 and "Traceback" not in err
 
 
 def test_a_panic_in_a_tools_thread_is_that_calls_error_not_the_servers_end() -> None:
@@ -112,3 +113,20 @@ def test_a_panic_in_a_background_index_run_ends_it_failed_with_the_cause(tmp_pat
     m._jobs[str(root.resolve())].join(30)
     status = m.index_status(str(root)).content[0].text
     assert not escaped and "failed" in status and "too many open files" in status and "ulimit -n" in status, status
+
+
+def test_a_panic_inside_a_tracked_run_ends_it_failed_not_interrupted(tmp_path: Path) -> None:
+    """`status_run` read every BaseException as Ctrl-C: a panic's run was "interrupted (its process is gone)" while
+    the MCP server that ran it lived on."""
+    from assay.stages.core import progress as prog
+
+    class PanicException(BaseException):
+        pass
+
+    try:
+        with prog.status_run(tmp_path):
+            raise PanicException("called `Result::unwrap()` on an `Err` value: Too many open files")
+    except PanicException:
+        pass
+    state = prog.read_status(tmp_path)
+    assert state is not None and state["state"] == "failed" and "too many open files" in state["last_error"], state

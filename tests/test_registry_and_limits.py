@@ -326,3 +326,20 @@ def test_a_panic_that_escapes_a_command_is_one_line(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.startswith("error: too many open files") and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_sqlites_bare_open_failure_at_a_tiny_fd_limit_names_the_limit() -> None:
+    """At `ulimit -n 15` `search` printed a bare "unable to open database file"; with descriptors to spare it is
+    left as SQLite said it."""
+    import subprocess
+    import sys
+
+    code = ("import os, resource, sqlite3\nfrom assay.stages.core.errors import one_line\n"
+            "err = sqlite3.OperationalError('unable to open database file')\nprint(one_line(err))\n"
+            "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
+            "resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir('/proc/self/fd')) + 4, hard))\n"
+            "print(one_line(err))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    spare, exhausted = done.stdout.splitlines()
+    assert spare == "unable to open database file"
+    assert exhausted.startswith("too many open files (limit ") and "ulimit -n 4096" in exhausted

@@ -73,8 +73,38 @@ def _no_space(path: str) -> bool:
 def out_of_file_handles(exc: BaseException) -> bool:
     """True when the error, or one it was raised from, is the open-file limit (EMFILE, ENFILE, or a library's
     "Too many open files" text): a stage that opened one file more said only `[Errno 24] ...: 'x.py'`."""
-    return any((isinstance(e, OSError) and e.errno in (errno.EMFILE, errno.ENFILE))
-               or "too many open files" in str(e).lower() for e in _chain(exc))
+    if any((isinstance(e, OSError) and e.errno in (errno.EMFILE, errno.ENFILE))
+           or "too many open files" in str(e).lower() for e in _chain(exc)):
+        return True
+    # SQLite names no cause: "unable to open database file" with hardly a descriptor left is the limit
+    return any("unable to open database file" in str(e).lower() for e in _chain(exc)) and _few_descriptors_left()
+
+
+def _few_descriptors_left() -> bool:
+    counted = open_files()
+    return counted is not None and nearly_out(*counted)
+
+
+def open_files() -> tuple[int, int] | None:
+    """(files this process has open, its soft RLIMIT_NOFILE); None where either cannot be told (no /proc, no limit)."""
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return None
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if limit == resource.RLIM_INFINITY:
+        return None
+    for folder in ("/proc/self/fd", "/dev/fd"):
+        try:
+            return len(os.listdir(folder)), limit
+        except OSError:
+            continue
+    return None
+
+
+def nearly_out(count: int, limit: int) -> bool:
+    """Few descriptors left: an open that failed then failed for the limit, not for the file."""
+    return limit - count < max(16, limit // 8)
 
 
 def _file_limit() -> str:

@@ -238,9 +238,12 @@ def status_run(root: Path, watcher: ProgressSink | None = None, status: StatusSi
         if gone is not None and not isinstance(exc, WorkspaceGone):
             raise gone from exc
         raise
-    except BaseException:
+    except BaseException as exc:
         with suppress(OSError, WorkspaceError):
-            status.finish("interrupted")
+            if type(exc).__name__ == "PanicException":  # pyo3's: a Rust panic in Chroma's bindings is a failure with
+                status.finish("failed", error=one_line(exc))  # a cause, not a run whose process "is gone" (it lives)
+            else:
+                status.finish("interrupted")
         raise
     else:
         if status.state["state"] == "running":

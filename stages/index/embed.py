@@ -88,7 +88,7 @@ class MiniLMEmbedder:
                 options = ort.SessionOptions()
                 if self._threads:
                     options.intra_op_num_threads = self._threads
-                options.log_severity_level = 3
+                options.log_severity_level = 4  # fatal only: an error is raised, and its one line says what to do
                 # Idle worker threads sleep instead of spinning: a query's embedding left the second core busy
                 # spinning while the rest of the query ran (CPU p50 110 -> 68 ms a query, wall no slower; bulk
                 # embedding keeps its throughput).

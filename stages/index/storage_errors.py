@@ -6,12 +6,11 @@ Chroma's Rust engine and SQLite name neither the file nor the remedy ("Error in 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from assay.stages.core.errors import DISK_FULL_ADVICE, disk_full, one_line
+from assay.stages.core.errors import DISK_FULL_ADVICE, disk_full, nearly_out, one_line, open_files
 from assay.stages.core.errors import _chain as error_chain
 from assay.stages.core.workspace import state_dir
 
@@ -66,20 +65,6 @@ _OPEN_FAILURE_TEXTS = ("unable to open database file", "error loading hnsw index
                        "error purging logs", "error executing plan")
 
 
-def open_files() -> tuple[int, int] | None:
-    """(files this process has open, its soft RLIMIT_NOFILE); None where either cannot be told (no /proc, no limit)."""
-    import resource
-
-    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    for folder in ("/proc/self/fd", "/dev/fd"):
-        try:
-            count = len(os.listdir(folder))
-        except OSError:
-            continue
-        return (count, limit) if limit != resource.RLIM_INFINITY else None
-    return None
-
-
 def out_of_files(exc: BaseException) -> int | None:
     """The open-file limit when it, not the store, made this error (EMFILE/ENFILE, Rust's "Too many open files", or
     SQLite's "unable to open database file" / Chroma's HNSW load failing with few descriptors left); else None. A
@@ -95,7 +80,7 @@ def out_of_files(exc: BaseException) -> int | None:
     if said:
         return counted[1] if counted else -1
     count, limit = counted
-    return limit if limit - count < max(16, limit // 8) else None  # few left: the limit, not the files, failed
+    return limit if nearly_out(count, limit) else None  # few left: the limit, not the files, failed
 
 
 def too_many_files(exc: BaseException) -> StoreError | None:
