@@ -401,7 +401,7 @@ async def search(query: str, path: str, ctx: Context, k: int = 10, max_tokens: i
 @server.tool(description=("The exact source span of an entity, by file and line, or by (qualified) name or id (a note: "
                           "the note-... id remember and search give)."))
 def get_entity(path: str, file: str | None = None, line: int | None = None, name: str | None = None) -> CallToolResult:
-    from assay.stages.index.source_text import source_lines, utf8_source
+    from assay.stages.index.source_text import decoded_lines
     from assay.stages.index.store import Catalog, read_manifest
 
     try:
@@ -431,8 +431,8 @@ def get_entity(path: str, file: str | None = None, line: int | None = None, name
             source = first.body
         else:
             stale = _changed_since_indexing(root, manifest, first.file)  # raises for a deleted file
-            text, _ = utf8_source(_indexed_path(root, first.file).read_bytes(), first.language)  # as it was parsed
-            source = "\n".join(source_lines(text.decode("utf-8", "replace"))[start - 1 : end])
+            lines = decoded_lines(_indexed_path(root, first.file).read_bytes(), first.language)  # as it was parsed
+            source = "\n".join(lines[start - 1 : end])
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
     others = _other_definitions(first, matches)

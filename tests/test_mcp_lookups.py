@@ -16,8 +16,7 @@ from typer.testing import CliRunner
 
 from assay.flows import mcp_server as m
 from assay.flows.cli import app
-from assay.flows.index import run_index
-from tests.test_mcp_names import _allowed, _git, error, text  # noqa: F401 - _allowed: autouse, the same roots
+from tests.test_mcp_names import _allowed, committed_and_indexed, error, text  # noqa: F401 - _allowed: autouse, the same roots
 
 NFC = unicodedata.normalize("NFC", "résumé.py")
 NFD = unicodedata.normalize("NFD", "résumé.py")
@@ -40,15 +39,7 @@ FILES = {
 
 @pytest.fixture(scope="module")
 def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("lookups") / "ws"
-    for rel, body in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(body)
-    _git(root, "init", "-q", "-b", "main")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-qm", "first")
-    run_index(str(root))
-    return root
+    return committed_and_indexed(tmp_path_factory.mktemp("lookups") / "ws", FILES)
 
 
 def found(res) -> dict:

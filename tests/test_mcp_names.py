@@ -38,18 +38,23 @@ def _git(root: Path, *args: str) -> None:
     subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=T", *args], cwd=root, check=True)
 
 
-@pytest.fixture(scope="module")
-def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("names") / "ws"
-    for rel, text in FILES.items():
+def committed_and_indexed(root: Path, files: dict[str, str], links: dict[str, str] | None = None) -> Path:
+    """`files` (and folder `links`, name -> target) written under `root`, committed in a new git repository, indexed."""
+    for rel, body in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    (root / "linkdir_in").symlink_to("pkg", target_is_directory=True)
+        (root / rel).write_text(body)
+    for name, target in (links or {}).items():
+        (root / name).symlink_to(target, target_is_directory=True)
     _git(root, "init", "-q", "-b", "main")
     _git(root, "add", "-A")
     _git(root, "commit", "-qm", "first")
     run_index(str(root))
     return root
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return committed_and_indexed(tmp_path_factory.mktemp("names") / "ws", FILES, {"linkdir_in": "pkg"})
 
 
 @pytest.fixture(autouse=True)

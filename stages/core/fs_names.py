@@ -26,3 +26,13 @@ def on_disk(root: Path, rel: str) -> Path:
     if nameable(rel):
         return root / rel
     return Path(os.fsdecode(os.fsencode(root) + b"/" + rel.encode("utf-8", "surrogateescape")))
+
+
+def utf8_on_disk(name: str | os.PathLike[str]) -> bool:
+    """Whether a name's bytes on disk are UTF-8: one this process holds with surrogates is then unreadable only to
+    its locale (LC_ALL=C with PYTHONUTF8=0), not a name written in another encoding."""
+    try:
+        os.fsencode(name).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from assay.stages.core.fs_names import utf8_on_disk
+
 
 class WorkspaceError(ValueError):
     """A path that is not a usable workspace, or that lies outside the allowed roots."""
@@ -55,11 +57,8 @@ def undecodable_path(real: Path) -> WorkspaceError | None:
         return None
     except UnicodeEncodeError:
         pass
-    raw = os.fsencode(real)
-    shown = raw.decode("utf-8", "backslashreplace")
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError:
+    shown = os.fsencode(real).decode("utf-8", "backslashreplace")
+    if not utf8_on_disk(real):
         return WorkspaceError(f"cannot use {shown} as a workspace: its path is not valid UTF-8 (a name in another "
                               "encoding, e.g. Latin-1); rename the folder to a UTF-8 name")
     return WorkspaceError(f"cannot use {shown} as a workspace: its path is UTF-8 but this process reads file names as "

@@ -22,6 +22,7 @@ from pathlib import Path
 import pathspec
 
 from assay.stages.core.artifacts import DiscoveryResult, SkippedFile, SourceFile
+from assay.stages.core.fs_names import utf8_on_disk
 from assay.stages.index.languages import NOTEBOOK, language_for, language_from_shebang, uses_tree_sitter
 from assay.stages.index.source_text import has_utf16_bom
 
@@ -326,9 +327,7 @@ UNDECODABLE_NAME = "undecodable_name"
 def _undecodable_detail(name: str) -> str:
     """Why a name cannot be read, and what to do: a UTF-8 name under a locale that reads names as ASCII is the
     locale's doing, not the file's."""
-    try:
-        os.fsencode(name).decode("utf-8")
-    except UnicodeDecodeError:
+    if not utf8_on_disk(name):
         return "the name is not valid UTF-8 (written under another encoding): rename it"
     return (f"the name is UTF-8 but this process reads file names as {sys.getfilesystemencoding()}: run Assay under "
             f"a UTF-8 locale (LC_ALL=C.UTF-8)")

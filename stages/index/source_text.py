@@ -30,6 +30,13 @@ def source_lines(text: str) -> list[str]:
     return lines
 
 
+def decoded_lines(data: bytes, language: str) -> list[str]:
+    """A file's bytes as the lines the index numbers (decoded as `utf8_source` decodes them): what a receipt's line,
+    git's line mapping and a "past the end" check all count."""
+    text, _ = utf8_source(data, language)
+    return source_lines(text.decode("utf-8", "replace"))
+
+
 def has_utf16_bom(head: bytes) -> bool:
     """The bytes open with a UTF-16 byte-order mark and read as UTF-16 text (no NUL character): text, whose ASCII
     characters each carry a zero byte, not a binary file."""

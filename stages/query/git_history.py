@@ -264,10 +264,9 @@ def git_miscounts_lines(data: bytes) -> bool:
 def editor_lines(data: bytes, path: str) -> list[str]:
     """A file's lines decoded and split as the index reads them: what its entities' line numbers count."""
     from assay.stages.index.languages import language_for
-    from assay.stages.index.source_text import source_lines, utf8_source
+    from assay.stages.index.source_text import decoded_lines
 
-    text, _ = utf8_source(data, language_for(path.rsplit("/", 1)[-1]) or "")
-    return source_lines(text.decode("utf-8", "replace"))
+    return decoded_lines(data, language_for(path.rsplit("/", 1)[-1]) or "")
 
 
 def _own_lines(repo: Path, commit: str, old_path: str | None, now: bytes, path: str) -> set[int]:

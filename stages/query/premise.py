@@ -1312,14 +1312,13 @@ def _line_count(root, file: str, by_file: Callable[[str], list[Entity]]) -> int 
     """Lines of an indexed file as it is on disk now (what the user reads), else as its file row recorded them.
     Counted as the index numbers them: a lone CR ends a line, a UTF-16 file is decoded first."""
     from assay.stages.core.fs_names import on_disk
-    from assay.stages.index.source_text import source_lines, utf8_source
+    from assay.stages.index.source_text import decoded_lines
 
     try:
         data = on_disk(root, file).read_bytes()
     except OSError:
         return next((e.end_line for e in by_file(file) if e.kind == "file"), None)
-    text, _ = utf8_source(data, "")
-    return len(source_lines(text.decode("utf-8", "replace")))
+    return len(decoded_lines(data, ""))
 
 
 def check_workspace(root, question: str, candidates: list[Candidate]) -> PremiseCheck:
