@@ -613,7 +613,9 @@ def history(name: str = NameArg, path: str = PathArg, limit: int = typer.Option(
         return
     typer.echo(render_history(res.model_copy(update={"note": ""})))
     if res.note:  # notices (stale lines, uncommitted edits, a submodule's history) go to stderr, as search's
-        typer.echo(res.note, err=True)
+        from assay.stages.core.visible import visible
+
+        typer.echo(visible(res.note), err=True)  # it may name a file as git wrote it (an uncommitted rename's old name)
 
 
 @app.command()

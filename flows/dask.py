@@ -5,7 +5,9 @@ workspace (catalog, vector cache, manifest, Chroma writes); the workers parse sh
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,14 +58,45 @@ def check_scheduler(spec: str) -> None:
 
 def task_runner(spec: str) -> Any:
     """Prefect's DaskTaskRunner for the spec: a LocalCluster it starts and stops, or the scheduler at the address."""
-    if not os.environ.get("ASSAY_DEBUG"):  # Dask's INFO lines (scheduler, nanny, workers) are not for a user's terminal
-        os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")  # read when distributed is imported, here and in workers
+    # Dask's own lines are not for a user's terminal: its INFO (scheduler, nanny, workers), and the WARNINGs of a worker
+    # that died, which the run survives (its tasks run again) but which read as a crash. Errors still show. Read when
+    # distributed is imported, here and in the workers; a level the user set is theirs.
+    quiet = not os.environ.get("ASSAY_DEBUG") and "DASK_LOGGING__DISTRIBUTED" not in os.environ
+    if quiet:
+        os.environ["DASK_LOGGING__DISTRIBUTED"] = "error"
     try:
         from prefect_dask import DaskTaskRunner
     except ImportError as exc:
         raise RuntimeError("ASSAY_DASK needs the Dask task runner: pip install 'assay[dask]'") from exc
+    if quiet:
+        _say_worker_deaths()
     spread = spread_for(spec)
     if spread.workers is None:
         return DaskTaskRunner(address=spec.strip())
     return DaskTaskRunner(cluster_class="distributed.LocalCluster", cluster_kwargs={
         "n_workers": spread.workers, "threads_per_worker": 1, "processes": True, "dashboard_address": None})
+
+
+WORKER_DIED = "note: a Dask worker process died; Dask restarted it and runs its tasks again"
+
+
+class _WorkerDeaths(logging.Handler):
+    """On the nanny's logger (in this process for a LocalCluster): its "Restarting worker" warning as one line; its
+    errors to Dask's own handler, as before."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.ERROR:
+            for handler in logging.getLogger("distributed").handlers:
+                handler.handle(record)
+        elif record.getMessage().startswith("Restarting worker"):
+            print(WORKER_DIED, file=sys.stderr, flush=True)
+
+
+def _say_worker_deaths() -> None:
+    """Hear the nanny's warnings (the rest of Dask says only errors): a worker that died is told in one line."""
+    nanny = logging.getLogger("distributed.nanny")
+    if any(isinstance(h, _WorkerDeaths) for h in nanny.handlers):
+        return
+    nanny.addHandler(_WorkerDeaths())
+    nanny.setLevel(logging.WARNING)
+    nanny.propagate = False  # else Dask's handler on `distributed` prints the warning too

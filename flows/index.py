@@ -18,7 +18,8 @@ from assay.stages.core.progress import LEXICAL, STORED, ProgressSink, StatusSink
 from assay.stages.core.workspace import collection_name, narrow_state_dir, resolve_workspace
 from assay.stages.index.embed import check_switch, embedder_for
 from assay.stages.index.incremental import (
-    build_report, carried_pending, merge_shares, moved_reason, next_collection, next_manifest, shares, stored_vectors,
+    build_report, carried_pending, merge_shares, moved_reason, next_collection, next_manifest, refuse_newer, shares,
+    stored_vectors,
 )
 from assay.stages.index.notes import backfill_notes_log, recover_notes, rescue_notes
 from assay.stages.index.report import skipped_named
@@ -164,9 +165,16 @@ def _drop_replaced(root, settings: Settings, previous, collection: str) -> None:
     """Delete the collections this run replaced, never another workspace's. Every other collection named for this
     workspace goes, not only the previous run's: one a rebuild cut short after its switch would otherwise stay, a full
     copy of the vectors, since the resuming run's previous is the new one. A collection named for another workspace
-    (the manifest came with a copied folder) is dropped only from the embedded store, which the copy owns."""
+    (the manifest came with a copied folder) is dropped only from the embedded store, which the copy owns. On a server,
+    only collections of this workspace's token-named base go: a path-only name (before tokens) may be another user's
+    at the same path, and it stays; in the embedded store both are this workspace's."""
+    from assay.stages.core.workspace import collection_token, path_collection_name
+
     store = VectorStore(root, settings.chroma_url)
-    store.drop_others(collection, collection_name(root))
+    if collection_token(root) is not None:  # made by this run's `next_collection`; without one nothing is surely ours
+        store.drop_others(collection, collection_name(root))
+    if not settings.chroma_url:
+        store.drop_others(collection, path_collection_name(root))
     if not settings.chroma_url and previous is not None and previous.collection not in ("", collection):
         store.drop(previous.collection)
     store.remove_orphan_segments()  # the dropped collections' folders (and those earlier versions left)
@@ -259,6 +267,8 @@ def run_index(workspace: str, settings: Settings | None = None, rebuild: bool = 
 
         check_scheduler(s.dask)  # before the run: Dask retries a refused scheduler for 30 s, then names no fix
     require_local_stores(s)  # local mode: a Chroma server or Ollama embedder beyond loopback, refused before any socket
+    if not rebuild:  # before the status file: the newer Assay's last run stays its own, not this one's refusal
+        refuse_newer(_readable_manifest(root))
     with status_run(root, watcher, status) as tracked, machine_limits(root):
         if s.dask:  # a Prefect run on a DaskTaskRunner, recorded by an API its workers reach too
             from assay.flows.dask import task_runner
@@ -273,6 +283,16 @@ def run_index(workspace: str, settings: Settings | None = None, rebuild: bool = 
         tracked.finish("done", run_summary(report))
     registry.register(root)  # whichever door indexed it, the MCP server's list_workspaces shows it
     return report
+
+
+def _readable_manifest(root):
+    """The manifest, or None when there is none or it is damaged (the run itself says so and mends it)."""
+    from assay.stages.index.store import StoreError, load_manifest
+
+    try:
+        return load_manifest(root)
+    except StoreError:
+        return None
 
 
 @contextmanager

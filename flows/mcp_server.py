@@ -18,14 +18,16 @@ import re
 import shutil
 import threading
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult, TextContent
-from pydantic import ValidationError
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolResult, NotificationParams, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
 
 from assay.flows import runtime  # noqa: F401
 from assay.stages.core import registry
@@ -94,12 +96,28 @@ class AssayServer(MCPServer):
     and `{"error": ...}` in the structured content (the SDK's own text is pydantic's multi-line report and a URL)."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        unknown = unknown_arguments(name, self._tool_input_schema(name), arguments)
+        if unknown:  # pydantic drops an unknown argument without a word: `top_k` for `k` was a silent no-op
+            return failure(ValueError(unknown))
+        if context is not None:
+            await learn_client_roots(context)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
                 return failure(ValueError(invalid_arguments(exc.__cause__)))
             raise
+
+    async def list_tools(self) -> list[Any]:
+        """The tools with input schemas a strict validator takes (`strict_schema`)."""
+        return [t.model_copy(update={"input_schema": strict_schema(t.input_schema)}) for t in await super().list_tools()]
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None, context: Any = None) -> Any:
+        """An unknown prompt is Invalid params (-32602) in one line: the SDK raised a ValueError, which went out as
+        error code 0 with a ~50-line traceback in the IDE's log."""
+        if self._prompt_manager.get_prompt(name) is None:
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {name!r} (this server has no prompts)")
+        return await super().get_prompt(name, arguments, context)
 
     async def run_stdio_async(self) -> None:
         """The SDK's stdio loop, with a reply to every line it cannot read (`flows.mcp_wire`)."""
@@ -109,6 +127,36 @@ class AssayServer(MCPServer):
 
         async with stdio_server() as (read_stream, write_stream), answering(read_stream, write_stream) as answered:
             await self._lowlevel_server.run(answered, write_stream, self._lowlevel_server.create_initialization_options())
+
+
+def unknown_arguments(tool: str, schema: dict[str, Any] | None, arguments: dict[str, Any]) -> str:
+    """One line naming the arguments the tool does not take and the ones it does ('' when all are known)."""
+    if schema is None:  # an unknown tool: the SDK says so
+        return ""
+    valid = list(schema.get("properties") or {})
+    unknown = [a for a in arguments if a not in valid]
+    if not unknown:
+        return ""
+    return (f"unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; {tool} takes "
+            + (", ".join(valid) or "no arguments"))
+
+
+def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool's input schema as strict validators (OpenAI strict mode, Gemini's function declarations) take it: no
+    pydantic titles, `Optional[X] = None` as plain X (null stays accepted by the server: it means the default), and
+    additionalProperties false (the server refuses unknown arguments)."""
+    props = {}
+    for name, prop in (schema.get("properties") or {}).items():
+        prop = {k: v for k, v in prop.items() if k != "title"}
+        branches = prop.pop("anyOf", None)
+        if branches is not None:
+            kept = [b for b in branches if b.get("type") != "null"]
+            prop = {**(kept[0] if len(kept) == 1 else {"anyOf": kept}), **prop}
+        if prop.get("default", 0) is None:
+            del prop["default"]
+        props[name] = prop
+    strict = {k: v for k, v in schema.items() if k not in ("title", "properties")}
+    return {**strict, "type": "object", "properties": props, "additionalProperties": False}
 
 
 def _version() -> str:
@@ -122,12 +170,71 @@ def _version() -> str:
 
 
 server = AssayServer("assay", instructions=INSTRUCTIONS, version=_version())
+server._lowlevel_server.add_notification_handler("notifications/roots/list_changed", NotificationParams,
+                                                 lambda ctx, params: _roots_changed(ctx, params))
 # the SDK puts an INFO handler on the root logger: httpx then logged every Prefect API request (~10 a tool call)
 # to the IDE's MCP log
 for _chatty in ("httpx", "httpcore"):
     logging.getLogger(_chatty).setLevel(logging.WARNING)
 _jobs: dict[str, threading.Thread] = {}
 _jobs_lock = threading.Lock()
+
+
+def _choices(setting: str) -> tuple[str, ...]:
+    """The values a Literal setting takes, read from Settings: the schema's enum and the server's check agree."""
+    return get_args(Settings.model_fields[setting].annotation)
+
+
+# Tool arguments as the schema describes them to an agent; bounds are the ones the server enforces.
+from assay.stages.query.git_history import HISTORY_LIMIT_MAX  # noqa: E402 - light modules, needed for the bounds
+from assay.stages.query.graph import MAX_DEPTH  # noqa: E402
+
+SEARCH_K_MAX = 100
+GRAPH_LIMIT_MAX = 500
+ENTITY_TOKENS = 4000  # get_entity's default budget: a long class or function a page at a time (~150 lines)
+BRIEF_WRITERS = ("ollama", "cloud", "none")  # what stages.query.brief.run_brief takes (it names no constant)
+WorkspacePath = Annotated[str, Field(description=(
+    "The workspace folder: an absolute path under the allowed roots (ASSAY_ALLOWED_ROOTS, else the client's roots, "
+    "else the server's folder); a relative path resolves against the server's folder."))]
+EntityName = Annotated[str, Field(description=(
+    "A definition: `name`, `Class.method`, `path/to/file.py:name`, or a file:line receipt from search."))]
+Question = Annotated[str, Field(description="The question about the code, in plain words.")]
+Query = Annotated[str, Field(description="Words, a name, or a pasted error message, log line or stack frame.")]
+SearchK = Annotated[int, Field(ge=1, le=SEARCH_K_MAX, description="How many results to return.")]
+GraphLimit = Annotated[int, Field(ge=1, le=GRAPH_LIMIT_MAX, description="Most rows to return.")]
+HistoryLimit = Annotated[int, Field(ge=1, le=HISTORY_LIMIT_MAX, description="Most commits to return.")]
+Depth = Annotated[int, Field(ge=1, le=MAX_DEPTH, description="How many caller levels to follow.")]
+Judge = Annotated[Literal[_choices("judge")] | None, Field(description=(
+    "Passage judge backend (default: ASSAY_JUDGE, else local)."))]
+Synth = Annotated[Literal[_choices("synth")] | None, Field(description=(
+    "Answer writer backend (default: ASSAY_SYNTH, else extractive)."))]
+Writer = Annotated[Literal[BRIEF_WRITERS] | None, Field(description=(
+    "Have this model rewrite the brief (once per change); none (the default): as built."))]
+Rebuild = Annotated[bool, Field(description="Re-index every file from scratch instead of only the changed ones.")]
+Outline = Annotated[bool, Field(description="Signatures and locations only, no bodies.")]
+Since = Annotated[str, Field(description="A commit, branch or tag to compare against.")]
+EntityFile = Annotated[str | None, Field(description=(
+    "Workspace-relative file path (or a file:line receipt); with line, the innermost definition there."))]
+EntityLine = Annotated[int | None, Field(ge=1, description="A line of file (1-based).")]
+EntityByName = Annotated[str | None, Field(description=(
+    "A (qualified) name, `file.py:name`, or a note's id (note-...); with file, only definitions in that file."))]
+FromLine = Annotated[int, Field(ge=0, description=(
+    "Start the source at this line of the file (inside the entity): to read on after a cut reply; 0: its first line."))]
+NoteText = Annotated[str, Field(description="The note, stored verbatim (a decision, a convention).")]
+Correction = Annotated[str, Field(description="The correction, kept verbatim in every later brief.")]
+
+
+def _budget_arg(default: str) -> Any:
+    return Annotated[int | None, Field(ge=0, description=(
+        f"Token budget of the reply, text and structured content each (default: {default}); 0: no limit. "
+        "What does not fit is cut, and the reply says how much."))]
+
+
+AskTokens = _budget_arg("ASSAY_MAX_TOKENS, else 2000")
+SearchTokens = _budget_arg("rows without bodies, within ASSAY_MAX_TOKENS, else 2000; given: whole entities best-first")
+EntityTokens = _budget_arg(str(ENTITY_TOKENS))
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
 def _settings(**overrides: Any) -> Settings:
@@ -151,7 +258,80 @@ def invalid_settings(exc: ValidationError, arguments: set[str]) -> str:
 
 
 def allowed_roots() -> list[Path]:
-    return parse_roots(os.environ.get("ASSAY_ALLOWED_ROOTS"), Path.cwd())
+    """ASSAY_ALLOWED_ROOTS, else the client's MCP roots (its open folders), else the folder the server started in."""
+    spec = os.environ.get("ASSAY_ALLOWED_ROOTS")
+    if spec:
+        return parse_roots(spec, Path.cwd())
+    if _client_roots:
+        return list(_client_roots)
+    return [default_root()]
+
+
+def default_root() -> Path:
+    """The folder the server started in, refused when it is `/` or the home folder: Claude Desktop starts servers
+    in `/`, and that default allowed every folder on the machine."""
+    cwd = Path(os.path.realpath(Path.cwd()))
+    try:
+        home = Path(os.path.realpath(Path.home()))
+    except RuntimeError:  # no HOME to resolve
+        home = None
+    if cwd == Path(cwd.anchor) or cwd == home:
+        raise WorkspaceError(f"the server started in {cwd}, which would allow every folder under it: set "
+                             "ASSAY_ALLOWED_ROOTS in its environment to your project folder(s), or start it in the "
+                             "project folder")
+    return cwd
+
+
+_client_roots: list[Path] | None = None  # the client's roots (MCP `roots` capability); None: not asked or none given
+_roots_asked = False  # reset when the client says its roots changed
+ROOTS_TIMEOUT_S = 5.0
+
+
+async def learn_client_roots(ctx: Context) -> None:
+    """Ask the client for its roots (once, and again after `notifications/roots/list_changed`) when
+    ASSAY_ALLOWED_ROOTS is unset and the client declares the `roots` capability: they become the allowed roots.
+    A client that does not answer leaves the default (the server's folder)."""
+    global _client_roots, _roots_asked
+    if _roots_asked or os.environ.get("ASSAY_ALLOWED_ROOTS"):
+        return
+    _roots_asked = True
+    try:
+        capabilities = ctx.client_capabilities
+    except Exception:  # noqa: BLE001 - no request context (an in-process call)
+        return
+    if capabilities is None or capabilities.roots is None:
+        return
+    from mcp.shared.message import ServerMessageMetadata
+    from mcp_types import ListRootsRequest, ListRootsResult
+
+    try:
+        with anyio.fail_after(ROOTS_TIMEOUT_S):  # roots are deprecated in the 2026-07-28 spec; clients still send them
+            # tied to this call: a connection opened at a 2026 protocol version has no channel of its own to ask on
+            listed = await ctx.session.send_request(
+                ListRootsRequest(), ListRootsResult,
+                metadata=ServerMessageMetadata(related_request_id=ctx.request_context.request_id))
+    except Exception as exc:  # noqa: BLE001 - the default stays
+        logging.getLogger(__name__).info("roots/list failed: %s", one_line(exc))
+        return
+    _client_roots = _roots_from_uris([str(r.uri) for r in listed.roots]) or None
+
+
+def _roots_from_uris(uris: list[str]) -> list[Path]:
+    """The local folders of `file://` root URIs (others name nothing this server can read)."""
+    from urllib.parse import unquote, urlparse
+
+    folders = []
+    for uri in uris:
+        parsed = urlparse(uri)
+        if parsed.scheme == "file" and parsed.path:
+            folders.append(Path(os.path.realpath(unquote(parsed.path))))
+    return folders
+
+
+async def _roots_changed(ctx: Any, params: Any) -> None:
+    """The client's roots changed: ask again at the next tool call."""
+    global _roots_asked, _client_roots
+    _roots_asked, _client_roots = False, None
 
 
 def workspace(path: str) -> Path:
@@ -175,8 +355,8 @@ _MCP_WORDS = [
     (re.compile(r"\(see --json ([\w.]+)\)"), r"(see \1 in the structured content)"),
     (re.compile(r"\bsee --json\b"), "see the structured content"),
     (re.compile(r"\buse --json\b"), "read the structured content"),
-    (re.compile(r"\(the JSON report holds them all\)"), "(the structured content holds them all)"),
-    (re.compile(r"\ba larger --max-tokens \(--json prints them all\)"), "a larger max_tokens (the structured content holds them all)"),
+    # the structured content is cut to max_tokens too: only a larger budget shows more
+    (re.compile(r"\ba larger --max-tokens \(--json prints them all\)"), "a larger max_tokens (0: no limit)"),
     (re.compile(r"\(raise --(limit|depth)\)"), r"(raise \1)"),
 ]
 _MCP_FLAGS = [  # bare flags: only in an error's one line, which quotes no source
@@ -242,8 +422,10 @@ async def _run(fn, ctx: Context | None, label: str, *args: Any) -> Any:
 
 @server.tool(description=(
     "Start indexing a workspace folder in the background and return at once. Re-indexing is incremental "
-    "(only changed files). Poll index_status(path) for progress."))
-def index_workspace(path: str, rebuild: bool = False) -> CallToolResult:
+    "(only changed files). Poll index_status(path) for progress."),
+             annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                         open_world_hint=False))
+def index_workspace(path: WorkspacePath, rebuild: Rebuild = False) -> CallToolResult:
     from assay.flows.index import run_index
 
     try:
@@ -298,8 +480,9 @@ def _fail_unfinished(status: prog.StatusSink, exc: BaseException) -> None:
         pass
 
 
-@server.tool(description="Progress of the latest index run of a workspace: files done/total, entities, ETA, last error.")
-def index_status(path: str) -> CallToolResult:
+@server.tool(description="Progress of the latest index run of a workspace: files done/total, entities, ETA, last error.",
+             annotations=READ_ONLY)
+def index_status(path: WorkspacePath) -> CallToolResult:
     from assay.stages.index.incremental import dense_note
     from assay.stages.index.store import load_manifest
 
@@ -331,9 +514,12 @@ def index_status(path: str) -> CallToolResult:
 
 @server.tool(description=(
     "Answer a question about the code with file:line citations; every passage judged (relevance, evidence, "
-    "false premises, injection) and a report of the verdicts. max_tokens bounds the text (default 2000)."))
-async def ask(question: str, path: str, ctx: Context, judge: str | None = None, synth: str | None = None,
-              max_tokens: int | None = None) -> CallToolResult:
+    "false premises, injection) and a report of the verdicts. max_tokens bounds the text and the structured content "
+    "each (default 2000)."),
+    # it writes only Assay's own caches (judgments, the usage ledger); a cloud judge or writer reaches out
+    annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True))
+async def ask(question: Question, path: WorkspacePath, ctx: Context, judge: Judge = None, synth: Synth = None,
+              max_tokens: AskTokens = None) -> CallToolResult:
     from assay.flows.query import run_query
     from assay.stages.query.report import report_text, with_guidance
 
@@ -348,7 +534,100 @@ async def ask(question: str, path: str, ctx: Context, judge: str | None = None, 
     report = _missing_in_mcp_words(with_guidance(report, mcp_words))
     text, tokens = report_text(report, settings.max_tokens, words=mcp_words)
     data = report.model_dump(mode="json", exclude={"text"}) | {"tokens_returned": tokens}
-    return result(text, data)
+    # without the passages' code bodies (the text cites them by file:line, get_entity reads them): with them, a
+    # 200-token answer came with ~17k tokens of structured content
+    return result(text, fit_data(_without(data, ("body",)), settings.max_tokens or None, details=_ROW_DETAILS,
+                                 keep=_ASK_KEPT))
+
+
+_ASK_KEPT = ("status", "answer", "selection.included", "trust", "action", "guidance")  # cut last: what the text leads with
+
+
+def data_tokens(data: Any) -> int:
+    """The structured content's size in tokens, as it goes over the wire (JSON)."""
+    import json
+
+    from assay.stages.query.budget import count_tokens
+
+    return count_tokens(json.dumps(data, ensure_ascii=False))
+
+
+def fit_data(data: dict[str, Any], budget: int | None, details: tuple[str, ...] = (),
+             keep: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The structured content within `budget` tokens (None: no limit): first without the `details` keys, then the
+    largest list (its last items), map or long string (its end) is halved until it fits, the `keep` paths last;
+    `cut` names each one cut and how much is missing."""
+    import copy
+
+    if budget is None or data_tokens(data) <= budget:
+        return data
+    data, missing = _without(copy.deepcopy(data), details), {}
+    left_out = ", ".join(details)
+    while data_tokens({**data, **_cut_notes(missing, left_out)}) > budget:
+        found = next(filter(None, (_largest(data, "", records, skip) for skip in (keep, ())
+                                   for records in (False, True))), None)  # records only when nothing else is left
+        if found is None:
+            break
+        holder, key, path, value = found
+        kept = len(value) // 2
+        holder[key] = dict(list(value.items())[:kept]) if isinstance(value, dict) else value[:kept]
+        unit = "character(s)" if isinstance(value, str) else "item(s)"
+        missing[path] = (missing.get(path, (0, unit))[0] + len(value) - kept, unit)
+        if not kept:  # emptied: what was cut inside it is in its count now
+            missing = {p: n for p, n in missing.items() if not p.startswith((path + ".", path + "["))}
+    return {**data, **_cut_notes(missing, left_out)}
+
+
+CUT_NOTE = "cut to max_tokens (the last items of each list named in cut, the end of each string): ask with a larger max_tokens (0: no limit)"
+
+
+def _cut_notes(missing: dict[str, tuple[int, str]], left_out: str = "") -> dict[str, Any]:
+    """`cut`: each path cut and how much of it is not shown (`details`: the keys left out everywhere); `cut_note`:
+    what to do about it."""
+    cut = ({"details": f"left out everywhere: {left_out}"} if left_out else {}) | {
+        path: f"{n} more {unit}" for path, (n, unit) in missing.items()}
+    return {"cut": cut, "cut_note": CUT_NOTE} if cut else {"cut": {}}
+
+
+def _is_map(value: Any) -> bool:
+    """A dict used as a map (by id, by name: judgment scores, reasons, timings), which may lose entries; not a record
+    whose fields a reader expects."""
+    return isinstance(value, dict) and len(value) >= 6 and len({type(v) for v in value.values()}) == 1
+
+
+def _without(data: Any, keys: tuple[str, ...]) -> Any:
+    """`data` without the `keys` at any depth."""
+    if isinstance(data, dict):
+        return {k: _without(v, keys) for k, v in data.items() if k not in keys}
+    if isinstance(data, list):
+        return [_without(v, keys) for v in data]
+    return data
+
+
+def _largest(node: Any, path: str, records: bool = False, skip: tuple[str, ...] = ()) -> tuple[Any, Any, str, Any] | None:
+    """(holder, key, path, value) of the largest list, map or long string under `node` that can still be halved
+    (`records`: any non-empty dict too), outside the `skip` paths."""
+    import json
+
+    best: tuple[int, tuple[Any, Any, str, Any]] | None = None
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        where = f"{path}[{key}]" if isinstance(node, list) else f"{path}.{key}" if path else str(key)
+        if where in skip:
+            continue
+        holds_kept = any(k.startswith((where + ".", where + "[")) for k in skip)  # not cut whole; inside it may be
+        if not holds_kept and ((isinstance(value, list) and value) or (isinstance(value, str) and len(value) > 80)
+                               or _is_map(value) or (records and isinstance(value, dict) and value)):
+            size = len(json.dumps(value, ensure_ascii=False))
+            if best is None or size > best[0]:
+                best = (size, (node, key, where, value))
+        if isinstance(value, (dict, list)):
+            inner = _largest(value, where, records, skip)
+            if inner is not None:
+                size = len(json.dumps(inner[3], ensure_ascii=False))
+                if best is None or size > best[0]:
+                    best = (size, inner)
+    return best[1] if best else None
 
 
 def _missing_in_mcp_words(report: Any) -> Any:
@@ -366,9 +645,12 @@ def _budget(max_tokens: int | None) -> int | None:
 
 
 @server.tool(description=("Retrieval only: the k best entities with file:line. query: words, a name, or a pasted error "
-                          "message, log line or stack frame. max_tokens: whole entities best-first within it; outline: signatures only."))
-async def search(query: str, path: str, ctx: Context, k: int = 10, max_tokens: int | None = None, outline: bool = False) -> CallToolResult:
-    from assay.stages.query.budget import score_text, search_json, search_text
+                          "message, log line or stack frame. max_tokens: whole entities best-first within it; outline: "
+                          "signatures only. The reply (text and structured content each) stays within max_tokens "
+                          "(default 2000 for the structured content)."), annotations=READ_ONLY)
+async def search(query: Query, path: WorkspacePath, ctx: Context, k: SearchK = 10, max_tokens: SearchTokens = None,
+                 outline: Outline = False) -> CallToolResult:
+    from assay.stages.query.budget import search_json, search_text
     from assay.stages.query.rank import explain
     from assay.stages.query.retrieve import check_query_text
     from assay.stages.query.retrieve import search as search_stage
@@ -377,20 +659,24 @@ async def search(query: str, path: str, ctx: Context, k: int = 10, max_tokens: i
         root = workspace(path)
         query = check_query_text(query)  # empty: one line, as the CLI's search says it (the stage checks k)
         budget = _budget(max_tokens) or None  # 0: no limit, as for ask
-        res = await _run(lambda: search_stage(root, query, _settings(), k=min(k, 100)), ctx, "searching")
+        settings = _settings()
+        reply_budget = budget if max_tokens is not None else settings.max_tokens or None  # None: the settings' budget
+        res = await _run(lambda: search_stage(root, query, settings, k=min(k, SEARCH_K_MAX)), ctx, "searching")
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
     hits = res.candidates
     data = search_json(res.query, res, explain, words=mcp_words)  # the CLI's --json, note in MCP terms
-    text = "\n".join(
-        f"{r['rank']}. {r['file']}:{r['start_line']}-{r['end_line']} [{r['entity']}] ({r['kind']}) "
-        f"distance={score_text(r['distance'], 3)} bm25={score_text(r['bm25'], 2)}" + (f" why: {r['why']}" if r["why"] else "")
-        + (" STALE (file changed since indexing)" if r["stale"] else "")
-        + (f" id={r['id']}" if r["kind"] == "note" else "")  # notes share .assay/notes:1: get_entity takes the id
-        for r in data["results"]
-    ) or "no results"
+    text = search_text(hits, budget, outline, why=explain) if budget is not None or outline else ""
+    shown = len(hits) - _not_shown(text)
+    data, shown = _rows_within(data, shown, reply_budget)  # the same rows as the text, within the budget
     if budget is not None or outline:
-        text = search_text(hits, budget, outline, why=explain)
+        if shown < len(hits) - _not_shown(text):
+            text = search_text(hits[:shown], budget, outline, why=explain)
+    else:
+        text = _search_rows_text(data["results"])
+    if shown < len(hits) and not _not_shown(text):
+        text += (f"\n{len(hits) - shown} more result(s) not shown: ask with a larger max_tokens (0: no limit), or "
+                 "open one of them at its file:line")
     if data["note"]:
         text += f"\nnote: {data['note']}"
     if res.freshness is not None:
@@ -398,14 +684,66 @@ async def search(query: str, path: str, ctx: Context, k: int = 10, max_tokens: i
     return result(visible(text), data)
 
 
+def _search_rows_text(rows: list[dict[str, Any]]) -> str:
+    """Search rows as text without a budget: one line each, with the scores."""
+    from assay.stages.query.budget import score_text
+
+    return "\n".join(
+        f"{r['rank']}. {r['file']}:{r['start_line']}-{r['end_line']} [{r['entity']}] ({r['kind']}) "
+        f"distance={score_text(r['distance'], 3)} bm25={score_text(r['bm25'], 2)}" + (f" why: {r['why']}" if r["why"] else "")
+        + (" STALE (file changed since indexing)" if r["stale"] else "")
+        + (f" id={r['id']}" if r["kind"] == "note" else "")  # notes share .assay/notes:1: get_entity takes the id
+        for r in rows
+    ) or "no results"
+
+
+_NOT_SHOWN = re.compile(r"^(\d+) more result\(s\) not shown", re.M)
+
+
+def _not_shown(text: str) -> int:
+    """The results a search text counts as not shown (its "N more result(s) not shown" line)."""
+    found = _NOT_SHOWN.search(text)
+    return int(found.group(1)) if found else 0
+
+
+# a search row's details beyond its place, name and scores: left out first when the rows do not fit the budget
+_ROW_DETAILS = ("docstring", "facts", "signals", "rank_signals", "bases", "params", "dense_rank", "lexical_rank",
+                "fused_rank", "fused_score")
+
+
+def _rows_within(data: dict[str, Any], shown: int, budget: int | None) -> tuple[dict[str, Any], int]:
+    """The search data with its first `shown` rows, fewer (and without their details) when they do not fit
+    `budget` tokens; the best row is always kept. `not_shown` counts the rows left out, `cut` says what was."""
+    total = len(data["results"])
+    rows = data["results"][:shown]
+    fits = lambda rs, extra: budget is None or data_tokens({**data, "results": rs, **extra}) <= budget  # noqa: E731
+    cut: dict[str, str] = {}
+    if not fits(rows, {}):
+        rows = [{k: v for k, v in r.items() if k not in _ROW_DETAILS} for r in rows]
+        cut["results"] = "each row's details left out to fit max_tokens: " + ", ".join(_ROW_DETAILS)
+    low, high = min(1, len(rows)), len(rows)  # the most rows that fit: a binary search over the count
+    while low < high:
+        mid = (low + high + 1) // 2
+        if fits(rows[:mid], {"cut": cut, "not_shown": total - mid}):
+            low = mid
+        else:
+            high = mid - 1
+    rows = rows[:low]
+    extra = ({"not_shown": total - len(rows)} if len(rows) < total else {}) | ({"cut": cut} if cut else {})
+    return {**data, "results": rows, **extra}, len(rows)
+
+
 @server.tool(description=("The exact source span of an entity, by file and line, or by (qualified) name or id (a note: "
-                          "the note-... id remember and search give)."))
-def get_entity(path: str, file: str | None = None, line: int | None = None, name: str | None = None) -> CallToolResult:
-    from assay.stages.index.source_text import decoded_lines
+                          "the note-... id remember and search give). A long span comes a page at a time within "
+                          f"max_tokens (default {ENTITY_TOKENS}): the reply says where it stopped and from_line reads "
+                          "on. A notebook shows its code only (never its outputs)."), annotations=READ_ONLY)
+def get_entity(path: WorkspacePath, file: EntityFile = None, line: EntityLine = None, name: EntityByName = None,
+               max_tokens: EntityTokens = None, from_line: FromLine = 0) -> CallToolResult:
     from assay.stages.index.store import Catalog, read_manifest
 
     try:
         root = workspace(path)
+        budget = ENTITY_TOKENS if _budget(max_tokens) is None else max_tokens or None  # 0: no limit
         manifest = read_manifest(root)  # "not indexed yet" (or "in progress") rather than "no entity matches"
         catalog = Catalog(root)
         try:
@@ -428,20 +766,146 @@ def get_entity(path: str, file: str | None = None, line: int | None = None, name
         start, end = min(p.start_line for p in parts), max(p.end_line for p in parts)
         stale = False
         if first.kind == "note":
-            source = first.body
+            lines = first.body.split("\n")
+            end = start + len(lines) - 1
         else:
             stale = _changed_since_indexing(root, manifest, first.file)  # raises for a deleted file
-            lines = decoded_lines(_indexed_path(root, first.file).read_bytes(), first.language)  # as it was parsed
-            source = "\n".join(lines[start - 1 : end])
+            lines = _entity_file_lines(root, first)[start - 1 : end]
+        begin = _page_start(first, start, end, from_line, None if name else line)
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
     others = _other_definitions(first, matches)
-    data = {"entity": first.qualname, "id": first.id, "kind": first.kind, "file": first.file, "start_line": start,
-            "end_line": end, "signature": first.signature, "source": source, "others": len(others), "stale": stale}
     flag = (" STALE (file changed since indexing: these lines may no longer be this entity; call index_workspace "
             "to refresh)") if stale else ""
     also = f"{_others_line(others)}\n" if others else ""
-    return result(visible(f"{first.file}:{start}-{end} [{first.qualname}] ({first.kind}){flag}\n{also}{source}"), data)
+    head = f"{first.file}:{start}-{end} [{first.qualname}] ({first.kind}){flag}\n{also}"
+    data = {"entity": first.qualname, "id": first.id, "kind": first.kind, "file": first.file, "start_line": start,
+            "end_line": end, "signature": first.signature, "source": "", "others": len(others), "stale": stale}
+    page = _page(lines[begin - start :], begin, end, budget, head, data, notebook=_is_notebook(first.file))
+    data.update(page)
+    text = head + page["source"] + (f"\n{page['cut']}" if page.get("cut") else "")
+    return result(visible(text), data)
+
+
+FILE_CONTEXT_LINES = 10  # a file entity asked for by a line: the page starts this many lines above it
+LINE_CHARS_MAX = 1000  # a longer line (minified code, a data literal) is cut: one line was 129 KB
+BLANK_RUN_MIN = 3  # a notebook's code view: this many empty lines (its JSON, outputs) or more shown as one comment
+
+
+def _is_notebook(file: str) -> bool:
+    return file.lower().endswith(".ipynb")
+
+
+def _entity_file_lines(root: Path, entity: Entity) -> list[str]:
+    """The lines of the entity's file as it was parsed; a notebook's code view (its code at the file's own lines,
+    everything else empty), never its raw JSON with outputs and base64 images (8 MB for one plot)."""
+    from assay.stages.index.languages import NOTEBOOK
+    from assay.stages.index.notebook import python_view
+    from assay.stages.index.source_text import decoded_lines, source_lines, utf8_source
+
+    data = _indexed_path(root, entity.file).read_bytes()
+    if not _is_notebook(entity.file):
+        return decoded_lines(data, entity.language)
+    view = python_view(utf8_source(data, NOTEBOOK)[0])
+    if view is None:  # no code view (not nbformat JSON): read as text, as the index did; the budget bounds it
+        return decoded_lines(data, NOTEBOOK)
+    return source_lines(view.decode("utf-8", "replace"))
+
+
+def _page_start(entity: Entity, start: int, end: int, from_line: int, line: int | None) -> int:
+    """The first line to show: from_line when given; a file entity asked for by a line starts near that line (a line
+    outside any definition meant the lines around it, not the whole file); else the entity's first line."""
+    if from_line:
+        if not start <= from_line <= end:
+            raise ValueError(f"from_line {from_line} is outside {entity.qualname} ({entity.file}:{start}-{end}); "
+                             f"give a line from {start} to {end}")
+        return from_line
+    if entity.kind == "file" and line is not None:
+        return max(start, min(line, end) - FILE_CONTEXT_LINES)
+    return start
+
+
+def _page(lines: list[str], begin: int, end: int, budget: int | None, head: str, data: dict[str, Any],
+          notebook: bool) -> dict[str, Any]:
+    """The source lines from `begin` that fit `budget` tokens in the text (after `head`) and in the structured
+    content (`data`) alike, long lines cut and a notebook's non-code runs folded; with where it stopped and what is
+    left (`cut`, also the text's last line). The first line is always shown."""
+    import json
+
+    from assay.stages.query.budget import count_tokens
+
+    clip = _clipped if budget is not None else str  # max_tokens 0, no limit: whole lines too
+    shown = _folded(lines, begin, clip) if notebook else [clip(t) for t in lines]
+    last = begin + len(lines) - 1  # the file line of each shown line's end: a folded run spans several
+    ends = _line_ends(lines, begin, notebook)
+    count = len(shown)
+    if budget is not None:
+        reserve = count_tokens(_more_line(begin, end, end)) + 4
+        text_used = count_tokens(head)
+        data_used = data_tokens({**data, "shown_end_line": end, "more_lines": end, "cut": _more_line(begin, end, end)})
+        count = 0
+        for piece in shown:
+            cost_text, cost_data = count_tokens(piece) + 1, count_tokens(json.dumps(piece, ensure_ascii=False))
+            room = budget - (0 if count == len(shown) - 1 else reserve)  # the last line needs no "more" line
+            if count and (text_used + cost_text > room or data_used + cost_data > room):
+                break
+            text_used, data_used, count = text_used + cost_text, data_used + cost_data, count + 1
+    stop = ends[count - 1] if count else begin - 1
+    page: dict[str, Any] = {"source": "\n".join(shown[:count]), "shown_start_line": begin, "shown_end_line": stop,
+                            "more_lines": last - stop if count < len(shown) else 0}
+    if count < len(shown):
+        page["cut"] = _more_line(stop + 1, last, end)
+    return page
+
+
+def _more_line(first: int, last: int, end: int) -> str:
+    return (f"... {last - first + 1} more line(s) cut ({first}-{end}): call get_entity again with from_line {first}, "
+            "or ask for a narrower name or a larger max_tokens")
+
+
+def _clipped(line: str) -> str:
+    if len(line) <= LINE_CHARS_MAX:
+        return line
+    return line[:LINE_CHARS_MAX] + f" ... [{len(line) - LINE_CHARS_MAX:,} more character(s) of this line cut]"
+
+
+def _folded(lines: list[str], begin: int, clip: Callable[[str], str]) -> list[str]:
+    """A notebook's code view with each run of BLANK_RUN_MIN or more empty lines (JSON, outputs, images) as one
+    comment naming the lines it stands for."""
+    out: list[str] = []
+    for first, run in _runs(lines):
+        if len(run) >= BLANK_RUN_MIN and not any(run):
+            out.append(f"# lines {begin + first}-{begin + first + len(run) - 1}: notebook JSON and outputs, not code")
+        else:
+            out.extend(clip(t) for t in run)
+    return out
+
+
+def _line_ends(lines: list[str], begin: int, notebook: bool) -> list[int]:
+    """The file line each shown line ends at (a folded run ends at its last line)."""
+    if not notebook:
+        return [begin + i for i in range(len(lines))]
+    ends: list[int] = []
+    for first, run in _runs(lines):
+        if len(run) >= BLANK_RUN_MIN and not any(run):
+            ends.append(begin + first + len(run) - 1)
+        else:
+            ends.extend(begin + first + i for i in range(len(run)))
+    return ends
+
+
+def _runs(lines: list[str]) -> list[tuple[int, list[str]]]:
+    """(index of its first line, lines) of each run of empty or non-empty lines (whitespace-only counts as empty)."""
+    runs: list[tuple[int, list[str]]] = []
+    run_empty = False  # whether the last run is of empty lines (re-reading the run for it was quadratic: minutes
+    for i, text in enumerate(lines):  # for a notebook output of 60,000 lines)
+        empty = not text.strip()
+        if runs and run_empty == empty:
+            runs[-1][1].append("" if empty else text)
+        else:
+            runs.append((i, ["" if empty else text]))
+            run_empty = empty
+    return runs
 
 
 def _other_definitions(first: Entity, matches: list[Entity]) -> list[Entity]:
@@ -468,9 +932,13 @@ def _others_line(others: list[Entity]) -> str:
 
 def _named(catalog: Catalog, name: str, file: str | None) -> list[Entity]:
     """Entities by (qualified) name, else the one with that id (a note's `note-...` from remember or search)."""
-    from assay.stages.query.graph import Graph, named_targets, split_file
+    from assay.stages.query.graph import Graph, dotted_name, named_targets, split_file
 
     found = catalog.by_name(name) or list(catalog.get([name]).values())
+    if not found and (dotted_name(name) != name or "." in name):
+        # `kv::Server::run`, Go's `api.(*Server).run` or `api.Server.run` (the package picks the folder), as the graph
+        # tools take them; none: their one line
+        found = named_targets(Graph(catalog), name)
     if not found and split_file(name)[0]:  # `file.py:name` or a receipt, as the graph tools take them
         found = named_targets(Graph(catalog), name)  # none: the graph's one line saying which part is wrong
     return [e for e in found if file is None or e.file == file]
@@ -625,14 +1093,14 @@ def _recorded_skip(named: dict[str, list[str]], key: str) -> tuple[str, str] | N
 
 
 def _changed_since_indexing(root: Path, manifest: Any, file: str) -> bool:
-    """Whether `file` changed since the index recorded it (size or modification time, as search's freshness
-    check); a one-line error when it is gone, since its lines can no longer be read."""
+    """Whether `file` changed since the index recorded it (size, times, the hash when only the change time moved:
+    as search's freshness check); a one-line error when it is gone, since its lines can no longer be read."""
     try:
         st = os.stat(on_disk(root, file))
     except FileNotFoundError:
         raise ValueError(f"{file} was deleted since indexing; run index_workspace") from None
     record = manifest.files.get(file)
-    return record is not None and record.stat_differs(st)
+    return record is not None and record.changed_on_disk(on_disk(root, file), st)
 
 
 def _graph(command: str, path: str, name: str, depth: int = 3, limit: int = 50) -> CallToolResult:
@@ -645,29 +1113,29 @@ def _graph(command: str, path: str, name: str, depth: int = 3, limit: int = 50) 
     return result(render(res, lambda text: mcp_words(text, flags=True)), res.model_dump())  # rows stay verbatim
 
 
-@server.tool(description="Call sites of a function, method or class (`name`, `Class.method`, `file.py:name`), one row each.")
-def callers(path: str, name: str, limit: int = 50) -> CallToolResult:
+@server.tool(description="Call sites of a function, method or class (`name`, `Class.method`, `file.py:name`), one row each.", annotations=READ_ONLY)
+def callers(path: WorkspacePath, name: EntityName, limit: GraphLimit = 50) -> CallToolResult:
     return _graph("callers", path, name, limit=limit)
 
 
-@server.tool(description="What a function or method calls, one row per call site, resolved where sound.")
-def callees(path: str, name: str, limit: int = 50) -> CallToolResult:
+@server.tool(description="What a function or method calls, one row per call site, resolved where sound.", annotations=READ_ONLY)
+def callees(path: WorkspacePath, name: EntityName, limit: GraphLimit = 50) -> CallToolResult:
     return _graph("callees", path, name, limit=limit)
 
 
-@server.tool(description="Every use of a definition: calls, imports, subclasses, values passed.")
-def references(path: str, name: str, limit: int = 50) -> CallToolResult:
+@server.tool(description="Every use of a definition: calls, imports, subclasses, values passed.", annotations=READ_ONLY)
+def references(path: WorkspacePath, name: EntityName, limit: GraphLimit = 50) -> CallToolResult:
     return _graph("references", path, name, limit=limit)
 
 
-@server.tool(description="What breaks if a definition changes: transitive callers to `depth` and the tests that reach it.")
-def impact(path: str, name: str, depth: int = 3, limit: int = 100) -> CallToolResult:
+@server.tool(description="What breaks if a definition changes: transitive callers to `depth` and the tests that reach it.", annotations=READ_ONLY)
+def impact(path: WorkspacePath, name: EntityName, depth: Depth = 3, limit: GraphLimit = 100) -> CallToolResult:
     return _graph("impact", path, name, depth=depth, limit=limit)
 
 
 @server.tool(description=("Indexed entities a git diff touches: commits since `since` (a commit, branch or tag; default "
-                          "HEAD) plus uncommitted edits, deleted files' entities (removed) and untracked files' (added)."))
-def changed_symbols(path: str, since: str = "HEAD") -> CallToolResult:
+                          "HEAD) plus uncommitted edits, deleted files' entities (removed) and untracked files' (added)."), annotations=READ_ONLY)
+def changed_symbols(path: WorkspacePath, since: Since = "HEAD") -> CallToolResult:
     from assay.stages.query.git_history import render_changed
     from assay.stages.query.git_questions import workspace_changed
 
@@ -679,8 +1147,8 @@ def changed_symbols(path: str, since: str = "HEAD") -> CallToolResult:
     return result(render_changed(res), res.model_dump())
 
 
-@server.tool(description="Commits that changed an entity's lines (git log -L), newest first: for 'why is this like this'.")
-def history(path: str, name: str, limit: int = 20) -> CallToolResult:
+@server.tool(description="Commits that changed an entity's lines (git log -L), newest first: for 'why is this like this'.", annotations=READ_ONLY)
+def history(path: WorkspacePath, name: EntityName, limit: HistoryLimit = 20) -> CallToolResult:
     from assay.stages.query.git_history import check_history_limit, render_history
     from assay.stages.query.git_questions import entity_history, history_stale_files
 
@@ -697,13 +1165,13 @@ def history(path: str, name: str, limit: int = 20) -> CallToolResult:
 
 
 @server.tool(description=("Project brief (purpose, entry points, packages, key classes, tests, config). Byte-stable: put it "
-                          "first. writer: ollama|cloud rewrites it once per change."))
-def brief(path: str, writer: str | None = None) -> CallToolResult:
+                          "first. writer: ollama|cloud rewrites it once per change."), annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True))
+def brief(path: WorkspacePath, writer: Writer = "none") -> CallToolResult:
     return _brief(path, None, writer)
 
 
-@server.tool(description="Correct the project brief; the correction is kept verbatim in every later version.")
-def update_brief(path: str, correction: str) -> CallToolResult:
+@server.tool(description="Correct the project brief; the correction is kept verbatim in every later version.", annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False))
+def update_brief(path: WorkspacePath, correction: Correction) -> CallToolResult:
     return _brief(path, correction, None)
 
 
@@ -717,8 +1185,8 @@ def _brief(path: str, correction: str | None, writer: str | None) -> CallToolRes
     return result(text, {"brief": text, "rewritten": rewritten})
 
 
-@server.tool(description="Model calls per day/backend/model: tokens, cache hits, estimated cost, latency.")
-def usage(path: str) -> CallToolResult:
+@server.tool(description="Model calls per day/backend/model: tokens, cache hits, estimated cost, latency.", annotations=READ_ONLY)
+def usage(path: WorkspacePath) -> CallToolResult:
     from assay.stages.query.ledger import render, summary
 
     unreadable: list[Path] = []
@@ -730,7 +1198,7 @@ def usage(path: str) -> CallToolResult:
     return result(render(table) + notes, {"usage": table, "unreadable": [str(p) for p in unreadable]})
 
 
-@server.tool(description="Workspaces this machine has indexed that this server may access.")
+@server.tool(description="Workspaces this machine has indexed that this server may access.", annotations=READ_ONLY)
 def list_workspaces() -> CallToolResult:
     rows = []
     try:
@@ -752,8 +1220,8 @@ def list_workspaces() -> CallToolResult:
     return result("\n".join(rows) or "no indexed workspaces", {"workspaces": rows})
 
 
-@server.tool(description="Delete a workspace's index, notes and audit snapshots (its .assay folder keeps only its lock and .gitignore). Cannot be undone.")
-def forget_workspace(path: str) -> CallToolResult:
+@server.tool(description="Delete a workspace's index, notes and audit snapshots (its .assay folder keeps only its lock and .gitignore). Cannot be undone.", annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False))
+def forget_workspace(path: WorkspacePath) -> CallToolResult:
     try:
         gone = registry.listed_missing(path)  # moved or deleted: nothing on disk to delete, only its list entry
         if gone is not None:
@@ -854,8 +1322,8 @@ def _delete_state(root: Path) -> None:
         forget_cached_client(root)
 
 
-@server.tool(description="Store a note (a decision, a convention) verbatim as a searchable entity of kind `note`.")
-async def remember(path: str, note: str, ctx: Context) -> CallToolResult:
+@server.tool(description="Store a note (a decision, a convention) verbatim as a searchable entity of kind `note`.", annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False))
+async def remember(path: WorkspacePath, note: NoteText, ctx: Context) -> CallToolResult:
     from assay.stages.index.embed import index_embedder
     from assay.stages.index.notes import add_note
     from assay.stages.index.store import read_manifest
@@ -872,8 +1340,8 @@ async def remember(path: str, note: str, ctx: Context) -> CallToolResult:
     return result(f"remembered as {ent.id} (get_entity with name {ent.id} reads it back)", {"id": ent.id, "note": ent.body})
 
 
-@server.tool(description="The notes stored in a workspace, verbatim, oldest first.")
-def notes(path: str) -> CallToolResult:
+@server.tool(description="The notes stored in a workspace, verbatim, oldest first.", annotations=READ_ONLY)
+def notes(path: WorkspacePath) -> CallToolResult:
     from assay.stages.index.notes import list_notes
 
     try:

@@ -132,12 +132,24 @@ def exit_now(code: int) -> NoReturn:
     would be joined by one, or a profiler or tracer (cProfile, a debugger, coverage) writes its results after
     the program returns."""
     _quiet_interrupts(code)
-    threads = any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread())
+    threads = any(t.is_alive() and not t.daemon and not _tool_worker(t)
+                  for t in threading.enumerate() if t is not threading.main_thread())
     if threads or sys.getprofile() is not None or sys.gettrace() is not None:
         sys.exit(code)
+    workers = sys.modules.get("assay.stages.core.workers")  # loaded only by a run that made a worker pool
+    if workers is not None:
+        workers.end_pools()  # a run cut short (its MCP client hung up) left workers multiprocessing's handler would join
     atexit._run_exitfuncs()
     _flush()
     os._exit(code)
+
+
+def _tool_worker(thread: threading.Thread) -> bool:
+    """AnyIO's worker threads, which ran the MCP server's tool calls: idle in a queue once the client hung up, they
+    are no work to wait for. Counting them made the exit a normal interpreter teardown while an index run's (daemon)
+    thread was inside ONNX Runtime or Chroma, whose C++ teardown then aborted the server (SIGABRT, "terminate
+    called without an active exception") each time an IDE closed its stdin mid-index."""
+    return thread.name.startswith("AnyIO worker thread")
 
 
 def _quiet_interrupts(code: int) -> None:

@@ -15,6 +15,9 @@ from assay.flows.index import run_index
 from assay.stages.core.artifacts import IndexReport
 from assay.stages.core.config import Settings
 from assay.stages.core.workspace import STATE_DIR, root_identity, unindexable_here
+from assay.stages.index.incremental import NewerIndex, refuse_newer
+from assay.stages.index.storage_errors import StoreError
+from assay.stages.index.store import load_manifest
 from assay.stages.index.watch import WatchedFolderGone, batches, check_watched
 
 OnRun = Callable[[list[str], IndexReport | None, BaseException | None], None]
@@ -53,7 +56,8 @@ def watch_workspace(root: Path, settings: Settings, stop: threading.Event | None
     watch begins, for edits made while nothing watched (or a folder never indexed); it runs beside the watch, so a
     change during it is a batch of its own (the write lock orders the two runs). A catch-up that fails in a folder
     that cannot be indexed in place (too deep for SQLite, not writable) ends the watch with its error: no change
-    can make a later run succeed."""
+    can make a later run succeed. An index a newer Assay wrote ends the watch with that said (`NewerIndex`): only
+    restarting this process under the newer Assay can index it again."""
     identity = root_identity(root)  # the folder watched: runs index by path, so one moved away must stop the watch
     halt = _Halt(stop)
     if catch_up:
@@ -64,7 +68,8 @@ def watch_workspace(root: Path, settings: Settings, stop: threading.Event | None
             break  # stopped while this batch gathered: a forgotten workspace must not be indexed again
         if changed:
             check_watched(root, identity)  # moved while the batch gathered: never index what is at the old path now
-            _run(root, settings, _labelled(changed), on_run)
+            if isinstance(error := _run(root, settings, _labelled(changed), on_run), NewerIndex):
+                raise error
     if halt.failed is not None:
         raise halt.failed
 
@@ -72,12 +77,12 @@ def watch_workspace(root: Path, settings: Settings, stop: threading.Event | None
 def _catch_up(root: Path, settings: Settings, on_run: OnRun | None, halt: _Halt) -> None:
     """The first run; its failure ends the watch when the folder cannot be indexed where it is."""
     try:
-        report, error = run_index(str(root), settings), None
+        report, error = _index(root, settings), None
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:  # noqa: BLE001 - reported below, or the watch's own error (a Rust panic too)
         report, error = None, exc
-    if error is not None and unindexable_here(root):
+    if isinstance(error, NewerIndex) or (error is not None and unindexable_here(root)):
         halt.fail(error)
     elif on_run is not None:
         on_run([CATCH_UP], report, error)
@@ -88,19 +93,32 @@ def _watch_in_background(root: Path, settings: Settings, stop: threading.Event) 
     says it does not exist; indexing the new path starts a watcher there)."""
     try:
         watch_workspace(root, settings, stop)
-    except WatchedFolderGone:
+    except (WatchedFolderGone, NewerIndex):  # a newer Assay's index: index_workspace says so when called
         stop.set()
 
 
-def _run(root: Path, settings: Settings, changed: list[str], on_run: OnRun | None) -> None:
+def _run(root: Path, settings: Settings, changed: list[str], on_run: OnRun | None) -> BaseException | None:
+    """One run for a batch, reported to `on_run`; returns its error (a `NewerIndex` is left to the caller: it ends
+    the watch, in one line)."""
     try:
-        report, error = run_index(str(root), settings), None
+        report, error = _index(root, settings), None
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:  # noqa: BLE001 - a watcher must outlive one bad run (a panic in Chroma's Rust
         report, error = None, exc  # bindings is a BaseException)
-    if on_run is not None:
+    if on_run is not None and not isinstance(error, NewerIndex):
         on_run(changed, report, error)
+    return error
+
+
+def _index(root: Path, settings: Settings) -> IndexReport:
+    """`run_index`, but none over an index a newer Assay wrote: it would hash every file only to refuse it, and mark
+    the run failed in the status file the newer process reads. (A manifest that cannot be read is the run's to say.)"""
+    try:
+        refuse_newer(load_manifest(root))
+    except StoreError:
+        pass
+    return run_index(str(root), settings)
 
 
 _watchers: dict[str, tuple[threading.Thread, threading.Event]] = {}

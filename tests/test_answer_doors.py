@@ -111,7 +111,7 @@ def test_ask_truncation_line_names_the_cli_flags_in_the_cli_and_the_arguments_in
     cli = runner.invoke(app, ["ask", q, str(indexed_project), "--max-tokens", "60"]).stdout.strip().splitlines()[-1]
     assert "more report line(s) not shown" in cli and "--max-tokens" in cli and "--json" in cli, cli
     mcp = _mcp(m.ask, q, str(indexed_project), max_tokens=60)[0].splitlines()[-1]
-    assert mcp.endswith("ask again with a larger max_tokens (the structured content holds them all)"), mcp
+    assert mcp.endswith("ask again with a larger max_tokens (0: no limit)"), mcp  # structured content fits max_tokens too
 
 
 # 4: missing advice

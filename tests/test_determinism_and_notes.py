@@ -21,9 +21,8 @@ def test_same_correction_twice_is_kept_once(tmp_path: Path, monkeypatch) -> None
 
 
 def test_dubious_ownership_names_gits_remedy(tmp_path: Path, monkeypatch) -> None:
-    refusal = (f"fatal: detected dubious ownership in repository at '{tmp_path}'\n"
-               f"To add an exception for this directory, call:\n\n\tgit config --global --add safe.directory {tmp_path}\n")
-    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 128, "", refusal))
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    monkeypatch.setenv("GIT_TEST_ASSUME_DIFFERENT_OWNER", "1")  # git's own switch: the repository reads as another user's
     with pytest.raises(ValueError) as err:
         git_history.verify_revision(tmp_path, "HEAD")
     message = str(err.value)

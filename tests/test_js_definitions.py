@@ -85,6 +85,27 @@ def test_object_functions_are_definitions_but_call_options_and_callback_state_ar
     assert not any(q.endswith(("decode", "parse", "check")) for q in defs), sorted(defs)
 
 
+def test_shorthand_methods_are_named_as_their_pair_twins_and_this_members_under_the_class() -> None:
+    """`{ onReset() {...} }` is `handlers.onReset` as `{ onReset: function }` is (it was a bare `onReset` method
+    with no owner), nested objects name their key (Vue's `methods: {...}`), a call's options stay no definition,
+    and `this.render = ...` in a constructor is the class's member, not `Widget.constructor.render`."""
+    src = (
+        "const handlers = {\n  onReset(event) { return event; },\n  async load() {},\n  methods: { go() {} },\n};\n"
+        "Store.prototype = { dispatch(action) { return action; } };\n"
+        "foo({ decode(s) { return s; } });\n"
+        "class Widget {\n  constructor(o) {\n    this.render = () => o;\n  }\n  draw() {}\n}\n"
+        "function Legacy() { this.get = function (k) { return k; }; }\n"
+    )
+    defs = _defs(src, "src/h.js", "javascript")
+    assert defs["handlers.onReset"].kind == "function" and defs["handlers.onReset"].parent == "handlers"
+    assert defs["handlers.onReset"].start_line == 2 and "handlers.load" in defs
+    assert "handlers.methods.go" in defs
+    assert defs["Store.dispatch"].kind == "method"
+    assert defs["Widget.render"].parent == "Widget" and "Widget.constructor.render" not in defs
+    assert "Legacy.get" in defs  # a constructor function keeps its `this` members under itself
+    assert not any(q.endswith("decode") for q in defs), sorted(defs)
+
+
 def test_class_field_arrows_and_wrapped_components() -> None:
     src = (
         'import React, { forwardRef, memo } from "react";\n'

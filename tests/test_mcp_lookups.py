@@ -136,3 +136,26 @@ def test_get_entity_reads_a_non_ascii_file_under_an_ascii_locale(ws: Path, tmp_p
            "ASSAY_ALLOWED_ROOTS": str(tmp_path_factory.getbasetemp())}
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert out.stdout.startswith("False 'resume_nfd'"), out.stdout + out.stderr
+
+
+def test_get_entity_takes_a_name_as_rust_cpp_and_go_write_it(tmp_path: Path) -> None:
+    """`callers` took `MemoryStore::check_room` and Go's `(*Server).handle` (polyglot 6); get_entity, the tool an
+    agent calls next with the same name, said no definition."""
+    ws = committed_and_indexed(tmp_path / "ws", {
+        "src/lib.rs": "pub struct MemoryStore;\nimpl MemoryStore {\n    pub fn check_room(&self) -> bool { true }\n}\n",
+        "api/s.go": "package api\n\ntype Server struct{}\n\nfunc (s *Server) handle() {}\n",
+    })
+    for name, want in (("MemoryStore::check_room", "MemoryStore.check_room"), ("(*Server).handle", "Server.handle"),
+                       ("api.(*Server).handle", "Server.handle")):
+        assert found(m.get_entity(str(ws), name=name))["entity"] == want, name
+
+
+def test_get_entity_narrows_a_go_name_by_its_package(tmp_path: Path) -> None:
+    """`api.(*Server).Start` named both packages' `Server.Start` in get_entity while `callers` took the package."""
+    ws = committed_and_indexed(tmp_path / "ws", {
+        "api/s.go": "package api\n\ntype Server struct{}\n\nfunc (s *Server) Start() {}\n",
+        "admin/s.go": "package admin\n\ntype Server struct{}\n\nfunc (s Server) Start() {}\n",
+    })
+    assert found(m.get_entity(str(ws), name="api.(*Server).Start"))["file"] == "api/s.go"
+    assert found(m.get_entity(str(ws), name="admin.Server.Start"))["file"] == "admin/s.go"
+    assert "no Go package 'nope'" in error(m.get_entity(str(ws), name="nope.(*Server).Start"))

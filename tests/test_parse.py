@@ -660,3 +660,13 @@ def test_each_part_of_a_long_class_outline_spans_the_file_lines_its_text_is_on()
         assert file_lines[part.start_line - 1] == body[0].removesuffix(" ..."), (part.part, part.start_line)
         assert file_lines[part.end_line - 1] == body[-1].removesuffix(" ..."), (part.part, part.end_line)
     assert parts[-1].end_line == len(file_lines) - 1 == 194  # the last constant, not an offset into the outline
+
+
+def test_a_long_class_s_last_part_ends_with_the_class() -> None:
+    """A class split into parts ended at its last member's `def` line (the skeleton's last line), so `get_entity`
+    and the receipt cut off the last method's body (agentmcp defect 1)."""
+    src = "class Mid:\n" + "".join(f"    def m{i}(self, a):\n        return a + {i}\n\n" for i in range(30))
+    src += "    def last(self, a):\n        b = a * 2\n        return b\n"
+    ents = [e for e in parse_source(src.encode(), "b.py", "python", "h").entities if e.qualname == "Mid"]
+    assert len(ents) > 1 and ents[0].start_line == 1
+    assert max(e.end_line for e in ents) == len(src.splitlines()) == 94

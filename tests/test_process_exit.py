@@ -108,3 +108,30 @@ def test_a_notice_stderr_cannot_take_does_not_lose_the_results(tmp_path: Path) -
         done = subprocess.run([ASSAY, "search", "alpha_beta", str(tmp_path)], stdout=subprocess.PIPE, stderr=full,
                               text=True, env=env, timeout=120)
     assert done.returncode == 0 and "[alpha_beta]" in done.stdout
+
+
+def test_exit_now_does_not_wait_for_the_mcp_servers_idle_tool_workers() -> None:
+    """AnyIO's worker threads (non-daemon, parked in a queue for the next sync tool call) made the MCP server's exit
+    an interpreter teardown that waited on them; with an index run inside native code that teardown aborted."""
+    done = _run(
+        "import threading, time\n"
+        "from assay.flows.process_exit import exit_now\n"
+        "threading.Thread(target=threading.Event().wait, name='AnyIO worker thread').start()\n"
+        "threading.Thread(target=lambda: time.sleep(30), daemon=True).start()\n"
+        "print('ok', flush=True)\n"
+        "exit_now(0)\n"
+    )
+    assert done.returncode == 0 and done.stdout == "ok\n"
+
+
+def test_exit_now_ends_a_worker_pool_a_run_left_open() -> None:
+    """An MCP client that hung up mid-index: the run's pool was still open, and multiprocessing's exit handler
+    joined its idle worker, which waited for its next job forever (the server never exited)."""
+    done = _run(
+        "from assay.stages.core.workers import worker_pool\n"
+        "from assay.flows.process_exit import exit_now\n"
+        "pool = worker_pool(1)\n"
+        "print(pool.submit(abs, -3).result(), flush=True)\n"  # a worker up, idle, waiting on its job pipe
+        "exit_now(0)\n"
+    )
+    assert done.returncode == 0 and done.stdout == "3\n" and done.stderr == ""

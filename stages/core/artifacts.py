@@ -55,6 +55,7 @@ class SourceFile(BaseModel):
     size: int
     content_hash: str = Field(description="sha256 of the raw bytes")
     mtime_ns: int = Field(0, description="modification time when discovered (freshness checks compare it, no re-hash)")
+    ctime_ns: int = Field(0, description="inode change time when discovered: no tool can set it back")
 
 
 class SkippedFile(BaseModel):
@@ -177,11 +178,46 @@ class FileRecord(BaseModel):
     entity_ids: list[str]
     partial: bool = False
     mtime_ns: int = 0
+    ctime_ns: int = Field(0, description="inode change time as indexed (0: not recorded): `cp -p`, `rsync -t`, "
+                          "`tar x` and `touch -r` keep a same-size edit's mtime, never this")
 
     def stat_differs(self, st: os.stat_result) -> bool:
-        """The file's size or modification time is not what the index recorded: cheap, nothing re-hashed (a time
-        that moved while the bytes did not reads as changed; a time never recorded, as the same)."""
+        """The file's size, modification time or inode change time is not what the index recorded: cheap, nothing
+        re-hashed (a time that moved while the bytes did not reads as changed; a time never recorded, as the same).
+        `changed_on_disk` confirms a moved change time by the content instead."""
+        return self._size_or_mtime_differ(st) or self._ctime_moved(st)
+
+    def changed_on_disk(self, path: str | os.PathLike[str], st: os.stat_result) -> bool:
+        """Whether `path` (this file; `st` its stat) holds other bytes than indexed: its size or modification time
+        differ, or only its change time does and the content hash confirms it (a chmod or a copied workspace keep the
+        bytes). Hashed once per stat in this process; the next index run records the new change time."""
+        if self._size_or_mtime_differ(st):
+            return True
+        if not self._ctime_moved(st):
+            return False
+        try:
+            return not _holds(os.fspath(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, self.content_hash)
+        except OSError:
+            return False  # unreadable now: the index keeps it as it was, and `assay index` could not read it either
+
+    def _size_or_mtime_differ(self, st: os.stat_result) -> bool:
         return st.st_size != self.size or bool(self.mtime_ns and st.st_mtime_ns != self.mtime_ns)
+
+    def _ctime_moved(self, st: os.stat_result) -> bool:
+        return bool(self.ctime_ns and st.st_ctime_ns != self.ctime_ns)
+
+
+@lru_cache(maxsize=4096)
+def _holds(path: str, ino: int, size: int, mtime_ns: int, ctime_ns: int, content_hash: str) -> bool:
+    """Whether the file at `path` (as the stat fields say it is now) hashes to `content_hash`. Keyed on the stat, so
+    any later change reads it again; an OSError is raised, never cached."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest() == content_hash
 
 
 class IndexManifest(BaseModel):

@@ -95,7 +95,7 @@ class Settings(BaseSettings):
     llm_retries: int = Field(2, ge=0, description="retries: 429/5xx, cloud timeouts")
     thresholds: str | None = Field(None, description="JSON file overriding data/thresholds.json")
     allowed_roots: str | None = Field(
-        None, description="os.pathsep-separated roots the MCP server may touch (default: its working directory)"
+        None, description="os.pathsep-separated roots the MCP server may touch (default: the client's roots, else its working directory)"
     )
     watch: bool = Field(True, description="the MCP server keeps each workspace it indexes fresh")
     watch_debounce_ms: int = Field(1600, ge=0, le=MAX_DEBOUNCE_MS, description="changes within this window are one re-index")

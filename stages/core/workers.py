@@ -12,6 +12,7 @@ import os
 import signal
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -31,8 +32,25 @@ class _Pool(ProcessPoolExecutor):
 def worker_pool(workers: int) -> ProcessPoolExecutor:
     """A pool of `workers` spawned processes, each of which exits when this process does, however it ends, and
     ignores Ctrl-C: the main process alone reports an interrupted run, in one line."""
-    return _Pool(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+    pool = _Pool(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                  initializer=_exit_with_parent, initargs=(os.getpid(),))
+    _open_pools.add(pool)
+    return pool
+
+
+_open_pools: weakref.WeakSet[ProcessPoolExecutor] = weakref.WeakSet()
+
+
+def end_pools() -> None:
+    """Stop the pools still open as the process ends, their workers killed: an MCP server whose client hung up
+    mid-index ended through the exit handlers, and multiprocessing's joined a worker that waited for its next job
+    forever (the server never exited). A pool a run shut down itself holds no process; this is no-op then."""
+    for pool in list(_open_pools):
+        processes = list((getattr(pool, "_processes", None) or {}).values())  # before shutdown clears it
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            if process.is_alive():
+                process.kill()
 
 
 @contextmanager

@@ -45,6 +45,7 @@ def resolve_workspace(path: str | os.PathLike[str]) -> Path:
     refuse_assay_home(real, homes)
     _refuse_state_folder(real, homes)
     refuse_shared_state(real)  # every door, not only index: status and search would show the other one's index
+    refuse_committed_state(real)  # every door too: a search would serve the forged passages and scores
     return real
 
 
@@ -152,6 +153,60 @@ def refuse_shared_state(root: Path) -> None:
         raise WorkspaceError(f"{folder} is a link to {os.path.realpath(folder)}, the state folder of the workspace "
                              f"{owner} too: indexing here would overwrite its index; remove the link (`rm {shlex.quote(str(folder))}`) "
                              "and index again")
+
+
+# Read-only git calls that run nothing the repository configures: no fsmonitor hook (`core.fsmonitor` is a shell
+# command), and a folder of bare-repository files (`HEAD`, `objects/`, `config`) is never taken as a repository.
+GIT_SAFE = ("git", "-c", "core.fsmonitor=false", "-c", "safe.bareRepository=explicit", "--no-optional-locks")
+
+
+def refuse_committed_state(root: Path) -> None:
+    """Refuse a workspace whose `.assay/` git tracks: it came with the repository (a clone of one that committed its
+    index), not from this machine's runs, and every part of it would be trusted as Assay's own: forged injection
+    scores of 0 let a payload through the guard, and forged catalog rows show as results. The user's own is never
+    tracked (`make_state_dir` writes its `*` `.gitignore`)."""
+    tracked = tracked_state(root)
+    if not tracked:
+        return
+    import shlex
+
+    folder = state_dir(root)
+    top = next(f for f in (root, *root.parents) if os.path.lexists(f / ".git"))  # the repository, as tracked_state asks
+    rel = root.relative_to(top).as_posix()
+    spec = STATE_DIR if rel == "." else f"{rel}/{STATE_DIR}"
+    untrack = f"`git -C {shlex.quote(str(top))} rm -r -q --cached {shlex.quote(spec)}`"
+    raise WorkspaceError(
+        f"{folder} is tracked by git ({len(tracked)} file(s), e.g. {tracked[0]!r}): an index committed to the repository "
+        f"is not trusted (its passages and scores could be forged); if you committed it yourself, untrack it ({untrack}, "
+        f"which keeps your index, notes and brief corrections) and commit; if it came with a clone, untrack it the same "
+        f"way and delete it (`rm -rf {shlex.quote(str(folder))}`), then run `assay index`")
+
+
+def tracked_state(root: Path) -> list[str]:
+    """The paths under the workspace's `.assay/` that git tracks: [] when there is no `.assay/`, no git checkout
+    around the workspace, or git cannot tell (not installed, a broken repository). One `git ls-files` (a few ms),
+    run only when both folders exist."""
+    top = next((f for f in (root, *root.parents) if os.path.lexists(f / ".git")), None)  # where git finds the repository
+    if not os.path.lexists(state_dir(root)) or top is None:
+        return []
+    import subprocess
+
+    # Another user's clone (a shared folder, a container volume, a clone made with sudo) is refused by git as of
+    # "dubious ownership", which would skip this check. This one command runs nothing the repository configures, so
+    # it may read it: `safe.directory` given on the command line is honoured (protected configuration).
+    trusted = ("-c", f"safe.directory={os.path.realpath(top)}")
+    # Asked from the folder holding `.git`: from the workspace, git would stop at bare-repository files (HEAD,
+    # objects/, refs/, config) committed between the two, refuse them, and skip this check.
+    rel = root.relative_to(top).as_posix()
+    spec = STATE_DIR if rel == "." else f"{rel}/{STATE_DIR}"
+    try:
+        done = subprocess.run([*GIT_SAFE, *trusted, "--literal-pathspecs", "-C", str(top), "ls-files", "-z", "--",
+                               spec], capture_output=True, stdin=subprocess.DEVNULL, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if done.returncode != 0:
+        return []
+    return [p for p in done.stdout.decode("utf-8", "replace").split("\0") if p]
 
 
 STATE_GITIGNORE = "# Assay's index of this workspace: local state, never to be committed (written by assay)\n*\n"
@@ -319,15 +374,57 @@ def workspace_id(root: Path) -> str:
     return hashlib.sha256(os.fsencode(root)).hexdigest()[:16]
 
 
-def collection_name(root: Path) -> str:
+def path_collection_name(root: Path) -> str:
+    """The collection base name of the path alone: every index's before workspaces had a token (`collection_name`)."""
     return f"assay_{workspace_id(root)}"
 
 
+COLLECTION_TOKEN = "chroma.token"  # in `.assay/`: the workspace's random part of its collections' names
+_TOKEN = re.compile(r"[0-9a-f]{16}")
+
+
+def collection_token(root: Path, create: bool = False) -> str | None:
+    """The workspace's random token for its collection names, kept in `.assay/` (a moved workspace keeps it); with
+    `create`, made when missing, but only in an existing `.assay/` (a workspace moved mid-run is not made again at
+    its old path). None when there is none."""
+    path = state_dir(root) / COLLECTION_TOKEN
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        token = ""
+    if _TOKEN.fullmatch(token):
+        return token
+    if not create or not state_dir(root).is_dir():
+        return None
+    import secrets
+
+    token = secrets.token_hex(8)
+    tmp = path.with_name(f"{COLLECTION_TOKEN}.{os.getpid()}.tmp")
+    tmp.write_text(token, encoding="utf-8")
+    os.replace(tmp, path)
+    return token
+
+
+def collection_name(root: Path, create: bool = False) -> str:
+    """The base name of the workspace's Chroma collections: its path's and its random token's (made by its first
+    index run, `create`). Teams check out at one path (`/app`, `/workspace`): named by the path alone, two users on one
+    Chroma server shared a collection (each one's nearest passages were the other's) and one's rebuild deleted the
+    other's. A copy gets its own (another path). Without a token, the path's alone: an index from before tokens,
+    whose embedded store keeps that name (`next_collection`), so it is never embedded again for this."""
+    token = collection_token(root, create)
+    return f"{path_collection_name(root)}_{token}" if token else path_collection_name(root)
+
+
+def of_base(name: str, base: str) -> bool:
+    """Whether a collection is `base` itself or one of its generations (`base_g<n>`), exactly: never another base
+    that merely begins like it (`base_<token>_g1`, another workspace's on the same server)."""
+    return name == base or re.fullmatch(re.escape(base) + r"_g\d+", name) is not None
+
+
 def owns_collection(root: Path, name: str) -> bool:
-    """Whether a collection is this workspace's (named for its path, any generation `_g<n>`). A copied or moved
+    """Whether a collection is this workspace's (its base name, any generation `_g<n>`). A copied or moved
     workspace's manifest names the original's: on a shared Chroma server that one is not the copy's to change."""
-    base = collection_name(root)
-    return name == base or name.startswith(f"{base}_g")
+    return of_base(name, collection_name(root))
 
 
 def parse_roots(spec: str | None, default: Path) -> list[Path]:

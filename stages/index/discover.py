@@ -28,7 +28,8 @@ from assay.stages.index.source_text import has_utf16_bom
 
 ALWAYS_PRUNED = frozenset(
     {".git", ".hg", ".svn", ".assay", "node_modules", "__pycache__", ".venv", ".tox", ".nox",
-     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".idea", ".gradle", ".eggs"}
+     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".idea", ".gradle", ".eggs",
+     ".ipynb_checkpoints"}  # Jupyter's autosaved copies: stale twins of every notebook entity
 )
 # A virtualenv under any name (`venv/`, `env/`, `py311/`) holds this file: site-packages is no part of the project.
 # A folder without it may be the project's own code (hatch's `src/hatch/venv/`, CPython's `Lib/venv/`, a settings
@@ -171,17 +172,48 @@ def is_secret_file(rel: str) -> bool:
     return name == "config.json" and len(parts) > 1 and parts[-2] == ".docker"  # docker's registry logins
 
 
-def _secret_kept_out(rel: str, target: str, stack: list[_Rules]) -> bool:
-    """A secret file (or a link to one) stays out unless a `!` line of an `.assayignore` names it: the user's own,
-    deliberate choice (a `.gitignore` negation only says what git tracks)."""
+def _secret_kept_out(rel: str, target: str, stack: list[_Rules]) -> str | None:
+    """Why a secret file (or a link to one) stays out (None when it is no secret, or is re-included): it is indexed
+    only when the `.assayignore` rule deciding it is a `!` line that spells out its own path, the user's deliberate
+    choice of one file. A pattern (`!**/.env`, `!*.pem`), which a cloned repository may ship, would re-include every
+    such file, those the user creates later too; a `.gitignore` negation only says what git tracks."""
     if not (is_secret_file(rel) or (target and is_secret_file(target))):
-        return False
-    return _verdict(rel, False, [r for r in stack if r.source == ".assayignore"]) is not False
+        return None
+    line, sub = _reincluding_line(rel, [r for r in stack if r.source == ".assayignore"])
+    if line is not None and _names_only(line, sub):
+        return None
+    return _secret_detail(rel, line)
 
 
-def _secret_detail(rel: str) -> str:
-    """How to index this one anyway: the `.assayignore` line that re-includes it."""
-    return f"may hold credentials; to index it anyway, add the line `!/{_escaped(rel)}` to the workspace's .assayignore"
+def _reincluding_line(rel: str, stack: list[_Rules]) -> tuple[str | None, str]:
+    """The `!` line that re-includes this file (the last rule matching it, as in git), or None; and the file's path as
+    that line's ignore file sees it."""
+    line, sub = None, rel
+    for r in stack:
+        if r.base and not rel.startswith(r.base + "/"):
+            continue
+        here = rel[len(r.base) + 1 :] if r.base else rel
+        result = r.spec.check_file(here)
+        if result.include is not None:
+            line = r.spec.patterns[result.index].pattern if result.include is False else None
+            sub = here
+    return line, sub
+
+
+def _names_only(line: str, sub: str) -> bool:
+    """Whether a `!` line spells out exactly this path (relative to its ignore file, `/` in front or not; escapes
+    read as the characters they escape), so it names this one file and no other."""
+    pattern = line.removeprefix("!").rstrip().removeprefix("/")
+    return re.sub(r"\\(.)", r"\1", pattern) == sub
+
+
+def _secret_detail(rel: str, refused: str | None = None) -> str:
+    """How to index this one anyway: the `.assayignore` line that re-includes it (and why a pattern did not)."""
+    why = "" if refused is None else (
+        f" (the .assayignore line `{refused}` is a pattern: only a line naming the file's own path lifts the secret "
+        "exclusion)")
+    return (f"may hold credentials{why}; to index it anyway, add the line `!/{_escaped(rel)}` to the workspace's "
+            ".assayignore")
 
 
 def _escaped(rel: str) -> str:
@@ -222,6 +254,27 @@ def root_ignore_check(root: Path) -> Callable[[str], bool]:
         return any(_ignored("/".join(parts[: i + 1]), i < len(parts) - 1, rules) for i in range(len(parts)))
 
     return ignored
+
+
+def may_take(root: Path, rel: str) -> bool:
+    """Whether the walk could take the path `rel` by its name, kind, link and `#!` line (ignore rules, size and content
+    are the run's to judge): a folder it enters or a file of a type it reads; a path gone, by its name alone. The
+    watcher's test of a change, so an editor's swap file or a log written inside the workspace starts no run."""
+    name = rel.rsplit("/", 1)[-1]
+    if name in ALWAYS_PRUNED or name in LOCKFILES or _CONTROL.search(name) or _SURROGATE.search(name):
+        return False
+    path = root / rel
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return language_for(name) is not None
+    if stat.S_ISDIR(st.st_mode):
+        return True
+    if stat.S_ISLNK(st.st_mode) and (os.path.isdir(path) or _check_link(root, path)[0]):
+        return False  # directory links are not followed; a broken one (Emacs' `.#file` lock) or one out is refused
+    if language_for(name) is not None:
+        return True
+    return "." not in name and os.path.isfile(path) and _script_language(str(path)) is not None
 
 
 def file_hash(data: bytes) -> str:
@@ -386,8 +439,8 @@ def discover(root: Path, max_file_bytes: int = 1_000_000, index_generated: bool 
                 if reason:
                     skipped.append(SkippedFile(path=rel, reason=reason))
                     continue
-            if _secret_kept_out(rel, target, stack):
-                skipped.append(SkippedFile(path=rel, reason=SECRET_FILE, detail=_secret_detail(rel)))
+            if (secret := _secret_kept_out(rel, target, stack)) is not None:
+                skipped.append(SkippedFile(path=rel, reason=SECRET_FILE, detail=secret))
                 continue
             if entry.name in LOCKFILES:  # before the type: `yarn.lock` has no language and is still a lockfile
                 skipped.append(SkippedFile(path=rel, reason="lockfile"))
@@ -449,7 +502,8 @@ def discover(root: Path, max_file_bytes: int = 1_000_000, index_generated: bool 
             skipped.append(SkippedFile(path=rel, reason="minified"))
             return
         digest = file_hash(data) if held_still(st, data, path) else UNSETTLED_HASH
-        files.append(SourceFile(path=rel, language=language, size=len(data), content_hash=digest, mtime_ns=st.st_mtime_ns))
+        files.append(SourceFile(path=rel, language=language, size=len(data), content_hash=digest, mtime_ns=st.st_mtime_ns,
+                                ctime_ns=st.st_ctime_ns))
 
     walk(root, "", root_rules)
     indexed = {f.path for f in files}

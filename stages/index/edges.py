@@ -2,9 +2,10 @@
 
 Edges: `call` (a call site: the called name and its receiver text, `self.send` -> name `send`, receiver
 `self`), `import` (module, imported name, alias), `inherit` (class -> base, from the parse stage's bases) and
-`ref` (a name passed or assigned as a value: `hooks=default_hooks`). Building a value of a type (`new X()`, Go's
-`&X{...}`, Rust's `X { .. }`), rendering a JSX component and applying a bare TS decorator count as calls of it;
-calls written in Rust macro arguments (`println!("{}", f(x))`) are read from the token tree. Each edge records the
+`ref` (a name passed or assigned as a value: `hooks=default_hooks`, `register(s.handleKV)` with its receiver `s`).
+Building a value of a type (`new X()`, Go's `&X{...}`, Rust's `X { .. }`), rendering a JSX component and applying
+a bare TS decorator count as calls of it; calls written in Rust macro arguments (`println!("{}", f(x))`) are read
+from the token tree. Each edge records the
 innermost definition it sits in. Names are resolved to entities only when asked (`stages.query.graph`), against the catalog
 of the moment, so an edit in one file never leaves stale resolutions in another.
 
@@ -115,13 +116,36 @@ _CALLS: dict[str, tuple[str, ...]] = {
 _CALLS["typescript"] = _CALLS["javascript"]  # `.ts` has no JSX (`<T>x` is a cast there)
 _CALLS["javascript"] = _CALLS["tsx"] = _CALLS["javascript"] + _JSX_CALLS  # `.js` and `.jsx` share one grammar
 
+# A member passed or assigned as a value (`register("/kv", s.handleKV)`, `Thread(target=self.run)`) is a ref to the
+# member, with its receiver, resolved as a call on it would be; a member that is called is a call, and other member
+# reads (`x = self.count + 1`) are no refs. Go's sentinels are refs where returned or compared (`err != ErrNotFound`).
+_GO_MEMBER = "(selector_expression operand: (_) @recv field: (field_identifier) @ref)"
+_GO_PACKAGE_MEMBER = "(selector_expression operand: (identifier) @package field: (field_identifier) @ref)"  # `store.ErrX`
+_PY_MEMBER = "(attribute object: (_) @recv attribute: (identifier) @ref)"
 _REFS: dict[str, tuple[str, ...]] = {
     "python": ("(argument_list (identifier) @ref)", "(keyword_argument value: (identifier) @ref)",
-               "(assignment right: (identifier) @ref)", "(return_statement (identifier) @ref)"),
+               "(assignment right: (identifier) @ref)", "(return_statement (identifier) @ref)",
+               f"(argument_list {_PY_MEMBER})", f"(keyword_argument value: {_PY_MEMBER})", f"(assignment right: {_PY_MEMBER})"),
     "javascript": ("(arguments (identifier) @ref)", "(pair value: (identifier) @ref)", "(variable_declarator value: (identifier) @ref)"),
-    "go": ("(argument_list (identifier) @ref)",),
-    "rust": ("(arguments (identifier) @ref)",),
-    "java": ("(argument_list (identifier) @ref)",),
+    "go": ("(argument_list (identifier) @ref)", f"(argument_list {_GO_MEMBER})",
+           f"(assignment_statement right: (expression_list {_GO_MEMBER}))",
+           f"(short_var_declaration right: (expression_list {_GO_MEMBER}))",
+           f"(literal_element {_GO_MEMBER})",  # `Handler{Serve: s.handleKV}`
+           f"(var_spec value: (expression_list {_GO_MEMBER}))",  # `var h = s.handleKV`
+           # a sentinel (or any package-level name) returned, compared, switched on or held: `ErrX == err`, `case ErrX:`,
+           # `x := ErrX`; `pkg.ErrX` there only after an import of `pkg` (`a.n == b.n` compares fields: no refs)
+           *(f"({site} (expression_list (identifier) @ref))" for site in (
+               "return_statement", "expression_case value:", "var_spec value:", "short_var_declaration right:",
+               "assignment_statement right:")),
+           *(f"({site} (expression_list {_GO_PACKAGE_MEMBER}))" for site in ("return_statement", "expression_case value:")),
+           *(side.format(value) for value in ("(identifier) @ref", _GO_PACKAGE_MEMBER)  # fields in their written order
+             for side in ('(binary_expression left: {} operator: ["==" "!="])',
+                          '(binary_expression operator: ["==" "!="] right: {})'))),
+    "rust": ("(arguments (identifier) @ref)",
+             "(arguments (scoped_identifier path: (_) @recv name: (identifier) @ref))"),  # `.map(Self::parse)`
+    # Java's fields live apart from its methods, and the index holds no fields: a name or `this.name` passed along
+    # reads a field or a local, never the method `name()`. Only a method reference names a method as a value.
+    "java": ("(method_reference (_) @recv . (identifier) @ref .)",),  # `this::handle`, `Server::handle`, wherever written
 }
 _REFS["typescript"] = _REFS["tsx"] = _REFS["javascript"]
 
@@ -330,6 +354,7 @@ def extract_edges(root: Node, language: str, entities: list[Entity]) -> list[Edg
 
     query, groups = _query(language)
     matches = QueryCursor(query).matches(root) if query is not None else []
+    package_refs: list[tuple[str, int, str]] = []  # Go's `pkg.ErrX`: a ref only if `pkg` is an import, known at the end
     for index, caps in matches:
         group = groups[index]
         if group == "call":
@@ -344,8 +369,11 @@ def extract_edges(root: Node, language: str, entities: list[Entity]) -> list[Edg
         elif group == "ref":
             node = caps["ref"][0]
             name = node_text(node)
-            if name in defined_names or name[:1].isupper():
-                add("ref", name, node.start_point[0] + 1)
+            if "package" in caps:
+                package_refs.append((name, node.start_point[0] + 1, node_text(caps["package"][0])))
+            elif name in defined_names or name[:1].isupper():
+                recv = caps.get("recv")
+                add("ref", name, node.start_point[0] + 1, receiver=node_text(recv[0]) if recv else "")
         else:
             module_node = caps["module"][0]
             module = node_text(module_node).strip("\"'")
@@ -370,6 +398,10 @@ def extract_edges(root: Node, language: str, entities: list[Entity]) -> list[Edg
                 add("import", module, line, alias=alias, module=module)
             else:  # `import a.b as c`, `import * as ns from 'x'`, a Go package: the module itself
                 add("import", module.rsplit("/", 1)[-1].rsplit(".", 1)[-1] if language != "python" else module, line, alias=alias, module=module)
+    packages = {edge.alias or edge.name for edge in edges if edge.kind == "import"}
+    for name, line, package in package_refs:
+        if package in packages:
+            add("ref", name, line, receiver=package)
     for e in entities:
         if e.part == 0 and e.bases:
             for base in e.bases:

@@ -22,6 +22,7 @@ from assay.stages.core.workspace import collection_name, owns_collection
 from assay.stages.index.discover import file_hash, held_still
 from assay.stages.index.languages import NOTEBOOK
 from assay.stages.index.notebook import view_problem
+from assay.stages.index.report import EXAMPLES_PER_REASON
 from assay.stages.index.source_text import utf8_source
 from assay.stages.index.tokens import TOKENIZER_VERSION, token_string
 from assay.stages.index.parse import PARSER_VERSION, parse_source
@@ -33,8 +34,29 @@ def older_parser(manifest: IndexManifest) -> str:
     re-indexes everything, which a user who just upgraded should expect before it takes minutes."""
     if manifest.parser == PARSER_VERSION:
         return ""
+    if manifest.parser > PARSER_VERSION:
+        return newer_index(manifest)
     return (f"the index was built by parser version {manifest.parser}, this Assay's is {PARSER_VERSION}: the next "
             "`assay index` (or `assay watch`) re-indexes everything; searches answer from the older index until then")
+
+
+class NewerIndex(ValueError):
+    """A newer Assay (a later parser) wrote the index: this older process (an MCP server or `assay watch` started
+    before an upgrade) must not re-parse it with its older parser, downgrading it (then the newer one upgrades it
+    again: two full re-indexes per edit). Its queries still answer from that index."""
+
+
+def newer_index(manifest: IndexManifest) -> str:
+    """The one line an older process says of an index a newer Assay wrote."""
+    return (f"a newer Assay wrote this index (parser version {manifest.parser}, this process's is {PARSER_VERSION}): "
+            "index with the newer Assay, and restart this process if it is an MCP server or `assay watch` started "
+            "before the upgrade; searches still answer from it (`assay index --rebuild` goes back to this version)")
+
+
+def refuse_newer(manifest: IndexManifest | None) -> None:
+    """Raise `NewerIndex` when a newer Assay wrote `manifest`; an older one is this version's to upgrade."""
+    if manifest is not None and manifest.parser > PARSER_VERSION:
+        raise NewerIndex(newer_index(manifest))
 
 
 def plan_index(discovery: DiscoveryResult, manifest: IndexManifest | None, embedder: str, rebuild: bool = False,
@@ -43,7 +65,9 @@ def plan_index(discovery: DiscoveryResult, manifest: IndexManifest | None, embed
     or every file when there is no index yet, the catalog lost the manifest's passages (`catalog_entities`, its
     count, is 0: deleted or emptied, so "unchanged" files would stay unsearchable), the parser or the embedder
     changed, or a rebuild was asked for (the reason is reported). Deleted files are removed; files unreadable
-    right now are kept as they were."""
+    right now are kept as they were. An index a newer Assay wrote is refused (`NewerIndex`) unless rebuilt."""
+    if not rebuild:
+        refuse_newer(manifest)
     reason = ""
     if rebuild:
         reason = "rebuild requested"
@@ -180,8 +204,10 @@ def next_collection(previous: IndexManifest | None, plan: IndexPlan, root: Path,
     """Same collection for an incremental run; a fresh generation for a rebuild, swapped in by the manifest. On a
     shared Chroma server (`shared`) a collection the manifest names but another workspace owns (the manifest came
     with a copy of its folder) is never reused: this run starts its own and stores every vector there
-    (`carried_pending`). An embedded store came with the copy too, so every collection in it is the copy's."""
-    base = collection_name(root)
+    (`carried_pending`). An embedded store came with the copy too, so every collection in it is the copy's. Names
+    carry the workspace's token (made here on its first run): on a server, one named by the path alone (before tokens)
+    may be another user's at that path too, so this run moves to its own and leaves that one there."""
+    base = collection_name(root, create=True)
     reusable = previous is not None and bool(previous.collection) and (
         not shared or owns_collection(root, previous.collection))
     if not reusable:
@@ -217,7 +243,7 @@ def next_manifest(
             # touched but unchanged: remember the new time (and size: it mends a record an earlier run got wrong), so
             # freshness checks stay quiet; discovery's stat describes the bytes it hashed
             seen = sources.get(path)
-            now = {"mtime_ns": seen.mtime_ns, "size": seen.size} if seen is not None else {}
+            now = {"mtime_ns": seen.mtime_ns, "size": seen.size, "ctime_ns": seen.ctime_ns} if seen is not None else {}
             files[path] = old[path].model_copy(update=now)
     failed = {s.path for s in parsed.skipped}
     for path in failed:
@@ -230,6 +256,7 @@ def next_manifest(
         files[pf.path] = FileRecord(
             content_hash=pf.content_hash, size=size, language=src.language,
             entity_ids=[e.id for e in pf.entities], partial=pf.partial, mtime_ns=mtime_ns,
+            ctime_ns=src.ctime_ns if pf.content_hash == src.content_hash else 0,  # 0: not known, not compared
         )
     manifest = IndexManifest(
         workspace=str(root), parser=PARSER_VERSION, tokenizer=TOKENIZER_VERSION, embedder=embedder, dimension=dimension,
@@ -301,9 +328,9 @@ def stale_ids(stored: set[str], manifest: IndexManifest, note_ids: set[str]) -> 
     return sorted(stored - manifest.entity_ids - note_ids)
 
 
-# `skipped_examples` names every skipped and partly parsed file up to this many of each reason (the text report names
-# a few of each and points here); past it, one last entry with reason NOT_LISTED says how many went unnamed.
-EXAMPLES_PER_REASON = 1000
+# `skipped_examples` names every skipped and partly parsed file up to EXAMPLES_PER_REASON of each reason (the text
+# report names a few of each and points here, saying when the list is cut); past it, one last entry with reason
+# NOT_LISTED says how many went unnamed.
 NOT_LISTED = "not_listed"
 
 

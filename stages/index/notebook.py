@@ -5,7 +5,10 @@ a line of its own. The Python view keeps every line of the file: a line that hol
 becomes that source line, a markdown cell's line becomes a comment (its words stay searchable), and every other line
 (JSON structure, outputs, images) becomes empty. The parser reads the view as Python, and every `file:line` of an
 entity is a real line of the notebook file, so a receipt, a stale check and an agent reading the raw file all agree.
-IPython's own syntax (`%magic`, `!shell`, `?help` and `help?`, a `%%cell` magic's whole cell) becomes a comment.
+IPython's own syntax (`%magic`, `!shell`, `?help` and `help?`, a `%%cell` magic's whole cell) becomes a comment, and
+so does a code cell in another language (a kernel whose language is R or Julia, a VS Code cell whose `languageId` is
+sql): Assay has no definition reader for it there, so its words are searchable, as an `.R` file's are.
+Only each cell's own `source` key is read: one nested in an output or in metadata is data.
 A cell whose source is one string over several lines (nbformat allows it; Jupyter never writes it) sits on one line
 of the file, so its code cannot keep its lines: that line of the view holds the code as words (a comment), and the
 rest of the notebook is still Python. A notebook with no view at all (not JSON, no cells, written on one line) is read
@@ -60,34 +63,115 @@ def read_notebook(source: bytes) -> tuple[bytes | None, str]:
         sources = [_lines(cell.get("source", "")) for cell in cells]
     except (KeyError, TypeError, AttributeError):
         return None, f"not an nbformat 4 notebook (a list of cells, each source text): {_NO_VIEW}"
+    rows = _cell_source_rows(text)
+    if len(rows) != len(cells):
+        return None, _LAYOUT
+    kernel = _named_language(notebook, _KERNEL_LANGUAGE)
     lines = text.split("\n")
     view = [""] * len(lines)
     folded: list[int] = []  # file lines of code cells kept as words
-    cell = 0
-    row = 0
-    while row < len(lines):
-        line = lines[row]
-        if _SOURCE_EMPTY.match(line) or _SOURCE_STRING.match(line) or _SOURCE_OPEN.match(line):
-            if cell >= len(cells):
-                return None, _LAYOUT
-            found = _place(lines, row, sources[cell])
-            if found is None:
-                return None, _LAYOUT
-            placed, as_words = found
-            kind = kinds[cell]
-            if kind == "code" and sources[cell] and sources[cell][0].lstrip().startswith("%%"):
-                kind = "markdown"  # a cell magic (`%%bash`, `%%sql`): the whole cell is another language
-            for at, code in placed:
-                view[at] = _as_words(code, kind) if as_words else _as_python(code, kind)
-            if as_words and kind == "code":
-                folded.append(row + 1)
-            row = placed[-1][0] + 1 if placed else row + 1
-            cell += 1
+    for cell, row in enumerate(rows):
+        if row is None:  # no `source` key: nothing to place (`_lines` read it as empty)
             continue
-        row += 1
-    if cell != len(cells):
-        return None, _LAYOUT
+        found = _place(lines, row, sources[cell])
+        if found is None:
+            return None, _LAYOUT
+        placed, as_words = found
+        kind = _view_kind(cells[cell], kinds[cell], sources[cell], kernel)
+        for at, code in placed:
+            view[at] = _as_words(code, kind) if as_words else _as_python(code, kind)
+        if as_words and kind == "code":
+            folded.append(row + 1)
+    if not _is_python(kernel) and not view[0]:
+        view[0] = _naming_doc(kernel)
     return "\n".join(view).encode("utf-8"), _folded_problem(folded)
+
+
+# a JSON string (escapes included) or a bracket: enough to follow the nesting, stepping over whatever strings hold
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]]')
+_KEY_END = re.compile(r"\s*:")
+
+
+def _cell_source_rows(text: str) -> list[int | None]:
+    """The file row (0-based) of each cell's own `"source"` key, in cell order (None for a cell without one). Only
+    keys of the objects in the top-level `cells` list count: a `source` in an output (`application/json` data) or
+    in a cell's metadata sits deeper, and nbformat's sorted keys put both before the cell's own `source`."""
+    rows: list[int | None] = []
+    offsets: list[int] = []  # where each cell's `"source"` key starts, rising
+    depth = 0
+    key = ""  # the last key read at the top level: the list that opens after `"cells":` holds the cells
+    in_cells = False
+    for token in _TOKEN.finditer(text):
+        mark = token.group()
+        if mark in ("{", "["):
+            depth += 1
+            if depth == 2:
+                in_cells = mark == "[" and key == '"cells"'
+            elif depth == 3 and in_cells:
+                rows.append(None)
+        elif mark in ("}", "]"):
+            depth -= 1
+        elif depth in (1, 3) and _KEY_END.match(text, token.end()):
+            if depth == 1:
+                key = mark
+            elif in_cells and mark == '"source"' and rows:
+                rows[-1] = len(offsets)
+                offsets.append(token.start())
+    at_row = _rows_of(text, offsets)
+    return [None if index is None else at_row[index] for index in rows]
+
+
+def _rows_of(text: str, offsets: list[int]) -> list[int]:
+    """The file row (0-based) of each character offset (rising)."""
+    rows: list[int] = []
+    row, last = 0, 0
+    for offset in offsets:
+        row += text.count("\n", last, offset)
+        last = offset
+        rows.append(row)
+    return rows
+
+
+# how kernels and editors name Python: kernelspec `language`, `language_info.name` (sparkmagic's is "pyspark"),
+# a VS Code cell's `languageId`
+_PYTHON_NAMES = frozenset({"python", "python2", "python3", "ipython", "ipython2", "ipython3", "py", "pyspark"})
+# (metadata key, field) that name a notebook's language, then a code cell's own (VS Code, Polyglot Notebooks)
+_KERNEL_LANGUAGE = (("kernelspec", "language"), ("language_info", "name"))
+_CELL_LANGUAGE = (("vscode", "languageId"), ("polyglot_notebook", "kernelName"), ("dotnet_interactive", "language"))
+
+
+def _named_language(holder: object, fields: tuple[tuple[str, str], ...]) -> str:
+    """The first language that `holder`'s metadata names at one of `fields`, or ''."""
+    meta = holder.get("metadata") if isinstance(holder, dict) else None
+    for outer, field in fields:
+        inner = meta.get(outer) if isinstance(meta, dict) else None
+        value = inner.get(field) if isinstance(inner, dict) else None
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return ""
+
+
+def _is_python(language: str) -> bool:
+    """Whether a kernel's or a cell's language is Python (one that names none is: Jupyter's default kernel)."""
+    return not language or language.lower() in _PYTHON_NAMES
+
+
+def _naming_doc(language: str) -> str:
+    """The view's first line (the JSON's `{`) for a notebook in another language: a docstring that names it. Its
+    cells are comments, and comments that open a file are taken for the file's doc (cut at the doc's length cap,
+    their lines in no window); after a docstring they are windows, each cell's code searchable at its own lines."""
+    return json.dumps(f"A notebook in {language} (its kernel's language): its code is indexed as text, not parsed.")
+
+
+def _view_kind(cell: dict, kind: str, source: list[str], kernel: str) -> str:
+    """How the view holds a cell: a code cell in another language than Python (an R or Julia kernel's, a VS Code
+    SQL cell, a `%%bash` cell magic) as words, as markdown is: parsed as Python it was a "syntax error" that hid
+    nothing wrong, and its code still has to be searchable. A notebook or cell that names no language is Python."""
+    if kind != "code":
+        return kind
+    if source and source[0].lstrip().startswith("%%"):
+        return "markdown"
+    return "code" if _is_python(_named_language(cell, _CELL_LANGUAGE) or kernel) else "markdown"
 
 
 def _folded_problem(rows: list[int]) -> str:
@@ -119,6 +203,8 @@ def _place(lines: list[str], row: int, expected: list[str]) -> tuple[list[tuple[
     if single:
         value = json.loads(single.group(1))
         return ([(row, value)], len(expected) > 1) if source_lines(value) == expected else None
+    if not _SOURCE_OPEN.match(line):  # the list's strings share lines with each other or with other keys
+        return None
     placed: list[tuple[int, str]] = []
     at = row + 1
     while at < len(lines) and not re.match(r"^\s*\]", lines[at]):

@@ -66,7 +66,14 @@ from assay.stages.index.source_text import source_lines, utf8_source
 # as bases, JS/TS bases without type arguments (`React.Component`, not `open`, `boolean`); a function value's facts
 # read from the function (`const f = () => { throw ... }` raises); TS variance (`<out T>`) no syntax error
 # 40: a JS/TS `/** */` doc one blank line above its definition is its doc (express writes every one so)
-PARSER_VERSION = 40
+# 41: JS object shorthand methods (`const h = { onReset() {} }`) as `h.onReset`; `this.x = ...` in a class method is
+# the class's member; a class's last part ends with the class (it ended at its last member's `def` line)
+# 42: Rust `impl Trait for Type` makes the trait a base of the file's `Type`; Kotlin `: I by x { ... }` has the base `I`
+# only, not every word of the class body; C++17 `namespace a::b {` names `a.b.X` as nested namespaces do; a
+# qualified base is one base (`std::runtime_error` is `std.runtime_error`), type arguments none (C++, Java, C#, PHP)
+# 43: members passed as values (`register(s.handleKV)`) are refs; 44: Java refs only `this::m`, Go sentinels in `case`,
+# `:=`, `pkg.ErrX ==`; notebooks: cells' own `source` only, other kernels' cells as text
+PARSER_VERSION = 44
 
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _IDENT_TYPES = frozenset(
@@ -103,6 +110,13 @@ _OWNER_SEPARATORS = {"cpp": "::", "ruby": "::", "lua": "."}
 _CLAUSE_LANGUAGES = frozenset({"haskell", "elixir"})  # a function may be written as several equations
 _UPPER_CONST = re.compile(r"^_*[A-Z][A-Z0-9_]*$")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# a type named with its owners, however the language writes them (`std::runtime_error`, `java.io.Serializable`,
+# PHP's `\App\Model`): one base, never one base per part (`std` and `runtime_error` were two inherit edges)
+_QUALIFIED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::|\\)[A-Za-z_][A-Za-z0-9_]*)*")
+_BRACKETED = re.compile(r"<[^<>]*>|\[[^\[\]]*\]|\([^()]*\)")  # innermost type or call arguments: `Base<int>`, `Base()`
+# languages whose base clauses name types whole, with `<>`/`[]`/`()` around arguments only (not Ruby's `Struct.new(...)`)
+_TYPED_BASES = frozenset({"cpp", "java", "csharp", "php", "swift", "scala", "dart"})
+_NOT_BASES = frozenset({"extends", "implements", "with", "public", "private", "protected", "virtual"})
 
 
 @lru_cache(maxsize=None)
@@ -167,6 +181,7 @@ class _Extractor:
         self.lines = source_lines(source.decode("utf-8", "replace"))
         self.scope_spans: list[Node] = []
         self.namespace_scopes: set[tuple[str, ...]] = set()  # scopes that only namespaces opened: constants count there
+        self.impl_traits: list[tuple[str, str]] = []  # Rust `impl Trait for Type`: (the type's qualname, the trait)
         # rows (0-based) that are no top-level code of their own: a namespace's head and closing lines, and the
         # module docstring that the file row carries
         self.not_code: set[int] = set()
@@ -201,6 +216,8 @@ class _Extractor:
             return None
         if t in _JS_VALUE_DEFS and lang in _JS_LANGUAGES:
             return self._js_value_name(node)
+        if t == "method_definition" and lang in _JS_LANGUAGES and _js_in_object(node):
+            return _js_object_method_name(node)
         if t == "type_definition" and lang in ("c", "cpp", "objc"):
             decl = node.child_by_field_name("declarator")  # `typedef _jclass *jclass;` names `jclass`, not `*jclass`
             if decl is not None and decl.type == "primitive_type":
@@ -411,12 +428,12 @@ class _Extractor:
         for child in node.children:
             if child.type in _BASE_TYPES and self.language in _JS_LANGUAGES:
                 found.extend(_js_type_names(child))
+            elif child.type == "delegation_specifier" and self.language == "kotlin":
+                found.extend(_kotlin_base(child))
+            elif child.type in _BASE_TYPES and self.language in _TYPED_BASES:
+                found.extend(_type_names(node_text(child)))
             elif child.type in _BASE_TYPES:
-                text = node_text(child)
-                if self.language in ("kotlin", "swift", "scala", "dart"):  # `Comparable<User>`: User is an argument, not a base
-                    text = re.sub(r"<[^<>]*>|\[[^\[\]]*\]|\([^()]*\)", "", text)
-                words = _WORD.findall(text)
-                found.extend(w for w in words if w not in ("extends", "implements", "with", "public", "private", "protected", "virtual"))
+                found.extend(w for w in _WORD.findall(node_text(child)) if w not in _NOT_BASES)
         return found
 
     def _params(self, node: Node) -> list[str]:
@@ -543,6 +560,8 @@ class _Extractor:
             return "function"
         if node.type in ("assignment_expression", "pair") and _js_assigns_method(node):
             return "method"
+        if node.type == "method_definition" and _js_in_object(node):  # `{ onReset() {...} }`, as `{ onReset: function }`
+            return "method" if _js_assigns_method(node) else "function"
         if kind == "function" and in_container:
             return self.spec.function_kinds_in_container
         return kind
@@ -570,9 +589,9 @@ class _Extractor:
                 name, body = self._name(child), child.child_by_field_name("body")
                 if name and body is not None:
                     self.not_code.update([*range(child.start_point[0], body.start_point[0] + 1), body.end_point[0]])
-                    inner = [*scope, name]
+                    inner = [*scope, *self._namespace_parts(name)]
                     if not scope or tuple(scope) in self.namespace_scopes:
-                        self.namespace_scopes.add(tuple(inner))
+                        self.namespace_scopes.update(tuple(inner[:i]) for i in range(len(scope) + 1, len(inner) + 1))
                     push(body, inner, self.joiner.join(inner), False, sink)
                     continue
             if self._wrapper_module(child):
@@ -601,7 +620,11 @@ class _Extractor:
                 receiver = _go_receiver(child) if child.type == "method_declaration" and self.language == "go" else ""
                 if receiver and not scope:
                     own_scope, own_parent = [receiver], receiver
-                sep = "." if child.type in ("assignment_expression", "pair") else _OWNER_SEPARATORS.get(self.language)
+                if child.type == "assignment_expression" and _js_in_class_method(child):
+                    own_scope = scope[:-1]  # `this.render = ...` in `constructor()`: the class's member, not the method's
+                    own_parent = self.joiner.join(own_scope) or None
+                sep = "." if child.type in ("assignment_expression", "pair") or _js_in_object(child) \
+                    else _OWNER_SEPARATORS.get(self.language)
                 if sep and sep in name:  # `void JPJavaFrame::Throw()`, Lua's `function tablex.find()`: a name of its owner's
                     *owner, name = _split_outside_brackets(name, sep)
                     owners = [_without_type_arguments(o) for o in owner if o]
@@ -635,6 +658,9 @@ class _Extractor:
                 scope_name = _without_type_arguments(node_text(child.child_by_field_name(self.spec.scopes[child.type])))
                 self.scope_spans.append(child)
                 inner = [*scope, scope_name] if scope_name else scope
+                trait = _rust_trait(child) if child.type == "impl_item" else ""
+                if trait and scope_name:
+                    self.impl_traits.append((".".join(inner), trait))
                 push(child, inner, ".".join(inner) or parent, True, sink)
                 continue
             if self.language == "python" and not scope and child.type in ("expression_statement", "assignment"):
@@ -646,6 +672,31 @@ class _Extractor:
                 self._js_constant(child, sink, scope)
             if descend is None or child.type in descend:
                 push(child, scope, parent, in_container, sink)
+        self._add_impl_traits(out)
+
+    def _add_impl_traits(self, drafts: list[_Draft]) -> None:
+        """Rust's `impl Store for MemoryStore` makes `Store` a base of the `MemoryStore` this file defines, as
+        `implements` does in Java: the premise check and `references Store` read a type's bases. A type defined in
+        another file gets none from here (each file is parsed alone)."""
+        if not self.impl_traits:
+            return
+        stack = list(drafts)
+        while stack:
+            draft = stack.pop()
+            stack.extend(draft.children)
+            if draft.kind not in _CLASS_KINDS:
+                continue
+            qual = self.joiner.join([*draft.scope, draft.name])
+            for owner, trait in self.impl_traits:
+                if owner == qual and trait not in draft.bases:
+                    draft.bases.append(trait)
+
+    def _namespace_parts(self, name: str) -> list[str]:
+        """The scopes a namespace opens: C++17's `namespace kv::http {` opens `kv` then `http`, as the nested
+        `namespace kv { namespace http {` does, so both name `kv.http.Server` (not `kv::http.Server`)."""
+        if self.language != "cpp":
+            return [name]
+        return [part.split()[-1] for part in name.split("::") if part.split()]  # C++20 `a::inline b`: `b`
 
     def _wrapper_module(self, node: Node) -> bool:
         """A Ruby `module Rack` that only holds classes and modules is a namespace, as a C# one is: it names its
@@ -759,13 +810,17 @@ def _js_assigned_path(node: Node) -> list[str] | None:
 
 def _js_object_owner(pair: Node) -> list[str] | None:
     """The names an object literal's functions are defined under: `const handlers = {...}` -> ['handlers'],
-    `module.exports = {...}` and `export default {...}` -> []; None for any other object (a call's options)."""
+    `module.exports = {...}` and `export default {...}` -> [], an object inside one under its key; None for any other
+    object (a call's options)."""
     obj = pair.parent
     holder = obj.parent if obj is not None and obj.type == "object" else None
     if holder is None:
         return None
     if holder.type == "export_statement":
         return []
+    if holder.type == "pair" and holder.child_by_field_name("value") == obj:  # `methods: { go() {...} }`
+        key, outer = holder.child_by_field_name("key"), _js_object_owner(holder)
+        return None if outer is None or key is None or key.type != "property_identifier" else [*outer, node_text(key)]
     if holder.type == "variable_declarator" and holder.child_by_field_name("value") == obj:
         return [node_text(holder.child_by_field_name("name"))]
     if holder.type == "assignment_expression" and holder.child_by_field_name("right") == obj:
@@ -773,6 +828,29 @@ def _js_object_owner(pair: Node) -> list[str] | None:
         if path is not None and _js_defines_here(holder, nested=path[:1] == ["this"]):
             return [p for p in path if p not in _JS_OWNERLESS]
     return None
+
+
+def _js_in_object(node: Node) -> bool:
+    """Whether a JS method definition is an object literal's (`{ onReset() {...} }`), not a class's."""
+    return node.type == "method_definition" and node.parent is not None and node.parent.type == "object"
+
+
+def _js_object_method_name(node: Node) -> str | None:
+    """An object literal's shorthand method named as its `key: function` twin is (`handlers.onReset`); None for an
+    object no definition names (a call's options) or a computed key."""
+    key = node.child_by_field_name("name")
+    owner = _js_object_owner(node)
+    if key is None or key.type != "property_identifier" or owner is None:
+        return None
+    return ".".join([*owner, node_text(key)])
+
+
+def _js_in_class_method(assignment: Node) -> bool:
+    """Whether an assignment sits in a class's method (its constructor, most often) rather than in a function."""
+    up = assignment.parent
+    while up is not None and up.type not in _JS_DECLARATIONS and up.type not in _FUNCTION_VALUES:
+        up = up.parent
+    return up is not None and up.type == "method_definition" and up.parent is not None and up.parent.type == "class_body"
 
 
 def _js_member_path(node: Node | None) -> list[str] | None:
@@ -792,7 +870,7 @@ def _js_member_path(node: Node | None) -> list[str] | None:
 def _js_assigns_method(node: Node) -> bool:
     """`View.prototype.lookup = function`, `this.handle = () => {}` and `Store.prototype = { dispatch() ... }` give
     the instances a method."""
-    if node.type == "pair":
+    if node.type in ("pair", "method_definition"):
         obj = node.parent
         node = obj.parent if obj is not None and obj.parent is not None else node
         if node.type != "assignment_expression":
@@ -819,6 +897,37 @@ def _js_type_names(clause: Node) -> list[str]:
         else:  # `extends mixin(A, B)`: the names in it, as before
             found.extend(_WORD.findall(re.sub(r"<[^<>]*>", "", node_text(item))))
     return found
+
+
+def _type_names(text: str) -> list[str]:
+    """The types a base clause's text names, each whole, dotted, without its arguments: `: public std::runtime_error,
+    private Base<std::map<int, X>>` is `std.runtime_error` and `Base` (an argument is no base: `Comparable<User>`)."""
+    previous = None
+    while previous != text:  # innermost first, so nested arguments go too
+        previous, text = text, _BRACKETED.sub("", text)
+    names = (re.sub(r"::|\\", ".", name) for name in _QUALIFIED.findall(text))
+    return [name for name in names if name not in _NOT_BASES]
+
+
+def _kotlin_base(spec: Node) -> list[str]:
+    """The type a Kotlin delegation specifier names: `Base()`, `Store`, `Comparable<B>`, and `Store by backing`, whose
+    delegate the grammar may read as a call taking the class body as its lambda (every word of it had been a base)."""
+    item = spec.named_children[0] if spec.named_children else None
+    if item is not None and item.type in ("explicit_delegation", "constructor_invocation"):
+        item = child_of(item, frozenset({"user_type"}))
+    if item is None or item.type != "user_type":
+        return []  # a function type (`: () -> Unit`) names no class
+    return [".".join(node_text(c) for c in item.named_children if c.type == "type_identifier")]
+
+
+def _rust_trait(impl: Node) -> str:
+    """The trait an `impl Trait for Type` block implements, dotted and without type arguments (`impl<T> fmt::Display
+    for W<T>` is `fmt.Display`); '' for an inherent `impl Type` and a negative `impl !Send for Type`."""
+    trait = impl.child_by_field_name("trait")
+    if trait is None or any(c.type == "!" for c in impl.children):
+        return ""
+    names = _type_names(node_text(trait))
+    return names[0] if names else ""
 
 
 def _without_type_arguments(name: str) -> str:
@@ -958,6 +1067,8 @@ def _make_entities(
         facts = _facts(d, ex.language)
         for i, (at, plines) in enumerate(parts):
             pstart, pend = (at[0], at[-1]) if len(parts) > 1 else (start, end)
+            if i == len(parts) - 1:
+                pend = end  # a class's last part ends with the class, not at its last member's `def` (the skeleton's)
             entities.append(
                 Entity(
                     id=entity_id(path, d.kind, qual, ordinal, i), kind=d.kind, name=d.name, qualname=qual,  # type: ignore[arg-type]

@@ -35,16 +35,27 @@ def _files_line(r: IndexReport) -> str:
             f"{r.files_removed} removed, {r.kept_unreadable} kept (unreadable now)")
 
 
-NAMED_PER_REASON = 3  # skipped files named per reason in the text; `--json` names them all
+NAMED_PER_REASON = 3  # skipped files named per reason in the text; `--json` names them all (up to the cap below)
 NAMED_PARTIAL = 10
+# `--json`'s skipped_examples names this many files of each reason at most (`incremental.listed_examples`): a data
+# repository can skip millions of files, and the JSON names each in ~100 bytes
+EXAMPLES_PER_REASON = 100_000
 ALL_IN_JSON = "`assay index --json` names them all, in skipped_examples"
 
 
+def _in_json(listed: int, total: int) -> str:
+    """Where the rest of a reason's files are named: all of them in the JSON, or its first `listed` when it is cut."""
+    if listed >= total:
+        return ALL_IN_JSON
+    return f"`assay index --json` names the first {listed} in skipped_examples (at most {EXAMPLES_PER_REASON} a reason)"
+
+
 def _named(examples: list[str], total: int, shown: int) -> str:
-    """The first `shown` of `examples`, then how many more there are of `total` and where to see them."""
+    """The first `shown` of `examples` (all the JSON lists), then how many more there are of `total` and where to
+    see them."""
     named = examples[:shown]
     if total > len(named):
-        named.append(f"and {total - len(named)} more ({ALL_IN_JSON})")
+        named.append(f"and {total - len(named)} more ({_in_json(len(examples), total)})")
     return ", ".join(named)
 
 
@@ -76,11 +87,14 @@ def skipped_named(r: IndexReport) -> dict[str, list[str]]:
 def skipped_line(summary: dict) -> str:
     """`status`'s line for a finished run's skipped files (empty when none): counts, and the named few of each."""
     parts = []
-    for reason, count in (summary.get("skipped") or {}).items():
+    counts = summary.get("skipped") or {}
+    for reason, count in counts.items():
         named = (summary.get("skipped_named") or {}).get(reason, [])
         more = f" and {count - len(named)} more" if named and count > len(named) else ""
         parts.append(f"{reason} {count}" + (f" ({', '.join(named)}{more})" if named else ""))
-    return ("skipped by the last run: " + "; ".join(parts) + " (`assay index --json` names them all)") if parts else ""
+    cut = any(count > EXAMPLES_PER_REASON for count in counts.values())
+    where = f"names up to {EXAMPLES_PER_REASON} of each reason" if cut else "names them all"
+    return f"skipped by the last run: {'; '.join(parts)} (`assay index --json` {where})" if parts else ""
 
 
 def _partial_lines(r: IndexReport) -> list[str]:

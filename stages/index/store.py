@@ -26,7 +26,7 @@ from assay.stages.core.artifacts import Edge, EmbeddedBatch, Entity, IndexManife
 from assay.stages.core.errors import DISK_FULL_ADVICE, disk_full, one_line
 from assay.stages.core.progress import run_under_way
 from assay.stages.core.workspace import (
-    STATE_DIR, WorkspaceError, collection_name, indexed_workspace_of, make_state_dir, path_too_long, state_dir,
+    STATE_DIR, WorkspaceError, collection_name, indexed_workspace_of, make_state_dir, of_base, path_too_long, state_dir,
     unindexable_here, writable,
 )
 from assay.stages.core.writer import HOLDER_FILE, clear_writer, other_writer, record_writer
@@ -373,6 +373,23 @@ class Catalog:
             self._db.executemany("INSERT OR REPLACE INTO injection_scans (id, detector, digest, score, signals) VALUES (?, ?, ?, ?, ?)",
                                  [(i, detector, digest, score, ",".join(signals)) for i, digest, score, signals in rows])
 
+    def forget_scans(self) -> None:
+        """Drop every stored injection scan: a rebuild scores every passage afresh. A scan is trusted when its digest
+        matches the passage, and that digest is no secret, so a copied-in catalog could hold a score of 0 for a payload."""
+        with self._db:
+            self._db.execute("DELETE FROM injection_scans")
+
+    def misfiled(self, owner: dict[str, str]) -> set[str]:
+        """The files (`owner`: entity id -> the file the manifest lists it under) some of whose rows name another file
+        or id, in their columns or in the stored record that searches show (a forged `../../etc/passwd`), or hold no
+        readable record. SQLite reads the JSON (2.4k large passages: ~30 ms, mostly reading them)."""
+        import json
+
+        rows = self._db.execute("SELECT id, file, CASE WHEN json_valid(data) THEN json_extract(data, '$.file', '$.id')"
+                                " END FROM entities")
+        return {owner[eid] for eid, column, recorded in rows
+                if eid in owner and not (column == owner[eid] and recorded and json.loads(recorded) == [column, eid])}
+
     def scans(self, ids: list[str]) -> dict[str, tuple[str, float, list[str]]]:
         """id -> (digest of what was scored, score, signals) of the stored injection scans."""
         rows = self._rows_for("SELECT id, digest, score, signals FROM injection_scans WHERE id IN", ids)
@@ -591,10 +608,11 @@ class VectorStore:
         return sorted(p.name for p in orphans)
 
     def drop_others(self, keep: str, base: str) -> list[str]:
-        """Delete every collection of this workspace (named `base` or `base_g<n>`) except `keep`: a rebuild cut
-        short after it switched collections leaves the old one, which no later run would name again."""
+        """Delete every collection of this workspace (named `base` or `base_g<n>`, exactly) except `keep`: a rebuild
+        cut short after it switched collections leaves the old one, which no later run would name again. Any other
+        name on a shared server is another workspace's, even one that begins like `base`."""
         names = [getattr(c, "name", c) for c in self._client.list_collections()]  # objects or names, by version
-        stale = [n for n in names if n != keep and (n == base or n.startswith(f"{base}_g"))]
+        stale = [n for n in names if n != keep and of_base(n, base)]
         for name in stale:
             self.drop(name)
         return stale
@@ -952,7 +970,34 @@ def previous_manifest(root: Path, url: str | None, rebuild: bool) -> IndexManife
                 VectorStore(root, None)
             except StoreError:
                 set_aside_damaged_store(root)
+        _with_catalog(root, Catalog.forget_scans)
+    elif previous is not None:
+        previous = distrust_misfiled(root, previous)
     return previous
+
+
+DISTRUSTED = "distrusted"  # a content hash no file has (discovery's unsettled one is ""): the plan parses it again
+
+
+def distrust_misfiled(root: Path, manifest: IndexManifest) -> IndexManifest:
+    """The manifest with the files whose catalog rows name another file or id (`Catalog.misfiled`) marked changed, so
+    this run parses them again and their rows are written afresh: an unchanged file's rows are otherwise kept as
+    stored, and a search would show what a copied-in catalog says."""
+    owner = {i: path for path, record in manifest.files.items() for i in record.entity_ids}
+    misfiled = _with_catalog(root, lambda catalog: catalog.misfiled(owner)) if owner else set()
+    if not misfiled:
+        return manifest
+    files = {path: record.model_copy(update={"content_hash": DISTRUSTED}) if path in misfiled else record
+             for path, record in manifest.files.items()}
+    return manifest.model_copy(update={"files": files})
+
+
+def _with_catalog(root: Path, use: Callable[[Catalog], T]) -> T:
+    catalog = Catalog(root)
+    try:
+        return use(catalog)
+    finally:
+        catalog.close()
 
 
 LOST_VECTORS = "the vector store is empty although the manifest lists embedded passages: re-embedding everything"

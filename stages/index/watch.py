@@ -2,36 +2,123 @@
 
 The loop itself is `watchfiles` (Rust notify underneath); this module decides what counts: changes under
 `.assay/` (but the deletion of `.assay` itself), `.git/` and other always-pruned folders, or matching the
-workspace's root `.gitignore` / `.assayignore`, never start a run. The index run that follows applies every rule
-and re-parses only files whose bytes changed, so a stray event costs one cheap incremental run at most.
+workspace's root `.gitignore` / `.assayignore` (as they read now), never start a run; nor do files the index would
+never take (an editor's swap or lock file, a log) unless it holds them, nor the watch's own output file. The index
+run that follows applies every rule and re-parses only files whose bytes changed.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from assay.stages.core.workspace import STATE_DIR, WorkspaceError, root_identity
-from assay.stages.index.discover import root_ignore_check
+from assay.stages.index.discover import IGNORE_FILES, may_take, root_ignore_check
+from assay.stages.index.store import index_generation, per_generation, read_manifest
+
+FileId = tuple[int, int]  # (st_dev, st_ino)
 
 
-def change_filter(root: Path) -> Callable[[object, str], bool]:
-    """A `watchfiles` filter: True for a path whose change may alter the index, and for the deletion of the
-    state folder itself (`git clean -fdx`, `rm -rf .assay`): the index is gone, so a run must rebuild it. Nothing
-    else under `.assay/` counts, so a run's own writes never start another."""
+def change_filter(root: Path, own: frozenset[FileId] = frozenset()) -> Callable[[object, str], bool]:
+    """A `watchfiles` filter: True for a change that may alter what the index holds: a path discovery could take
+    (`may_take`) or the index holds (a file, or a folder holding some: its deletion), or an ignore file; and the
+    deletion of the state folder itself (`git clean -fdx`, `rm -rf .assay`): the index is gone, so a run must rebuild
+    it. Nothing else under `.assay/` counts, so a run's own writes never start another; nor do `own` files (the
+    watch's output redirected into the workspace would feed itself, a line per run for ever)."""
     from watchfiles import Change
 
-    ignored = root_ignore_check(root)
     base = str(root.resolve())
+    top = Path(base)
+    ignored = _root_rules(top)
 
     def keep(change: object, path: str) -> bool:
         rel = path[len(base) + 1 :] if path.startswith(base + "/") else path
         if rel == STATE_DIR:
             return change == Change.deleted
-        return not ignored(rel)
+        if ignored(rel):
+            return False
+        if rel.rsplit("/", 1)[-1] in IGNORE_FILES:
+            return True  # changes what every later run takes
+        if own and change != Change.deleted and _file_id(path) in own:
+            return False
+        return rel in indexed_paths(top) or may_take(top, rel)
 
     return keep
+
+
+def _root_rules(root: Path) -> Callable[[str], bool]:
+    """`root_ignore_check`, read again whenever a root ignore file changed since (two stats a change): un-ignoring a
+    folder during a watch makes later edits inside it count."""
+    state: dict[str, object] = {}
+
+    def ignored(rel: str) -> bool:
+        stamp = _ignore_stamp(root)
+        if state.get("stamp") != stamp:
+            state["stamp"], state["check"] = stamp, root_ignore_check(root)
+        return state["check"](rel)  # type: ignore[operator]
+
+    return ignored
+
+
+def _ignore_stamp(root: Path) -> tuple[tuple[int, int, int, int] | None, ...]:
+    """The root ignore files as they are now (identity, size, times; None when absent)."""
+    stamp: list[tuple[int, int, int, int] | None] = []
+    for name in IGNORE_FILES:
+        try:
+            st = os.stat(root / name)
+        except OSError:
+            stamp.append(None)
+            continue
+        stamp.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return tuple(stamp)
+
+
+_INDEXED: dict[str, tuple[object, frozenset[str]]] = {}
+
+
+def indexed_paths(root: Path) -> frozenset[str]:
+    """Every path the index holds and every folder above one, read once per index generation: the deletion of an
+    indexed file (or its folder) counts whatever its name."""
+    generation = index_generation(root)
+    if generation is None:
+        return frozenset()
+    return per_generation(_INDEXED, str(root), generation, lambda: _with_folders(root))
+
+
+def _with_folders(root: Path) -> frozenset[str]:
+    try:
+        files = read_manifest(root).files
+    except Exception:  # noqa: BLE001 - an unreadable manifest holds nothing known: the run that follows says why
+        return frozenset()
+    found = set(files)
+    for path in files:
+        parts = path.split("/")
+        found.update("/".join(parts[:i]) for i in range(1, len(parts)))
+    return frozenset(found)
+
+
+def _file_id(path: str) -> FileId | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def own_outputs() -> frozenset[FileId]:
+    """This process's stdout and stderr where they are files (`assay watch > watch.txt`): never a change."""
+    found: set[FileId] = set()
+    for fd in (1, 2):
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            found.add((st.st_dev, st.st_ino))
+    return frozenset(found)
 
 
 def relative_batch(root: Path, changes: set[tuple[object, str]]) -> list[str]:
@@ -71,7 +158,7 @@ def batches(root: Path, debounce_ms: int = 1600, stop: threading.Event | None = 
     from watchfiles import watch
 
     identity = identity or root_identity(root)
-    keep = change_filter(root)
+    keep = change_filter(root, own_outputs())
     pending: set[tuple[object, str]] = set()
     first = last = 0.0
     for changes in watch(root, watch_filter=None, debounce=POLL_MS, step=50, rust_timeout=POLL_MS,

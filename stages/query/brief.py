@@ -32,6 +32,11 @@ CORRECTIONS_FILE = "brief_corrections.md"
 FINGERPRINT_FILE = "brief.fingerprint"
 _CONFIG_NAME = re.compile(r"(^|/)(settings|config|configuration|conf)\.(py|ts|js|go|rs|java)$|(^|/)[^/]*\.(toml|ini|cfg|ya?ml)$|"
                           r"(^|/)\.env\.example$|(^|/)(Dockerfile|docker-compose\.ya?ml|prefect\.yaml)$")
+# a project's own configuration by its well-known names: listed first, then config-like files by depth (an MLflow
+# `mlruns/` holds a `meta.yaml` per run, and in path order they pushed `pyproject.toml` out of the list)
+_PROJECT_CONFIG = re.compile(r"(pyproject\.toml|setup\.cfg|setup\.py|tox\.ini|package\.json|Cargo\.toml|go\.mod|"
+                             r"environment\.ya?ml|requirements[^/]*\.txt|Pipfile|pom\.xml|build\.gradle(\.kts)?)")
+CONFIG_LISTED = 12
 _TEST_DIR = re.compile(r"(^|/)(tests?|testing|__tests__|spec)/")
 # a file is code when the index read it in a programming language: every language it parses into definitions
 # (markup and style sheets aside), and those it reads as line windows only, so a Perl or Julia project has code too
@@ -206,7 +211,7 @@ def build(root: Path, catalog, files: list[str]) -> str:
     uses = _resolved_uses(catalog, classes)
     key = [f"- `{e.qualname}` ({e.file}:{e.start_line}" + (f", used {uses[e.id]}x" if uses.get(e.id) else "") + ")"
            + (f": {_sentence(e.docstring)}" if e.docstring else "") for e in _key_classes(code, classes, uses)]
-    config = sorted(f for f in files if _CONFIG_NAME.search(f) and not _TEST_DIR.search(f))[:12]
+    config = _config_files(files)
     settings_classes = [f"`{e.qualname}` ({e.file}:{e.start_line})" for e in classes if re.search(r"(Settings|Config)$", e.name)][:5]
 
     lines = [f"# {title}: project brief", "", "## Purpose", purpose, "", "## Entry points"]
@@ -219,6 +224,17 @@ def build(root: Path, catalog, files: list[str]) -> str:
     if settings_classes:
         lines.append("- settings classes: " + ", ".join(settings_classes))
     return "\n".join(lines) + "\n"
+
+
+def _config_files(files: list[str]) -> list[str]:
+    """Where configuration lives, the project's own first: shallower files before deeper ones, and at each depth
+    the well-known project files (`pyproject.toml`, `package.json`, `requirements.txt`) before other config-like
+    names, so generated run metadata deep in the tree cannot fill the list."""
+    def project(path: str) -> bool:
+        return _PROJECT_CONFIG.fullmatch(path.rsplit("/", 1)[-1]) is not None
+
+    found = [f for f in files if (_CONFIG_NAME.search(f) or project(f)) and not _TEST_DIR.search(f)]
+    return sorted(found, key=lambda f: (f.count("/"), not project(f), f))[:CONFIG_LISTED]
 
 
 def _sentence(text: str) -> str:

@@ -1,8 +1,10 @@
 """Freshness stage: what the index reflects, and which evidence is older than the code.
 
 Cheap on purpose (it runs on every query): `git rev-parse` for HEAD and branch, one `stat` per indexed
-file compared with the size and modification time the manifest recorded. Nothing is re-hashed; a file
-whose time moved but whose bytes did not is reported until the next index run confirms it.
+file compared with the size, modification and change times the manifest recorded. A file whose modification time
+moved but whose bytes did not is reported until the next index run confirms it; one whose change time alone moved
+(a chmod, a copied workspace; or a same-size edit that kept its mtime, `cp -p`) is re-hashed to tell which, once per
+stat in a process, until the next index run records the new time.
 """
 
 from __future__ import annotations
@@ -78,9 +80,9 @@ def git_head(root: Path) -> tuple[str, str]:
     return commit, "" if branch == "HEAD" else branch
 
 
-def _stat(base: str, path: str) -> os.stat_result:
-    """The indexed file's stat; a name this locale cannot spell (see `on_disk`) is found by its UTF-8 bytes."""
-    return os.stat(base + path if nameable(path) else on_disk(Path(base), path))
+def _where(base: str, path: str) -> str | Path:
+    """The indexed file on disk; a name this locale cannot spell (see `on_disk`) is found by its UTF-8 bytes."""
+    return base + path if nameable(path) else on_disk(Path(base), path)
 
 
 def check(root: Path, manifest: IndexManifest) -> tuple[Freshness, set[str]]:
@@ -90,15 +92,16 @@ def check(root: Path, manifest: IndexManifest) -> tuple[Freshness, set[str]]:
     deleted = 0
     base = str(root) + os.sep
     for path, record in manifest.files.items():
+        where = _where(base, path)
         try:
-            st = _stat(base, path)
+            st = os.stat(where)
         except FileNotFoundError:
             deleted += 1
             gone.append(path)
             continue
         except OSError:
             continue
-        if record.stat_differs(st):
+        if record.changed_on_disk(where, st):
             changed.append(path)
     commit, branch = git_head(root)
     fresh = Freshness(indexed_at=manifest.updated_at, indexed_commit=manifest.git_commit, indexed_branch=manifest.git_branch,

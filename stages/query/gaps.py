@@ -12,6 +12,7 @@ from assay.stages.core.path_roles import is_test_path
 from assay.stages.query.identifiers import question_identifiers
 from assay.stages.query.premise import without_pasted_code
 from assay.stages.query.passage_features import DEFINITIONS, PROSE_KINDS
+from assay.stages.query.rank import marked_tests
 
 LIKELY = 0.5  # a calibrated relevance at or above this: more likely than not a passage a correct answer cites
 # suffixes that name a file, never a method or attribute (`.json`, `.c`, `.go` can be either: `Response.json`)
@@ -55,7 +56,9 @@ def missing_lines(question: str, sel: Selection, judgment: Judgment) -> list[str
     dropped_only = [n for n in undefined if n not in mentioned and short_name(n) in elsewhere]
     if dropped_only:  # a name no passage holds at all is the report's `gap:` line
         out.append(f"missing: {', '.join(dropped_only[:3])} only in passages the judge dropped; check them under Evidence")
-    if all(is_test_path(rp.candidate.file) for rp in kept):
+    # a Rust `#[test] fn` or `#[cfg(test)] mod tests` beside the code is a test as much as a file under tests/ is
+    marked = marked_tests([rp.candidate for rp in kept + sel.dropped])
+    if all(is_test_path(rp.candidate.file) or rp.candidate.id in marked for rp in kept):
         out.append("missing: only tests were found, not the code they exercise; search for the function under test")
     elif all(rp.candidate.kind in PROSE_KINDS for rp in kept):
         out.append("missing: only documentation was found, no code that implements it")

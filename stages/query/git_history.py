@@ -18,10 +18,17 @@ Every user string reaches git only after `git rev-parse --verify` turned it into
 `--output=FILE` is refused instead of read as an option. Diffs are asked for with explicit prefixes, unquoted
 paths and paths relative to the workspace, so user settings (diff.noprefix, diff.mnemonicPrefix) and a
 workspace inside a larger repository do not change what is parsed.
+
+A repository may be untrusted (an archive someone handed over, with its `.git/`): every git command is built by
+`git_command`, which overrides each setting of the repository's own config that would make a reading command run a
+program (fsmonitor, filter drivers, hooks, diff drivers, gpg, a submodule's own `git`, a partial clone's fetch).
+Filter drivers from the user's own global or system config (Git LFS's) still run; a file under one the repository
+defines is compared unfiltered, and `changed` says so in its note. git never reads Assay's stdin.
 """
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 import subprocess
@@ -32,16 +39,18 @@ from pydantic import BaseModel, Field
 
 from assay.stages.core.artifacts import Entity, FileRecord
 from assay.stages.core.fs_names import on_disk
+from assay.stages.core.visible import visible
 from assay.stages.index.edges import definition_spans
-from assay.stages.query.git_diff import (Gitlink, binary_files, diff_files, diff_gitlinks, diff_hunks, diff_raw, head_span,
-                                         hunk_lines, line_hunks, mode_changes, renames)
+from assay.stages.query.git_diff import (GITLINK_MODE, Gitlink, binary_files, diff_files, diff_gitlinks, diff_hunks,
+                                         diff_raw, head_span, hunk_lines, line_hunks, mode_changes, renames)
 
 COMMIT_ID = re.compile(r"[0-9a-f]{40}")  # a full SHA-1 commit id
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # SHA-1 or SHA-256 repositories
 _UNQUOTED = ("-c", "core.quotePath=false")  # non-ASCII paths printed as they are (git still quotes `"`, `\`, tabs)
 _DIFF = ("--no-color", "--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/", "--relative", "--unified=0")
-# Modes mark submodules (gitlinks); `none` overrides a user's `ignore` setting so a dirty submodule always shows.
-_RAW = ("--raw", "--no-abbrev", "--ignore-submodules=none")
+# Modes mark submodules (gitlinks). `git_command` makes every diff `--ignore-submodules=dirty` (git would run `git
+# status` inside each submodule, under that submodule's own config); `_repo_changes` looks inside them itself.
+_RAW = ("--raw", "--no-abbrev")
 _MAX_DEPTH = 8  # submodules inside submodules followed at most this deep
 _STALE_MARK = "STALE (file changed since indexing)"
 
@@ -119,35 +128,177 @@ def _label(args: tuple[str, ...]) -> str:
     return "git " + " ".join(args[:2])
 
 
-def git(root: Path, *args: str, timeout: float = 30.0) -> str:
+# Settings by which a repository's own config (`.git/config`, `config.worktree`, an include) makes a reading command
+# run a program; overridden from the command line, whose settings win over every config file.
+_NO_PROGRAMS = (
+    ("core.fsmonitor", "false"),  # a command git runs to learn which files changed
+    ("core.hooksPath", "/dev/null"),  # `git diff` rewrites the index, which runs the post-index-change hook
+    ("safe.bareRepository", "explicit"),  # bare-repository files (HEAD, objects/, refs/, config) in a plain folder
+    ("log.showSignature", "false"),  # gpg.program, run on every signed commit `log` shows
+    ("diff.submodule", "short"),  # `log`/`diff` would run `git diff` inside a submodule, under its own config
+    ("submodule.recurse", "false"),
+)
+_ENVIRONMENT = {
+    "GIT_ALLOW_PROTOCOL": "none",  # no transport: a partial clone's lazy fetch runs remote.*.uploadpack, ssh, helpers
+    "GIT_NO_LAZY_FETCH": "1",  # the same, said plainly to a git that knows it (2.44+)
+    "GIT_OPTIONAL_LOCKS": "0",  # a read need not rewrite the index where git lets it skip that
+    "GIT_TERMINAL_PROMPT": "0",
+}
+# Flags a subcommand always gets: no diff driver (`diff.external`, `diff.<driver>.command`/`textconv`), and no `git
+# status` inside submodules (`dirty`: their moved commits still show; their own files are read by `_repo_changes`).
+_COMMAND_FLAGS = {"diff": ("--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty"),
+                  "log": ("--no-ext-diff", "--no-textconv")}
+# Subcommands, as Assay runs them, that read no working-tree file's content, so no filter driver applies (`cat-file`
+# without `--filters`): they skip the extra `git config` run that finds the filters to switch off.
+_NO_FILTERS = frozenset({"rev-parse", "cat-file", "ls-tree", "ls-files", "log", "config", "check-attr"})
+_FILTER_OFF = (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false"))  # empty: git runs no program;
+# `required` false: a filter that runs nothing is no error (git would stop at "clean filter 'x' failed")
+
+
+def _subcommand(args: tuple[str, ...]) -> int:
+    """Index of the subcommand in `args` (after any `-c key=value` pairs); len(args) when there is none."""
+    i = 0
+    while i + 1 < len(args) and args[i] == "-c":
+        i += 2
+    return i
+
+
+def _environment(settings) -> dict[str, str]:
+    """This process's environment plus `settings` as command-line config (GIT_CONFIG_COUNT, after any the user set:
+    a name with `=` or spaces, which `-c` cannot carry, passes intact) and `_ENVIRONMENT`."""
+    env = {**os.environ, **_ENVIRONMENT}
     try:
-        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=timeout,
-                              encoding="utf-8", errors="surrogateescape")  # git writes UTF-8 whatever the locale
+        first = max(int(env.get("GIT_CONFIG_COUNT", "0")), 0)
+    except ValueError:
+        first = 0
+    for i, (key, value) in enumerate(settings, start=first):
+        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
+    env["GIT_CONFIG_COUNT"] = str(first + len(settings))
+    return env
+
+
+# Config scopes that are the user's own: their system and global files (where `git lfs install` puts its filter, and
+# whatever those include) and their own `-c`/GIT_CONFIG_COUNT. Every other scope (local, worktree, files they include,
+# any scope a later git adds) comes with the repository.
+_USER_SCOPES = frozenset({"system", "global", "command"})
+
+
+def repository_filters(root: Path) -> set[str]:
+    """Names of the filter drivers the repository's own config defines, wholly or in part (`.gitattributes` picks
+    one by name, and git runs its clean command on each working-tree file it reads); one defined only in the user's
+    global or system config is theirs, and is kept. `git config` only reads config files."""
+    done = _list_filters(root, "--show-scope")
+    if done.returncode == 129:  # git before 2.26 has no --show-scope: every filter is switched off, the user's too
+        return {key[len("filter."):].rpartition(".")[0] for key in _list_filters(root).stdout.split("\0")
+                if key.startswith("filter.")}
+    fields = done.stdout.split("\0")  # scope, key, scope, key, ...
+    return {key[len("filter."):].rpartition(".")[0] for scope, key in zip(fields[::2], fields[1::2])
+            if key.startswith("filter.") and scope not in _USER_SCOPES}
+
+
+def _list_filters(root: Path, *flags: str) -> subprocess.CompletedProcess:
+    """`git config --get-regexp ^filter.` (names only); exit 1 is "none"; a config git cannot read is git's error."""
+    env = _environment(_NO_PROGRAMS)
+    env.pop("GIT_CONFIG", None)  # `git config` would read only that file, and miss the repository's
+    try:
+        done = subprocess.run(["git", "--no-pager", "-C", str(root), "config", "-z", *flags, "--name-only",
+                               "--get-regexp", r"^filter\."], capture_output=True, timeout=30, env=env,
+                              stdin=subprocess.DEVNULL, encoding="utf-8", errors="surrogateescape")
+    except FileNotFoundError as exc:
+        raise NotAGitRepository("git is not installed: listing changed entities and their history needs it") from exc
+    except (OSError, subprocess.SubprocessError) as exc:  # unknown filters could run: the command must not
+        raise GitError(f"git config: {type(exc).__name__}") from exc
+    if done.returncode not in (0, 1, 129):
+        raise GitError("git config: " + (done.stderr.strip().splitlines() or ["git failed"])[0])
+    return done
+
+
+def _filters_off(root: Path) -> list[tuple[str, str]]:
+    """Settings that switch off every filter driver the repository's own config defines (a same-named one of the
+    user's too: the repository's clean command would win over theirs)."""
+    return [(f"filter.{name}.{key}", value) for name in sorted(repository_filters(root)) for key, value in _FILTER_OFF]
+
+
+def git_command(root: Path, args: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
+    """argv and environment for `git -C root ARGS` that run no program the repository's config names: Assay reads
+    repositories it did not make (an unpacked archive with its `.git/`), and reading must never execute them."""
+    at = _subcommand(args)
+    command = args[at] if at < len(args) else ""
+    settings = [*_NO_PROGRAMS, *([] if command in _NO_FILTERS else _filters_off(root))]
+    argv = [*args[:at + 1], *_COMMAND_FLAGS.get(command, ()), *args[at + 1:]]
+    return ["git", "--no-pager", "-C", str(root), *argv], _environment(settings)
+
+
+def _run(root: Path, args: tuple[str, ...], timeout: float = 30.0) -> subprocess.CompletedProcess:
+    """`git -C root ARGS` as `git_command` builds it, its output decoded; raises only when git could not run. Its
+    stdin is empty: a repository's config (`include.path = /dev/stdin`) must not make git read Assay's own."""
+    argv, env = git_command(root, args)
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
     except FileNotFoundError as exc:
         raise NotAGitRepository("git is not installed: listing changed entities and their history needs it") from exc
     except (OSError, subprocess.SubprocessError) as exc:  # a timeout, a workspace that vanished
         raise GitError(f"{_label(args)}: {type(exc).__name__}") from exc
+    # Decoded here, not in text mode: that turns each CR into a line break (a subject or name holding one was cut).
+    # git writes UTF-8 whatever the locale.
+    done.stdout, done.stderr = (out.decode("utf-8", "surrogateescape") for out in (done.stdout, done.stderr))
+    return done
+
+
+def git(root: Path, *args: str, timeout: float = 30.0) -> str:
+    done = _run(root, args, timeout)
     if done.returncode != 0:
-        msg = (done.stderr.strip().splitlines() or ["git failed"])[0]
-        if "not a git repository" in done.stderr.lower():
-            raise NotAGitRepository(f"{root} is not a git repository: listing changed entities and their history needs "
-                                    "git (run `git init` and commit)")
-        if "dubious ownership" in done.stderr.lower():  # another user's checkout: git refuses it, whatever it holds
-            raise NotAGitRepository(f"{_label(args)}: git refuses to read {root}: detected dubious ownership (the "
-                                    f"repository belongs to another user); run git config --global --add "
-                                    f"safe.directory {root}")
-        raise GitError(f"{_label(args)}: {msg}")
+        raise _failure(root, args, done.stderr)
     return done.stdout
 
 
+def _failure(root: Path, args: tuple[str, ...], stderr: str) -> ValueError:
+    """git's refusal as one line: advice for the refusals a user can mend, else git's own first line."""
+    msg = (stderr.strip().splitlines() or ["git failed"])[0]
+    if "not a git repository" in stderr.lower():
+        return NotAGitRepository(f"{root} is not a git repository: listing changed entities and their history needs "
+                                 "git (run `git init` and commit)")
+    if "dubious ownership" in stderr.lower():  # another user's checkout: git refuses it, whatever it holds
+        return NotAGitRepository(f"{_label(args)}: git refuses to read {root}: detected dubious ownership (the "
+                                 f"repository belongs to another user); run git config --global --add "
+                                 f"safe.directory {root}")
+    if "cannot use bare repository" in stderr.lower():  # safe.bareRepository=explicit refused it
+        return _bare_refusal(root, msg)
+    if "from promisor remote" in stderr.lower():  # GIT_ALLOW_PROTOCOL stopped a partial clone's lazy fetch
+        return GitError(f"{_label(args)}: this partial clone has not fetched objects git needs, and Assay never "
+                        "fetches (a repository's config could run commands); fetch them with git yourself (a "
+                        "`git log -p` over the commits in question does), then retry")
+    return GitError(f"{_label(args)}: {msg}")
+
+
+_BARE = re.compile(r"cannot use bare repository '(.*)' \(safe\.bareRepository")
+
+
+def _bare_refusal(root: Path, line: str) -> NotAGitRepository:
+    """Bare-repository files (HEAD, objects/, refs/, config) where git looked for a repository: in a plain folder (an
+    unpacked archive), or tracked inside a clone, where git stops at them before it reaches the clone's `.git`."""
+    found = _BARE.search(line)
+    bare = Path(found.group(1)) if found else root
+    clone = next((folder for folder in bare.parents if (folder / ".git").exists()), None)
+    why = "Assay does not read a bare repository it was not pointed to, since its config could run commands"
+    if clone is None:
+        return NotAGitRepository(f"{root} is not a git checkout: git found the files of a bare repository (HEAD, "
+                                 f"objects/, refs/, config) in {bare}, and {why}; run this in a clone that has a .git "
+                                 "folder")
+    return NotAGitRepository(f"{bare} holds the files of a bare repository (HEAD, objects/, refs/, config), and git "
+                             f"stops at them before it reaches the clone around them ({clone}); {why}: run this from "
+                             f"the clone's root, {clone}")
+
+
 def has_commits(root: Path) -> bool:
-    """Whether HEAD names a commit (False in a repository nobody has committed to yet)."""
-    try:
-        return bool(_OBJECT_ID.fullmatch(git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}").strip()))
-    except NotAGitRepository:
-        raise
-    except ValueError:
+    """Whether HEAD names a commit: False in a repository nobody has committed to yet, git's error when it fails."""
+    args = ("rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    done = _run(root, args)
+    if done.returncode == 0 and _OBJECT_ID.fullmatch(done.stdout.strip()):
+        return True
+    if done.returncode == 1 and not done.stderr.strip():  # --quiet: HEAD names no commit, and git says nothing else
         return False
+    raise _failure(root, args, done.stderr)
 
 
 def _shallow_hint(root: Path) -> str:
@@ -231,9 +382,9 @@ _OLD_BLOB_MAX = 1_000_000  # the index's default size limit: a larger deleted fi
 
 def _blob(repo: Path, commit: str, path: str) -> bytes | None:
     """The bytes of `path` (relative to `repo`) at `commit`, or None when git cannot give them."""
+    argv, env = git_command(repo, ("cat-file", "blob", f"{commit}:./{path}"))
     try:
-        done = subprocess.run(["git", "-C", str(repo), "cat-file", "blob", f"{commit}:./{path}"], capture_output=True,
-                              timeout=30)
+        done = subprocess.run(argv, capture_output=True, timeout=30, env=env, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout if done.returncode == 0 else None
@@ -396,7 +547,29 @@ def changed_symbols(root: Path, since: str, by_file, indexed: dict[str, FileReco
                           untracked_files=sorted(found.untracked), stale_files=sorted(stale), not_followed=found.not_followed,
                           renamed_files=sorted(found.renamed, key=lambda r: r.new),
                           mode_changed=sorted(found.mode_changed, key=lambda m: m.file), conflicted_files=sorted(found.conflicted),
-                          note="" if files or found.not_followed else f"nothing changed since {since}")
+                          note="; ".join(filter(None, ["" if files or found.not_followed else f"nothing changed since {since}",
+                                                       _unfiltered_note(found.unfiltered)])))
+
+
+def unfiltered_paths(repo: Path, paths: list[str]) -> dict[str, str]:
+    """Of `paths` (changed in `repo`), those whose `filter` attribute names a filter driver the repository's own
+    config defines, with its name: it was switched off, so git compared the raw file with the filtered commit."""
+    if not paths or not (names := repository_filters(repo)):
+        return {}
+    out = git(repo, "check-attr", "-z", "filter", "--", *paths).split("\0")  # path, attribute, value, ...
+    return {path: value for path, value in zip(out[::3], out[2::3]) if value in names}
+
+
+def _unfiltered_note(unfiltered: dict[str, str]) -> str:
+    """Why a file under the repository's own filter may be listed though `git status` shows it clean."""
+    if not unfiltered:
+        return ""
+    files = ", ".join(sorted(unfiltered)[:10]) + (" ..." if len(unfiltered) > 10 else "")
+    names = ", ".join(f"`{n}`" for n in sorted(set(unfiltered.values())))
+    return (f"note: {files} use(s) a filter that the repository's own config defines ({names}), which Assay never "
+            f"runs, since a repository's config could run any program: they were compared unfiltered, so lines may be "
+            f"listed as changed that `git diff` does not show (to have Assay use a filter you trust, move its "
+            f"definition from the repository's config to your global one)")
 
 
 @dataclass
@@ -411,9 +584,11 @@ class _Changes:
     mode_changed: list[ModeChange] = field(default_factory=list)
     deleted_at: dict[str, tuple[Path, str, str]] = field(default_factory=dict)  # file -> (repository, since commit, path there)
     conflicted: set[str] = field(default_factory=set)
+    unfiltered: dict[str, str] = field(default_factory=dict)  # file -> the repository's own filter it was not run through
 
     def merge(self, other: "_Changes") -> None:
         self.conflicted |= other.conflicted
+        self.unfiltered.update(other.unfiltered)
         self.touched.update(other.touched)
         self.added |= other.added
         self.deleted |= other.deleted
@@ -446,6 +621,7 @@ def _repo_changes(repo: Path, prefix: str, commit: str, by_file, indexed: dict[s
     found.renamed = [RenamedFile(old=prefix + old, new=prefix + new) for old, new in renames(raw)]
     found.mode_changed = [ModeChange(file=prefix + f, old_mode=was, new_mode=now) for f, was, now in mode_changes(raw)]
     found.conflicted = {prefix + f for f in unmerged_paths(repo)}
+    found.unfiltered = {prefix + f: name for f, name in unfiltered_paths(repo, [f for f in touched if f not in added]).items()}
     files, nested = untracked_paths(repo)
     untracked = untracked_lines([prefix + f for f in files], by_file, indexed)
     for file, lines in untracked.items():
@@ -454,9 +630,22 @@ def _repo_changes(repo: Path, prefix: str, commit: str, by_file, indexed: dict[s
     found.untracked = set(untracked)
     found.not_followed += [f"{prefix + n}: a nested git repository that its parent repository does not track"
                            for n in nested if _holds_indexed(prefix + n, indexed)]
+    if depth < _MAX_DEPTH:
+        links += _unlisted_submodules(repo, {link.path for link in links})
     for link in links:
         found.merge(_submodule_changes(repo, prefix, link, by_file, indexed, depth))
     return found
+
+
+def _unlisted_submodules(repo: Path, listed: set[str]) -> list[Gitlink]:
+    """Checked-out submodules of `repo` its diff did not list. The diff no longer looks inside submodules (git
+    would run `git status` in each, under that submodule's own config), so their uncommitted edits are found by
+    following each one from its own HEAD: unlisted, it is the commit the parent recorded."""
+    out = git(repo, *_UNQUOTED, "ls-files", "--stage", "-z")
+    paths = {entry.split("\t", 1)[1] for entry in out.split("\0")
+             if entry.startswith(GITLINK_MODE + " ") and "\t" in entry}
+    return [Gitlink(path=p, base="HEAD", present=True, old_path=p) for p in sorted(paths - listed)
+            if (repo / p / ".git").exists()]
 
 
 def _holds_indexed(folder: str, indexed: dict[str, FileRecord] | None) -> bool:
@@ -590,7 +779,7 @@ def _log_lines(repo: Path, span: tuple[int, int], head_path: str, limit: int) ->
     """`git log -L` over HEAD's lines of one file; git's error reworded as what to do."""
     try:
         return git(repo, "log", f"-L{span[0]},{span[1]}:{head_path}", "--no-patch", f"-n{limit}",
-                   "--date=short", "--format=%H%x09%an%x09%ad%x09%s")
+                   "--date=short", "--format=%H%x00%an%x00%ad%x00%s")  # NUL: a name or subject may hold a tab
     except GitError as exc:
         reason = str(exc).split(": ", 1)[-1].removeprefix("fatal: ")
         raise ValueError(f"git cannot trace lines {span[0]}-{span[1]} of {head_path} ({reason}); re-index the "
@@ -638,8 +827,8 @@ def history(root: Path, entity: Entity, limit: int = 20) -> History:
                                               f"{span[0]}-{span[1]} of {head_path} (lone-CR line ends) as part of its {held}: "
                                               f"these commits changed that text, not necessarily {entity.qualname}"]))
     out = _log_lines(repo, lines, head_path, limit)
-    for line in out.splitlines():
-        parts = line.split("\t", 3)
+    for line in out.split("\n"):  # `\n` only: a subject may hold a CR (`splitlines` cut it there)
+        parts = line.split("\0", 3)
         if len(parts) == 4 and _OBJECT_ID.fullmatch(parts[0]):
             result.commits.append(Commit(commit=parts[0], author=parts[1], date=parts[2], subject=parts[3]))
     if len(result.commits) < limit and (shallow := _shallow_hint(repo)):
@@ -656,7 +845,20 @@ def _where(t: TouchedEntity, untracked: set[str]) -> str:
     return f"lines {', '.join(map(str, t.lines[:8]))}" + (" ..." if len(t.lines) > 8 else "")
 
 
+def _shown(value):
+    """A result's dump with every string one visible line: file names, commit subjects and authors come from the
+    repository, and sent raw their escapes (ESC, OSC, a CR, a newline) would drive or forge the terminal's lines."""
+    if isinstance(value, str):
+        return visible(value).replace("\n", "\u240a")
+    if isinstance(value, list):
+        return [_shown(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _shown(v) for k, v in value.items()}
+    return value
+
+
 def render_changed(result: ChangedSymbols) -> str:
+    result = ChangedSymbols.model_validate(_shown(result.model_dump()))
     untracked = set(result.untracked_files)
     lines = [f"changed since {result.since}: {len(result.entities)} entit(ies) in {len(result.files)} file(s)"]
     lines += [f"  {t.entity} ({t.kind})  {t.file}:{t.start_line}-{t.end_line}  {_where(t, untracked)}"
@@ -685,6 +887,7 @@ def render_changed(result: ChangedSymbols) -> str:
 
 
 def render_history(result: History) -> str:
+    result = History.model_validate(_shown(result.model_dump()))
     head = f"history of {result.entity} ({result.file}:{result.start_line}-{result.end_line}): {len(result.commits)} commit(s)"
     return "\n".join([head] + [f"  {c.commit[:10]} {c.date} {c.author}: {c.subject}" for c in result.commits]
                      + ([result.note] if result.note else []))

@@ -25,8 +25,16 @@ def resolve_definition(catalog, name: str) -> Entity:
     if len(found) > 1:
         listed = sorted(found.values(), key=lambda e: (e.file, e.start_line))
         shown = ", ".join(f"{e.qualname} ({e.file}:{e.start_line})" for e in listed[:8]) + (" ..." if len(listed) > 8 else "")
-        raise ValueError(f"{len(listed)} definitions named {name!r}: {shown}; pass Class.method or path/to/file.py:name")
+        raise ValueError(f"{len(listed)} definitions named {name!r}: {shown}; {_pick_one(listed)}")
     return next(iter(found.values()))
+
+
+def _pick_one(listed: list[Entity]) -> str:
+    """How to name one of several candidates, shown on a real one: a Go or Rust user is shown their own file, not
+    a Python `path/to/file.py`; its qualified name too where that alone tells it from the others."""
+    first = listed[0]
+    unique = "." in first.qualname and sum(e.qualname == first.qualname for e in listed) == 1
+    return f"pass one as file:name, e.g. {first.file}:{first.qualname}" + (f", or as {first.qualname}" if unique else "")
 
 
 def entity_history(root: Path, name: str, limit: int = 20) -> History:

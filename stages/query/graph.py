@@ -32,7 +32,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from assay.stages.core.artifacts import DEFINITION_KINDS, Edge, Entity
-from assay.stages.core.path_roles import is_test_marked, is_test_path
+from assay.stages.core.path_roles import is_marked_test, is_test_path
 from assay.stages.index.languages import language_for
 
 CLASS_KINDS = frozenset({"class", "interface", "struct", "trait", "enum"})
@@ -57,6 +57,8 @@ _OPEN_TYPES = (".rs", ".go", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx",
 # languages where a bare `m()` inside a class may call a method of it (an implicit `this`); C: C++ in `.h` headers
 _IMPLICIT_THIS = frozenset({"java", "csharp", "cpp", "c", "kotlin", "swift", "scala", "ruby", "dart", "objc"})
 _FAMILIES = {"typescript": "javascript", "tsx": "javascript", "cpp": "c", "objc": "c"}  # one namespace of names each
+# languages whose namespaces (modules) span files, so a qualified name means one definition wherever it is declared
+_SHARED_NAMESPACES = frozenset({"cpp", "csharp", "php", "ruby"})
 
 
 def family(language: str) -> str:
@@ -149,6 +151,56 @@ def split_file(query: str) -> tuple[str, str]:
     return file, name
 
 
+# Go's method as its panic traces and pprof print it: `(*Server).handleKV`, `api.(*Server).handleKV`,
+# `github.com/acme/kv/api.(*Server).handleKV`; the index names it `Server.handleKV`, the package (group 2) by its folder
+_GO_METHOD = re.compile(r"(^|:)(?:([\w.\-/]*)\.)?\(\*?(\w+)\)\.")
+# C++ names as gdb, sanitizers and compiler errors print them: `kv::Server::handle(std::string const&) const`,
+# `kv::clamp<int>`, `kv::f[abi:cxx11]()`, Rust's turbofish `Vec::<u8>::new`; the index names none of these parts.
+_PARAMETERS = re.compile(r"\((?:[^()]|\([^()]*\))*\)(?:\s*(?:const|volatile|noexcept|override|final|&&?))*\s*$")
+_TEMPLATE_ARGUMENTS = re.compile(r"(?<=\w)(?:::)?<(?!=)[^<>]*>")  # innermost first; never `operator<=>`
+_ABI_TAG = re.compile(r"\[abi:\w+\]")
+
+
+def _without_signature(query: str) -> str:
+    """`kv::Server::handle(std::string const&, Handler) const` as `kv::Server::handle`, `kv::clamp<int>` as
+    `kv::clamp`: the parameter list (only at the end, so Go's `(*T).M` stays), template arguments and ABI tags."""
+    query = _PARAMETERS.sub("", _ABI_TAG.sub("", query.strip()))
+    while (stripped := _TEMPLATE_ARGUMENTS.sub("", query)) != query:
+        query = stripped
+    return query
+
+
+def go_package(query: str) -> str:
+    """The package a Go method name is qualified with: `api` of `api.(*Server).Start`, `github.com/acme/kv/api` of
+    the import path form; '' for `(*Server).Start` and for any other name."""
+    found = _GO_METHOD.search(query)
+    return (found.group(2) or "") if found else ""
+
+
+def _go_led(name: str) -> tuple[str, str]:
+    """A name read as led by a Go package, as Go prints a value receiver's method and a function: `admin.Server.Start`
+    as ("admin", "Server.Start"), `github.com/acme/kv/api.NewServer` as ("github.com/acme/kv/api", "NewServer");
+    ("", name) when nothing follows the package."""
+    path, slash, tail = name.rpartition("/")
+    head, _, rest = tail.partition(".")
+    return (f"{path}{slash}{head}", rest) if head and rest else ("", name)
+
+
+def dotted_name(query: str) -> str:
+    """A name as a developer of its language writes it, as the index names it: Rust's and C++'s `a::C::m` (the
+    premise checker's rule, so the two read names alike) and Go's `pkg.(*C).m` are `a.C.m` and `C.m` (the package
+    narrows the lookup: `go_package`); a C++ parameter list or template arguments are dropped. A file part
+    (`src/s.cpp:kv::Server::run`) is kept."""
+    query = _without_signature(query)
+    if "::" in query:
+        from assay.stages.query.premise import _clean  # lazily: a heavy import that only such names need
+
+        query = _clean(query)
+        file, sep, name = query.rpartition(":")  # `::f`, the global `f`, is `f`
+        query = f"{file}{sep}{name.lstrip('.')}" if sep else query.lstrip(".")
+    return _GO_METHOD.sub(r"\1\3.", query)
+
+
 def split_receipt(text: str) -> tuple[str, int] | None:
     """A receipt `pkg/mod.py:120` (or `:120-140`) as ("pkg/mod.py", 120); None for anything else."""
     file, name = split_file(text)
@@ -202,11 +254,13 @@ class Graph:
         self._by_basename: dict[str, list[str]] | None = None
         self._package_dirs: list[tuple[str, str]] | None = None
         self._types: dict[tuple[str, str, str], str] = {}  # (file, receiver, scope) -> the class it holds, or ""
+        self._clauses: dict[str, str] = {}  # Go file -> its `package` clause's name
         self.by_file = lru_cache(maxsize=512)(self._by_file)
         self.by_name = lru_cache(maxsize=4096)(self._by_name)
         self.imports = lru_cache(maxsize=512)(self._imports)
         self.language = lru_cache(maxsize=4096)(self._language)
         self.declared = lru_cache(maxsize=512)(self._declared)
+        self.scope_kinds = lru_cache(maxsize=512)(self._scope_kinds)
 
     def _by_file(self, file: str) -> tuple[Entity, ...]:
         return tuple(e for e in self.catalog.by_file(file) if e.part == 0)
@@ -392,7 +446,10 @@ class Graph:
         Kotlin) its package's other files, which by convention share its folder."""
         local = self.by_file(file)
         parts = scope.split(".") if scope else []
+        hidden = self._class_scopes(file, parts) if len(parts) > 1 and file.endswith((".py", ".pyi")) else set()
         for i in range(len(parts), -1, -1):
+            if i in hidden:
+                continue
             qual = ".".join([*parts[:i], name])
             hit = [e for e in local if e.qualname == qual and e.kind in kinds]
             if hit:
@@ -416,6 +473,21 @@ class Graph:
         if file.rsplit(".", 1)[-1] in _C_FAMILY:
             return self._included(name, file, kinds)
         return []
+
+    def _class_scopes(self, file: str, parts: list[str]) -> set[int]:
+        """The enclosing scopes a Python function cannot see: a class body's names (`encoding` in a method of a class
+        with a property `encoding` is the method's parameter or a global, never `self.encoding`). Code directly in a
+        class body, its innermost scope, sees them."""
+        functions, classes = self.scope_kinds(file)
+        if ".".join(parts) not in functions:
+            return set()
+        return {i for i in range(1, len(parts)) if ".".join(parts[:i]) in classes}
+
+    def _scope_kinds(self, file: str) -> tuple[frozenset[str], frozenset[str]]:
+        """The qualnames of a file's functions and of its classes."""
+        local = self.by_file(file)
+        return (frozenset(e.qualname for e in local if e.kind in ("function", "method")),
+                frozenset(e.qualname for e in local if e.kind in CLASS_KINDS))
 
     def _included(self, name: str, file: str, kinds: frozenset[str]) -> list[Entity]:
         """A C name an `#include "x.h"` brings in: defined in the header (a macro, an inline function), or declared
@@ -458,9 +530,9 @@ class Graph:
         """What one call, reference or inheritance edge points at; [] when it cannot be told soundly."""
         if edge.kind == "import":
             return self.defined_in(self.module_files(edge.module, file), edge.name)
-        recv = edge.receiver if edge.kind == "call" else ""
         if edge.kind == "inherit":
-            return self.resolve_name(edge.name, file, "", CLASS_KINDS)
+            return self._base(file, edge)
+        recv = edge.receiver  # a call's, or a member ref's (`register(s.handleKV)`): resolved alike
         if not recv:
             return self.resolve_name(edge.name, file, edge.source)
         if recv in _SELF:
@@ -495,6 +567,36 @@ class Graph:
                 if hit:
                     return hit
         return self._qualified(file, recv, edge.name, edge.source)
+
+    def _base(self, file: str, edge: Edge) -> list[Entity]:
+        """The class an inherit edge names, seen from the subclass's enclosing scopes as a call's name is: `NBase`
+        inside `namespace ns` (a Ruby module, a Java outer class) is `ns.NBase`; a qualified `ns::NBase` is read
+        as a qualified call's receiver is. Never the subclass itself (`class Base : public ::Base` inside `ns`)."""
+        owner = edge.receiver.rpartition(".")[0]
+        if owner:
+            as_call = edge.model_copy(update={"kind": "call", "receiver": owner})
+            hits = [e for e in self.resolve(file, as_call) if e.kind in CLASS_KINDS]
+            if hits:
+                return hits
+        scope = edge.source.rpartition(".")[0]
+        for where in dict.fromkeys((scope, "")):  # the enclosing scopes; then the top level, past the subclass itself
+            hits = [e for e in self.resolve_name(edge.name, file, where, CLASS_KINDS) if (e.file, e.qualname) != (file, edge.source)]
+            if hits:
+                return hits
+        return self._in_namespace(file, scope, edge.name)
+
+    def _in_namespace(self, file: str, scope: str, name: str) -> list[Entity]:
+        """A class of an enclosing namespace declared in another file (C#, C++, PHP namespaces, Ruby modules span
+        files): `IStore` in `namespace Kv.Storage` is `Kv.Storage.IStore`, in a file of the same language family."""
+        if self.language(file) not in _SHARED_NAMESPACES or not scope:
+            return []
+        lang, parts = family(self.language(file)), scope.split(".")
+        defined = [e for e in self.by_name(name) if e.kind in CLASS_KINDS and family(e.language) == lang]
+        for i in range(len(parts), 0, -1):
+            hit = [e for e in defined if e.qualname == ".".join([*parts[:i], name])]
+            if hit:
+                return hit
+        return []
 
     def _python_type(self, file: str, recv: str, scope: str, holder: Entity | None) -> str:
         """The class a Python receiver holds, where the code says it: `s = Session()` or `s: Session` in the
@@ -589,13 +691,20 @@ class Graph:
 
     def targets(self, query: str) -> list[Entity]:
         """Definitions a query names: `Session.send`, `send`, `pkg/mod.py:send`, or a receipt `pkg/mod.py:120` (the
-        innermost definition covering that line). The file part as pasted: `./`, `\\`, absolute, either normal form."""
+        innermost definition covering that line). The file part as pasted: `./`, `\\`, absolute, either normal form.
+        A name as its language writes it (`a::C::m`, Go's `pkg.(*C).m`) is read as the index writes it (`dotted_name`)."""
         receipt = split_receipt(query)
         if receipt is not None:
             line = receipt[1]
             return [hit for f in self.files_named(receipt[0]) if (hit := innermost(self.catalog.by_file(f), line, DEFINITION_KINDS))]
-        file, query = split_file(query)
+        package = go_package(query)
+        file, query = split_file(dotted_name(query))
         found = self._named(query)
+        if not found and not package:  # Go's value receiver `admin.Server.Start`, a function `api.NewServer`
+            package, query = _go_led(query)
+            found = [e for e in self._named(query) if e.qualname == query] if package else []
+        if package:
+            found = [e for e in found if self.in_go_package(e.file, package)]
         if file and found:
             files = self.files_named(file)
             found = [e for e in found if e.file in files]
@@ -604,6 +713,25 @@ class Graph:
     def _named(self, query: str) -> list[Entity]:
         short = query.rsplit(".", 1)[-1]
         return [e for e in self.by_name(short) if e.qualname == query or e.name == query or e.qualname.endswith("." + query)]
+
+    def in_go_package(self, file: str, package: str) -> bool:
+        """Whether a Go file belongs to the package a name is qualified with: its folder is the package path or ends
+        with it (`api`, `internal/api`), or the path ends with the folder (an import path: `github.com/acme/kv/api`);
+        else its `package` clause names it (`main` in `cmd/server/`, a file at the top of the module)."""
+        if not file.endswith(".go"):
+            return False
+        folder = posixpath.dirname(file)
+        if folder and (folder == package or folder.endswith("/" + package) or package.endswith("/" + folder)):
+            return True
+        return ("/" not in package or not folder) and self._go_clause(file) == package.rsplit("/", 1)[-1]
+
+    def _go_clause(self, file: str) -> str:
+        """The name a Go file's `package` clause gives (its first lines' passage holds it); '' when none is indexed."""
+        if file not in self._clauses:
+            heads = sorted((e for e in self.catalog.by_file(file) if e.kind not in DEFINITION_KINDS), key=lambda e: e.start_line)
+            found = next((m for e in heads if (m := re.search(r"(?m)^package\s+(\w+)", e.body))), None)
+            self._clauses[file] = found.group(1) if found else ""
+        return self._clauses[file]
 
     def files_named(self, file: str) -> set[str]:
         """Indexed files a name's file part means: that file, or every file ending in it (`requests/utils.py`).
@@ -635,10 +763,11 @@ class Graph:
             return True
         if holder is None:
             return False
-        if holder.facts is not None and is_test_marked(holder.facts.decorators):
+        decorators = holder.facts.decorators if holder.facts is not None else []
+        if is_marked_test(holder.qualname, decorators):  # the common case, without reading the file's modules
             return True
-        return holder.file.endswith(".rs") and any(e.kind == "module" and e.facts is not None and holder.qualname.startswith(e.qualname + ".")
-                   and is_test_marked(e.facts.decorators, module=True) for e in self.by_file(holder.file))
+        modules = [(e.qualname, e.facts.decorators) for e in self.by_file(holder.file) if e.kind == "module" and e.facts is not None]
+        return bool(modules) and is_marked_test(holder.qualname, decorators, modules)
 
 
 def _row(holder: Entity | None, file: str, edge: Edge, resolved: bool, depth: int = 1, is_test: bool = False) -> GraphRow:
@@ -673,8 +802,10 @@ def sites(graph: Graph, target: Entity, kinds: tuple[str, ...], unresolved: bool
 def _may_reach(graph: Graph, target: Entity, file: str, edge: Edge) -> bool:
     """Whether an unresolved call named like the target may still be a call of it: never from another language
     family (a Go `s.Run()` is no caller of a Python `Runner.Run`), nor on `self` (its class lacks the name); a bare
-    `f()` only where it can name the target (a top-level definition, or a method through an implicit `this`)."""
-    if edge.kind != "call" or edge.receiver in _SELF or family(graph.language(file)) != family(target.language):
+    `f()` only where it can name the target (a top-level definition, or a method through an implicit `this`). A
+    member passed as a value (`register(h.serve)`) is read as a call on it."""
+    as_call = edge.kind == "call" or (edge.kind == "ref" and bool(edge.receiver))
+    if not as_call or edge.receiver in _SELF or family(graph.language(file)) != family(target.language):
         return False
     return bool(edge.receiver) or target.qualname == target.name or graph.language(file) in _IMPLICIT_THIS
 
@@ -716,7 +847,12 @@ def named_targets(graph: Graph, query: str) -> list[Entity]:
 def _none_named(graph: Graph, query: str) -> str:
     """Why a query names no definition: its file part is no indexed file, no definition covers a receipt's line,
     the name is defined only in other files, or it is nowhere in the index."""
-    file, name = split_file(query)
+    file, name = split_file(dotted_name(query))
+    package, bare = (go_package(query), name) if go_package(query) else _go_led(name)
+    elsewhere = sorted({e.file for e in graph.targets(bare)}) if package and not file else []
+    if elsewhere and all(f.endswith(".go") for f in elsewhere):  # `nope.(*Server).Start`: a Go name, in no such package
+        shown = ", ".join(elsewhere[:5]) + (" ..." if len(elsewhere) > 5 else "")
+        return f"no Go package {package!r} defines {bare!r}; it is defined in {shown} (qualify it with one of their folders)"
     if not file:
         return f"no definition named {query!r} in the index; try `assay search {query}` for similar names"
     if found := _RECEIPT_LINE.fullmatch(name):

@@ -20,9 +20,10 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 
 from assay.stages.core.artifacts import Candidate, DEFINITION_KINDS, Entity, Premise, PremiseCheck, PremiseFinding, short_name
 from assay.stages.core.path_roles import is_build_output
-from assay.stages.query.claims import path_body
+from assay.stages.query.claims import CODE_EXTENSIONS, path_body
 from assay.stages.query.locate import resolve as resolve_path
 from assay.stages.query.locate import stated_lines
+from assay.stages.query import premise_implements as implements
 
 Resolver = Callable[[str], list[Entity]]
 
@@ -51,7 +52,8 @@ _NOT_PARAM_WORDS = frozenset("first last next again later now too twice once ins
 _PARAM_ADJECTIVES = frozenset("optional keyword positional required extra named called additional boolean bad good wrong invalid "
                                "valid empty missing unknown malformed unexpected different".split())
 _NOT_PARAM = r"(?!(?:parameter|argument|arg|kwarg|param|keyword|option|flag|input|value|default)s?\b)"
-_NOT_SUBJECT = r"(?!(?:" + "|".join(sorted(w for w in _FUNCTION_WORDS if "'" not in w)) + r")\b)"
+# a function word is no subject (nor `this.x`, `self::x`), unless it is Go's package `a` in `a.(*DB).Close`
+_NOT_SUBJECT = r"(?!(?:" + "|".join(sorted(w for w in _FUNCTION_WORDS if "'" not in w)) + r")\b(?!\.\())"
 _TYPE_WORDS = {
     "str": {"str", "string", "text", "anystr"}, "string": {"str", "string", "text", "anystr"},
     "int": {"int", "integer", "number"}, "integer": {"int", "integer", "number"},
@@ -86,7 +88,11 @@ _NEG = re.compile(r"\b(not|never|no\s+longer|isn't|aren't|doesn't|don't|didn't|w
 
 # -- grammar ----------------------------------------------------------------------------------------------
 
-_ID = r"(?<![\w$.])[`'\"]?@?(?P<{g}>[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*)(?:\(\))?[`'\"]?"
+# Go's method as its traces print it: `(*DB).Close`, `a.(*DB).Close`, `github.com/x/a.(*DB).Close` (`_clean` reads it)
+_GO_METHOD_NAME = r"(?:[\w\-/]+(?:\.[\w\-/]+)*\.)?\(\*?[A-Za-z_]\w*\)\.[A-Za-z_$][\w$]*"
+# a name starts after no identifier, dot or `x::`: in `kv::http::Server::handle` only `kv...` is a subject, not `http...`
+_ID = (r"(?<![\w$.])(?<!\w::)[`'\"]?@?(?P<{g}>" + _GO_METHOD_NAME + r"|[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*)"
+       r"(?:\(\))?[`'\"]?")
 _LIT = (r"(?<![\w$.'\"`])(?P<V>`[^`]{1,60}`|'[^']{0,40}'|\"[^\"]{0,40}\"|-?\d+(?:\.\d+)?|an?\s+empty\s+\w+|empty\s+\w+|"
         r"[A-Za-z_][\w.]*(?:\(\))?)")
 _TYPE = r"(?<![\w$.'\"`])[`'\"]?(?P<V>[A-Za-z_][\w.]*(?:\[[^\]]{0,60}\])?)[`'\"]?"
@@ -102,7 +108,7 @@ _KIND = r"(?P<K>class|function|method|constant|variable|interface|enum|struct|tr
 # `mount('x', HTTPAdapter(pool_connections=5))` the keyword is `HTTPAdapter`'s, not `mount`'s
 _ARGS = r"(?:[^()]|\((?:[^()]|\([^()]*\))*\))*?"
 _FILE = (r"(?<![\w$./'\"`+@-])[`'\"]?(?P<F>(?:[A-Za-z]:(?=[\\/]))?" + path_body("py|pyi|js|jsx|ts|tsx|mjs|cjs|go|rs|java|kt|rb|php|c|h|cc|cpp|hpp|cs|swift|scala")
-         + r"(?![\w])|[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)[`'\"]?")
+         + r"(?![\w])|[A-Za-z_][\w]*(?:[./][A-Za-z_]\w*)*)[`'\"]?")
 
 
 class _LazyPattern:
@@ -282,8 +288,13 @@ _SUPPRESS = {  # a decorator word names a decorator premise, not a kind (a "stat
 }
 
 
+_GO_RECEIVER = re.compile(r"^(?:[\w.\-/]*\.)?\(\*?(\w+)\)\.")  # the package and `(*T)` of Go's `pkg.(*T).M`
+
+
 def _clean(name: str) -> str:
-    return name.strip("`'\"@").removesuffix("()").replace("::", ".")
+    """A name as the index writes it: C++'s and Rust's `a::C::m` is `a.C.m`, Go's `pkg.(*T).M` is `T.M` (the index
+    names a Go method by its type). `graph.dotted_name` reads names by this rule too."""
+    return _GO_RECEIVER.sub(r"\1.", name.strip("`'\"@").removesuffix("()")).replace("::", ".")
 
 
 def _plausible_subject(name: str) -> bool:
@@ -365,8 +376,9 @@ def _blank(question: str, spans: list[tuple[int, int]]) -> str:
     return "".join(chars)
 
 
-def extract(question: str) -> list[Premise]:
-    """Every premise the question states, in order; duplicates removed. Pure text: no index needed."""
+def extract(question: str, is_module: Callable[[str], bool] = lambda word: False) -> list[Premise]:
+    """Every premise the question states, in order; duplicates removed. Pure text: no index needed, but a bare word
+    in a file's place is read as one only where `is_module` says the index holds a file or folder of that name."""
     found: list[Premise] = []
     coded: set[tuple[str, str]] = set()  # (kind, param) of premises whose subject is written as code
     plain: list[int] = []  # indexes of premises whose subject is a plain word
@@ -399,6 +411,8 @@ def extract(question: str) -> list[Premise]:
                 value, param = slots
                 if not value or (kind not in ("default", "kind", "async", "value") and value.lower() in _STOP):
                     continue
+                if kind == "file" and not _names_a_file(question, m.start("F"), m.end("F"), is_module):
+                    continue  # "which struct implements Store", "stored in memory": a word, not a file
                 if kind == "default" and value.lower() in _FUNCTION_WORDS - {"true", "false", "none", "null"}:
                     continue
                 if kind in ("param", "default") and (param.lower() in _FUNCTION_WORDS | _PARAM_ADJECTIVES | _VERBS | _NOT_PARAM_WORDS
@@ -416,6 +430,26 @@ def extract(question: str) -> list[Premise]:
     # where the same parameter also has a subject written as code, that one is meant
     dropped = {i for i in plain if found[i].kind in ("param", "default") and (found[i].kind, found[i].param) in coded}
     return _dedupe([p for i, p in enumerate(found) if i not in dropped])
+
+
+_CODE_EXTENSION = re.compile(r"\.(?:" + "|".join(CODE_EXTENSIONS) + r")$", re.I)
+_MODULE_PATH = re.compile(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+")  # `requests.sessions`, `com.example.kv`
+_CONTAINER_NOUN = r"(?:file|module|package|crate|namespace|folder|directory)"
+
+
+def _names_a_file(question: str, start: int, end: int, is_module: Callable[[str], bool]) -> bool:
+    """The words at `start:end` name a file, module or folder: a source file's extension, a path separator, a dotted
+    lower-case module path, a noun beside them that says so ("the `store` package"), or a word the index holds as a
+    file stem or folder (`_models`, `api`). Any word stands in the place a file name takes ("which struct implements
+    Store", "stored in memory"); only these can be checked."""
+    raw = question[start:end]
+    if "/" in raw or "\\" in raw or _CODE_EXTENSION.search(raw) or _MODULE_PATH.fullmatch(raw):
+        return True
+    if re.search(r"\b" + _CONTAINER_NOUN + r"\s+[`'\"]?$", question[:start], re.I) or \
+            re.match(r"[`'\"]?\s+" + _CONTAINER_NOUN + r"\b", question[end:], re.I):
+        return True
+    asked = re.search(r"\b(?:which|what|whichever|each|every|any|a|an|no)\s+[`'\"]?$", question[:start], re.I)
+    return not asked and is_module(raw.strip("`'\""))  # "which handler implements Store" asks of a handler
 
 
 def _quoted(question: str, start: int) -> bool:
@@ -685,6 +719,8 @@ def _decorator_match(claimed: str, decorators: list[str]) -> bool:
 def _file_match(claimed: str, path: str) -> bool:
     # `./src/a.py` and Windows' `src\a.py` name the same file as `src/a.py`
     c = re.sub(r"^(?:\./)+", "", claimed.replace("\\", "/")).strip("/")
+    if _GO_IMPORT_PATH.match(c) and not _CODE_EXTENSION.search(c):  # `gopkg.in/yaml.v3` ends in no extension
+        return _import_path_match(c, path.rsplit("/", 1)[0] if "/" in path else "")
     if re.search(r"\.\w{1,5}$", c) and not re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", c.rsplit(".", 1)[0] + ".x"):
         # a name read after a space may be the end of one holding spaces (`dir/spaced mod.py`), and an absolute one
         # (`/home/me/repo/src/a.py`, `C:\repo\src\a.py`) ends with the workspace path: neither is a contradiction
@@ -692,8 +728,33 @@ def _file_match(claimed: str, path: str) -> bool:
     if path == c or path.endswith(("/" + c, " " + c)) or any(part.startswith(c + " ") for part in path.split("/")):
         return True  # the last two: a name read after or before a space may end or begin one holding spaces
     stem = path.rsplit(".", 1)[0]
+    folder = path.rsplit("/", 1)[0] if "/" in path else ""  # a Go or Java package is the file's folder (`internal/store`)
     mod = c.replace(".", "/")
-    return stem == mod or stem.endswith("/" + mod) or stem.endswith("/" + mod + "/__init__") or stem == mod + "/__init__"
+    return (stem == mod or stem.endswith("/" + mod) or stem.endswith("/" + mod + "/__init__") or stem == mod + "/__init__"
+            or folder == mod or folder.endswith("/" + mod) or _on_path(c, stem))
+
+
+# a Go import path: a domain, then folders (`github.com/acme/mux`, `golang.org/x/net/http2`)
+_GO_IMPORT_PATH = re.compile(r"[\w-]+(?:\.[\w-]+)+/[\w./-]+$")
+
+
+def _import_path_match(claimed: str, folder: str) -> bool:
+    """A Go import path names the folder it ends in (`vendor/github.com/acme/mux`), or the folder it names after
+    the go.mod module path (`github.com/example/gosvc/internal/store` is `internal/store`). A file at the root is in
+    the module's own package, whose path only go.mod knows: not contradicted."""
+    return not folder or folder == claimed or folder.endswith("/" + claimed) or claimed.endswith("/" + folder)
+
+
+def _on_path(claimed: str, stem: str) -> bool:
+    """A bare word names a folder the file is in (`httpx` holds `httpx/_transports/default.py`: a package holds its
+    subpackages), or its stem; either one without its leading `_` (`models` is the private `_models.py`)."""
+    return bool(re.fullmatch(r"[A-Za-z]\w*", claimed)) and any(p.removeprefix("_") == claimed for p in stem.split("/"))
+
+
+def _implemented(e: Entity, claimed: list[Entity], resolve: Resolver) -> bool | None:
+    """True when Go's method sets show that `e` implements a `claimed` interface; None when nothing can tell."""
+    owners = implements.owner_names(e, ancestors(e, resolve)[0], resolve, _CLASS_KINDS)
+    return implements.go_implements(e, claimed, owners, resolve)
 
 
 def _params_text(e: Entity) -> str:
@@ -719,8 +780,13 @@ def _check_one(p: Premise, e: Entity, resolve: Resolver) -> tuple[bool | None, s
         if p.loose:  # the words did not say which way: either direction holds
             if not claimed_known or any(short_name(e.qualname) in ancestors(d, resolve)[0] for d in claimed):
                 return (None if not claimed_known else True), ""
+            reverse = [_implemented(d, [e], resolve) for d in claimed if implements.undecidable(d, [e])]
+            if reverse:
+                return (True if any(reverse) else None), ""
         if not complete and not claimed_known:
             return None, ""
+        if implements.undecidable(e, claimed):  # Go, Rust: implemented apart from the type, so no base is no proof
+            return _implemented(e, claimed, resolve), ""
         bases = ", ".join(f"`{b}`" for b in direct) if direct else "no base class"
         return False, f"{name} inherits from {bases}, not `{p.value}` ({_loc(e)})"
     if p.kind in ("param", "default"):
@@ -839,12 +905,21 @@ def _named_value(name: str, resolve: Resolver) -> str | None:
     return values.pop() if len(values) == 1 else None
 
 
+def _without_constructors(defs: list[Entity]) -> list[Entity]:
+    """The definitions less the constructors named like a class among them (Java, C#, C++ `MemoryStore.MemoryStore`):
+    what the class is, inherits from or lives in is said of the class, not of its constructor ("is a method, not a class")."""
+    classes = {e.qualname for e in defs if e.kind in _CLASS_KINDS}
+    return [e for e in defs if not (e.kind in _FUNC_KINDS and e.name == _owner(e) and e.qualname.rsplit(".", 1)[0] in classes)]
+
+
 def check(premises: Iterable[Premise], resolve: Resolver) -> list[PremiseFinding]:
     """One finding per premise whose subject is defined in the index. A premise fails only when every
     definition of its subject contradicts it (a name defined twice may hold in one place)."""
     findings: list[PremiseFinding] = []
     for p in premises:
         defs = _definitions(p.subject, resolve)
+        if p.kind in ("base", "kind", "file"):
+            defs = _without_constructors(defs)
         if not defs:
             continue
         results = [(e, *_check_one(p, e, resolve)) for e in defs]
@@ -862,6 +937,8 @@ def check(premises: Iterable[Premise], resolve: Resolver) -> list[PremiseFinding
         fact = decided[0][2] or f"`{p.subject}` does not match the question's premise ({_loc(first)})"
         if p.negated and not decided[0][2]:
             fact = f"the premise that `{p.subject}` is not {p.value} does not hold ({_loc(first)})"
+        if any(not f.holds and (f.entity_id, f.fact) == (first.id, fact) for f in findings):
+            continue  # `a::b::C::m` and `C::m` of one question are one definition's one fact: said once
         findings.append(PremiseFinding(premise=p, holds=False, contradicts=_SCORES[p.kind], entity_id=first.id,
                                        entity=first.qualname, file=first.file, line=first.start_line, fact=fact))
     return findings
@@ -875,7 +952,7 @@ def check(premises: Iterable[Premise], resolve: Resolver) -> list[PremiseFinding
 # it names a definition, and a value only when it is the right sort of thing (a class, a parameter-looking
 # name, a literal, an exception). Each rule needs a cue word close by, and never overrides the grammar.
 
-_TOKEN = re.compile(r"`[^`\n]{1,80}`|@?[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*(?:\(\))?|-?\d+(?:\.\d+)?|'[^'\n]{0,40}'|\"[^\"\n]{0,40}\"|\S")
+_TOKEN = re.compile(r"`[^`\n]{1,80}`|(?<![\w$.])" + _GO_METHOD_NAME + r"|@?[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*(?:\(\))?|-?\d+(?:\.\d+)?|'[^'\n]{0,40}'|\"[^\"\n]{0,40}\"|\S")
 _INHERIT_CUE = re.compile(r"^(inherit\w*|subclass\w*|extend\w*|deriv\w*|parent|superclass\w*|super|base|descend\w*|mro|"
                           r"overrid\w*|ancestors?|implement|implements|implementing)$", re.I)
 # what a function has besides parameters: "`f`'s signature?" asks about `f`, it names no parameter `signature`
@@ -906,6 +983,36 @@ def _inherit_phrase(low: list[str], j: int) -> bool:
     if low[j] in ("modelled", "modeled") and j + 1 < len(low) and low[j + 1] == "as":  # "why is A modelled as a B"
         return True
     return low[j] in ("wherever", "where") and any(w in ("expected", "accepted", "required", "wanted") for w in low[j + 1 : j + 6])
+
+
+# an inheritance verb: between two classes it says which is the subject ("A implements B", "B is extended by A")
+_INHERIT_VERB_CUE = re.compile(r"^(inherit\w*|subclass\w*|extend\w*|deriv\w*|overrid\w*|implement\w*|speciali[sz]\w*)$")
+
+
+def _passive_cue(low: list[str], j: int) -> bool:
+    """"B is implemented by A": `implemented` alone is no inheritance cue ("how is A implemented with B")."""
+    return low[j] == "implemented" and j + 1 < len(low) and low[j + 1] == "by"
+
+
+def _base_subject(a: int, b: int, near_cue: list[int], low: list[str]) -> tuple[int, int]:
+    """(subject, base) of classes at tokens a < b. A verb between them reads as English does: "A implements B",
+    "A extends B" name A; "B is implemented by A" names A too. Otherwise the class closest to the cue is the
+    subject ("which `Base` methods does `X` inherit", "is B the parent of A")."""
+    verbs = [j for j in near_cue if a < j < b and _INHERIT_VERB_CUE.match(low[j])]
+    if verbs:
+        j = verbs[0]
+        possessive = low[j - 2 : j] == ["'", "s"]  # "B's subclass A"
+        passive = j + 1 < len(low) and low[j + 1] == "by"
+        return (b, a) if passive or possessive else (a, b)
+    closer_b = min(abs(j - b) for j in near_cue) <= min(abs(j - a) for j in near_cue)
+    return (b, a) if closer_b else (a, b)
+
+
+def _path_ending(question: str, start: int, end: int) -> str:
+    """The whole path whose last part is the token at `start:end`: a token stops at `/`, so `api/server.go` would
+    be read as `server.go`."""
+    head = re.findall(r"[\w.@+\-/\\]*$", question[:start])[0]  # always matches, if only the empty string
+    return _clean(head + question[start:end])
 
 
 def _tokens(question: str) -> list[str]:
@@ -1039,14 +1146,13 @@ def infer(question: str, resolve: Resolver, stated: list[Premise]) -> list[Premi
     classes = {i: d for i, d in defs.items() if any(e.kind in _CLASS_KINDS for e in d)}
     functions = {i: d for i, d in defs.items() if any(e.kind in _FUNC_KINDS for e in d)}
     # base: two classes and an inheritance cue after the first of them; direction is checked both ways
-    cue = [j for j, w in enumerate(low) if _INHERIT_CUE.match(w) or _inherit_phrase(low, j)]
+    cue = [j for j, w in enumerate(low) if _INHERIT_CUE.match(w) or _inherit_phrase(low, j) or _passive_cue(low, j)]
     ordered = sorted(classes)
     for a_i, a in enumerate(ordered):
         for b in ordered[a_i + 1 :]:
             near_cue = [j for j in cue if a < j <= b + 4]
             if near_cue and _clean(toks[a]) != _clean(toks[b]):
-                # the class closest to the cue is the subject ("which `Base` methods does `X` inherit")
-                subject, other = (b, a) if min(abs(j - b) for j in near_cue) <= min(abs(j - a) for j in near_cue) else (a, b)
+                subject, other = _base_subject(a, b, near_cue, low)
                 add("base", subject, _clean(toks[other]))
     # params: a parameter-looking name near a parameter cue, checked against every function named
     own_params = {p for d in functions.values() for e in d if e.kind in _FUNC_KINDS for p in _real_params(e)}
@@ -1140,7 +1246,7 @@ def infer(question: str, resolve: Resolver, stated: list[Premise]) -> list[Premi
         d_i = nearest(j, defs)
         if d_i is not None and not in_paste(j) and re.search(r"\.(py|pyi|js|jsx|ts|tsx|go|rs|java|rb|php|c|h|cpp|cs)$", _clean(raw)) \
                 and near(d_i, _FILE_CUE, 4, 4) is not None and not any(x in low for x in ("import", "imports", "imported", "calls", "uses")):
-            add("file", d_i, _clean(raw))
+            add("file", d_i, _path_ending(question, *spans[j]))
     for s_i in defs:
         for j in (s_i - 1, s_i - 3, s_i + 2, s_i + 3, s_i + 4):  # "function S", "the class named S", "S, a class", "S end up a class"
             if 0 <= j < len(toks) and low[j] in ("class", "function", "constant"):
@@ -1243,10 +1349,39 @@ def _keyword_of(question: str, spans: list[tuple[int, int]], i: int) -> int | No
     return None
 
 
-def check_question(question: str, resolve: Resolver) -> list[PremiseFinding]:
-    """The grammar's premises, then the looser cue-based ones, each checked against the index."""
-    stated = extract(question)
+def check_question(question: str, resolve: Resolver, files: Iterable[str] = ()) -> list[PremiseFinding]:
+    """The grammar's premises, then the looser cue-based ones, each checked against the index. `files` (the
+    index's paths) lets a bare module or folder name (`_models`, `api`) be read as the file premise it is."""
+    stated = extract(question, module_names(files, resolve))
     return check(stated + infer(question, resolve, stated), resolve)
+
+
+def module_names(files: Iterable[str], resolve: Resolver) -> Callable[[str], bool]:
+    """Whether a word names a file stem or a folder among `files` (a private `_models.py` also as `models`), read
+    off the index rather than off a list of words. A word that names a definition is that definition: in Java
+    "Does MemoryStore implement Store?" asks of the class, though `MemoryStore.java` holds it."""
+    words: set[str] = set()
+    todo = [files]
+
+    def is_module(word: str) -> bool:
+        if todo:  # built on the first bare word: most questions name none
+            words.update(_path_words(todo.pop()))
+        return word in words and not any(e.kind in DEFINITION_KINDS for e in resolve(word))
+
+    return is_module
+
+
+def _path_words(files: Iterable[str]) -> set[str]:
+    """Each folder name and file stem of the paths, and each without its one leading `_` (`_models` as `models`)."""
+    words: set[str] = set()
+    for f in files:
+        *folders, name = f.replace("\\", "/").split("/")
+        for part in [*folders, name.rsplit(".", 1)[0] if "." in name else ""]:
+            if part:
+                words.add(part)
+                if part.startswith("_") and not part.startswith("__"):
+                    words.add(part[1:])
+    return words
 
 
 def entity_of(c: Candidate) -> Entity:
@@ -1255,6 +1390,16 @@ def entity_of(c: Candidate) -> Entity:
         id=c.id, kind=c.kind, name=short_name(c.entity), qualname=c.entity, parent=None, signature=c.signature,
         docstring=c.docstring, body=c.body, start_line=c.start_line, end_line=c.end_line, language=c.language,
         file=c.file, content_hash="", part=c.part, parts=c.parts, bases=c.bases, params=c.params, facts=c.facts,
+    )
+
+
+def candidate_of(e: Entity, **signals: float | int) -> Candidate:
+    """A definition as a passage, the inverse of `entity_of` (as `retrieve.to_candidate` builds one): written here
+    because retrieval imports the graph, which reads names by this module's `_clean`, and imports may not circle."""
+    return Candidate(
+        id=e.id, file=e.file, start_line=e.start_line, end_line=e.end_line, entity=e.qualname, kind=e.kind,
+        language=e.language, signature=e.signature, docstring=e.docstring, body=e.body, bases=e.bases, params=e.params,
+        facts=e.facts, part=e.part, parts=e.parts, **signals,  # type: ignore[arg-type]
     )
 
 
@@ -1323,14 +1468,14 @@ def _line_count(root, file: str, by_file: Callable[[str], list[Entity]]) -> int 
 
 def check_workspace(root, question: str, candidates: list[Candidate]) -> PremiseCheck:
     """The question's premises checked against the workspace catalog; cited definitions join the pool."""
-    from assay.stages.query.retrieve import to_candidate
     from assay.stages.index.store import Catalog
 
     catalog = Catalog(root)
     try:
-        findings = check_question(question, catalog_resolver(catalog.by_name))
-        findings += past_the_end(question, catalog.files(), lambda f: _line_count(root, f, catalog.by_file))
-        added = subject_passages(findings, candidates, catalog.get, to_candidate)
+        files = catalog.files()
+        findings = check_question(question, catalog_resolver(catalog.by_name), files)
+        findings += past_the_end(question, files, lambda f: _line_count(root, f, catalog.by_file))
+        added = subject_passages(findings, candidates, catalog.get, candidate_of)
     finally:
         catalog.close()
     return PremiseCheck(findings=findings, added=added)

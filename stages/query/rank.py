@@ -8,7 +8,7 @@ of a few things the index knows more precisely:
 - path: file and folder names are the author's own summary (`websockets.py`, `openapi/`).
 - file coherence: several good passages in one file make that file the likely answer.
 - penalties: tests, prose docs, type stubs, examples and translations, legacy/compat copies, built copies
-  of an indexed source and re-export shims answer few questions, unless the query asks for them.
+  of an indexed source, vendored code and re-export shims answer few questions, unless the query asks for them.
 - entity facts: a passage whose qualified name (parent class included) carries the query's words.
 - doc match: a sentence that is nearly the passage's own doc summary describes that passage (BM25 dilutes
   the doc in the body, and the definition signal lifts the other code the sentence names).
@@ -39,7 +39,7 @@ from pydantic import BaseModel
 
 from assay.stages.core.artifacts import Candidate, short_name
 from assay.stages.core.artifacts import DEFINITION_KINDS as NAMING_KINDS
-from assay.stages.core.path_roles import is_build_output, is_test_path
+from assay.stages.core.path_roles import is_build_output, is_marked_test, is_test_path, is_vendored, layout_folders
 from assay.stages.index.tokens import stem_word, tokenize
 from assay.stages.query.abbreviations import expansions
 from assay.stages.query.identifiers import question_identifiers
@@ -125,6 +125,7 @@ _ASKS_FOR_TESTS = re.compile(
 _DOC_WORDS = frozenset({"doc", "docs", "documentation", "readme", "guide", "tutorial", "changelog", "skill"})
 _EXAMPLE_WORDS = frozenset({"example", "examples", "sample", "demo", "tutorial", "locale", "locales", "translation", "i18n"})
 _LEGACY_WORDS = frozenset({"deprecated", "legacy", "compat", "compatibility", "v1", "v2", "v3", "backport", "migration", "old"})
+_VENDOR_WORDS = frozenset({"vendor", "vendored", "vendoring", "third", "thirdparty"})  # "third-party", "third_party"
 
 
 _WORD = re.compile(r"[A-Za-z0-9]+")  # a query's words, as `QueryShape.words` and `phrase_match` read them
@@ -335,15 +336,18 @@ def _copies_for(paths: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
 
 @lru_cache(maxsize=65536)
 def path_kinds(path: str) -> frozenset[str]:
-    """What a file's path says it is (test, example, docs, legacy-named, stub, hidden, private); cached per path."""
+    """What a file's path says it is (test, example, docs, legacy-named, stub, hidden, private, vendored); cached per
+    path."""
     parts = [p.lower() for p in PurePosixPath(path).parts]
     folders = parts[:-1]
     name = parts[-1] if parts else ""
     kinds: set[str] = set()
     if is_test_path(path):
         kinds.add("test")
-    if any(_EXAMPLE_PART.match(p) for p in folders):
+    if any(_EXAMPLE_PART.match(p.lower()) for p in layout_folders(path)):  # not a `com/example/demo/` package
         kinds.add("example")
+    if is_vendored(path):
+        kinds.add("vendored")
     if any(_DOCS_PART.match(p) for p in folders):
         kinds.add("docs")
     if any(_LEGACY_PART.match(p) for p in folders):
@@ -357,16 +361,28 @@ def path_kinds(path: str) -> frozenset[str]:
     return frozenset(kinds)
 
 
+def marked_tests(candidates: Iterable[Candidate]) -> frozenset[str]:
+    """Ids of passages that are test code by the parser's markers though their file is source (`is_marked_test`, as
+    `graph.is_test` reads them for `impact`): a `#[test] fn` or JUnit `@Test` method, and a `#[cfg(test)] mod tests`
+    with what it holds, as far as the pool holds that module (a passage knows its own markers, not its parent's)."""
+    modules: dict[str, list[tuple[str, list[str]]]] = defaultdict(list)
+    for c in candidates:
+        if c.kind == "module" and c.facts is not None:
+            modules[c.file].append((c.entity, c.facts.decorators))
+    return frozenset(c.id for c in candidates if (c.facts is not None or c.file in modules) and is_marked_test(
+        c.entity, c.facts.decorators if c.facts is not None else [], modules.get(c.file, ())))
+
+
 def penalties(shape: QueryShape, c: Candidate, legacy: frozenset[str], pointed_at: bool = False,
-              built: frozenset[str] = frozenset()) -> dict[str, float]:
+              built: frozenset[str] = frozenset(), marked_test: bool = False) -> dict[str, float]:
     """Factors <= 1 for kinds of files that rarely answer a question, unless the query asks for them.
     They compose: a prose file in a hidden folder sinks further than either alone. `pointed_at`: the query pastes
     this passage's place, or its words as written (`phrase_match`) where no product code says them as fully, or
     is all of its doc summary where no product code's is: a test's failure message, frame or doc asks for that
-    test, and a frame in a built file for that file."""
+    test, and a frame in a built file for that file. `marked_test`: test code in a source file (`marked_tests`)."""
     if c.kind == "note":
         return {}  # the team's own recorded decisions are never noise
-    kinds = path_kinds(c.file)
+    kinds = path_kinds(c.file) | ({"test"} if marked_test else set())
     found: dict[str, float] = {}
     if "test" in kinds and not defines_named(shape, c) and not pointed_at and not shape.asks_for_tests:
         # naming a test class or function asks for it; otherwise tests rarely answer. A test word that asks for
@@ -385,6 +401,8 @@ def penalties(shape: QueryShape, c: Candidate, legacy: frozenset[str], pointed_a
         found["stub"] = 0.6
     if c.file in built and not pointed_at:  # a frame in `dist/index.js` asks for that file
         found["built"] = 0.5
+    if "vendored" in kinds and not defines_named(shape, c) and not pointed_at and not (shape.words & _VENDOR_WORDS):
+        found["vendored"] = 0.5  # another project's copied-in code; naming its definition asks for it, as for a test
     if "hidden" in kinds:
         found["hidden"] = 0.5
     if "private" in kinds:
@@ -709,7 +727,8 @@ def rank(
             scores[c.id] += cfg.coherence_boost * mass[c.file]
             signals[c.id]["file"] = mass[c.file]
     if cfg.penalties:
-        product = [signals[c.id] for c in candidates if "test" not in path_kinds(c.file)]
+        marked = marked_tests(candidates)
+        product = [signals[c.id] for c in candidates if "test" not in path_kinds(c.file) and c.id not in marked]
         # a message that product code says too comes from there: the test that repeats it is checking it
         product_quote = max((sig.get("phrase", 0.0) for sig in product), default=0.0)
         # a query that is all of a test's doc summary, and no product code's, asks for that test
@@ -717,7 +736,7 @@ def rank(
         for c in candidates:
             pointed = (signals[c.id].get("phrase", 0.0) > product_quote or "located" in signals[c.id]
                        or signals[c.id].get("doc", 0.0) >= 1.0 > product_doc)
-            found = penalties(shape, c, legacy, pointed_at=pointed, built=built)
+            found = penalties(shape, c, legacy, pointed_at=pointed, built=built, marked_test=c.id in marked)
             if found:
                 factor = math.prod(found.values())
                 scores[c.id] *= factor
@@ -782,7 +801,8 @@ def _diversify(
     return out, spread
 
 
-_PENALTY_NAMES = ("test", "prose", "example", "docs", "legacy", "stub", "built", "hidden", "private", "re-export")
+_PENALTY_NAMES = ("test", "prose", "example", "docs", "legacy", "stub", "built", "vendored", "hidden", "private",
+                  "re-export")
 
 
 def explain(c: Candidate) -> str:

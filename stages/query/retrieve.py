@@ -260,6 +260,17 @@ def dense_unavailable(exc: BaseException) -> str:
     return f"dense index unavailable ({type(exc).__name__}: {detail}); BM25 only. Run `assay index --rebuild`."
 
 
+def foreign_dense(collection: str, dense: list[tuple[str, float]], read: set[str], records: dict) -> str:
+    """The note for a dense search whose nearest passages (those of `read`, looked up in the catalog) are all unknown
+    to this index ("" otherwise): the collection holds another index's vectors (a path-named one on a shared Chroma
+    server, before collections had a workspace token), and the search showed nothing and said nothing."""
+    looked = [eid for eid, _ in dense if eid in read]
+    if not looked or any(eid in records for eid in looked):
+        return ""
+    return (f"the vector store's nearest passages are none of this index's ({len(looked)} unknown ids: the Chroma "
+            f"collection {collection} holds another index's vectors); BM25 only. Run `assay index --rebuild`.")
+
+
 def retrieve(
     root: Path, query: str, manifest: IndexManifest, embedder: Embedder, pool: int = 30,
     distance_floor: float | None = None, chroma_url: str | None = None, mode: str = "hybrid",
@@ -321,6 +332,9 @@ def retrieve(
     looked_up = [eid for eid in dict.fromkeys(named + located) if eid not in pooled]
     fused = fused + [(eid, 0.0) for eid in looked_up]
     records = catalog.get([eid for eid, _ in fused])
+    if dense_ok and (foreign := foreign_dense(manifest.collection, dense, pooled, records)):
+        dense_ok, dense = False, []  # none of them can be shown: the search is BM25's, and says so
+        note = f"{note} {foreign}".strip()
     scans = valid_scans(records, catalog.scans(list(records)))
     callees = None
     if ranking is not None and ranking.callees and DELEGATION_CUE.search(query):  # "what does X delegate to"
