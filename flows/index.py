@@ -268,7 +268,7 @@ def run_index(workspace: str, settings: Settings | None = None, rebuild: bool = 
         check_scheduler(s.dask)  # before the run: Dask retries a refused scheduler for 30 s, then names no fix
     require_local_stores(s)  # local mode: a Chroma server or Ollama embedder beyond loopback, refused before any socket
     if not rebuild:  # before the status file: the newer Assay's last run stays its own, not this one's refusal
-        refuse_newer(_readable_manifest(root))
+        refuse_newer_index(root)
     with status_run(root, watcher, status) as tracked, machine_limits(root):
         if s.dask:  # a Prefect run on a DaskTaskRunner, recorded by an API its workers reach too
             from assay.flows.dask import task_runner
@@ -285,14 +285,16 @@ def run_index(workspace: str, settings: Settings | None = None, rebuild: bool = 
     return report
 
 
-def _readable_manifest(root):
-    """The manifest, or None when there is none or it is damaged (the run itself says so and mends it)."""
+def refuse_newer_index(root) -> None:
+    """Raise `NewerIndex` when a newer Assay wrote the workspace's index (a missing or damaged manifest: the run
+    itself says so and mends it). Every door checks before it writes a run's status."""
     from assay.stages.index.store import StoreError, load_manifest
 
     try:
-        return load_manifest(root)
+        manifest = load_manifest(root)
     except StoreError:
-        return None
+        return
+    refuse_newer(manifest)
 
 
 @contextmanager

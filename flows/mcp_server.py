@@ -431,6 +431,10 @@ def index_workspace(path: WorkspacePath, rebuild: Rebuild = False) -> CallToolRe
     try:
         root = workspace(path)
         settings = _index_settings()  # a bad setting is this call's error, not a run that never starts
+        if not rebuild:  # before the status file: a newer Assay's index, and its last run, stay as they are
+            from assay.flows.index import refuse_newer_index
+
+            refuse_newer_index(root)
     except Exception as exc:  # noqa: BLE001
         return failure(exc)
     key = str(root)
@@ -866,7 +870,8 @@ def _more_line(first: int, last: int, end: int) -> str:
 def _clipped(line: str) -> str:
     if len(line) <= LINE_CHARS_MAX:
         return line
-    return line[:LINE_CHARS_MAX] + f" ... [{len(line) - LINE_CHARS_MAX:,} more character(s) of this line cut]"
+    return line[:LINE_CHARS_MAX] + (f" ... [{len(line) - LINE_CHARS_MAX:,} more character(s) of this line cut; "
+                                    "max_tokens 0 shows it whole]")
 
 
 def _folded(lines: list[str], begin: int, clip: Callable[[str], str]) -> list[str]:

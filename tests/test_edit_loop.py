@@ -179,6 +179,12 @@ def test_an_older_assay_refuses_to_re_index_a_newer_index_and_still_answers(tmp_
     assert [e.qualname for e in Catalog(root).by_name("alpha_one")] == ["alpha_one"]  # queries still answer
     result = CliRunner().invoke(app, ["index", str(root)], env={"ASSAY_EMBEDDER": "static"})
     assert result.exit_code == 2 and result.output.strip().splitlines()[0].startswith("error: a newer Assay wrote")
+    from assay.flows import mcp_server
+
+    monkeypatch.setenv("ASSAY_ALLOWED_ROOTS", str(root.parent))
+    refused = mcp_server.index_workspace(str(root))  # an IDE's server started before the upgrade
+    assert refused.is_error and "a newer Assay wrote" in refused.content[0].text
+    assert read_status(root) == status  # not "failed" with the older server's refusal (verify5)
 
 
 def test_an_older_assay_may_still_rebuild_on_request_and_a_newer_one_upgrades(tmp_path: Path, monkeypatch) -> None:

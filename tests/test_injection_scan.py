@@ -52,6 +52,25 @@ def test_the_index_scans_every_passage_and_the_judge_reads_the_scan(project: Pat
     assert judged.scores[attack.id].injection == attack.injection_scan[0]
 
 
+def test_scans_another_installation_stored_are_not_trusted(project: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           tmp_path: Path) -> None:
+    """A `.assay/` from elsewhere (an unpacked archive) held scans whose digest anyone could compute, so a forged
+    injection score of 0.00 passed; digests are keyed with this installation's secret (ASSAY_HOME/scan.key)."""
+    run_index(str(project))
+    catalog = Catalog(project)
+    records = catalog.get(sorted(catalog.ids()))
+    stored = catalog.scans(sorted(records))
+    assert injection_scan.valid_scans(records, stored).keys() == records.keys()
+    monkeypatch.setenv("ASSAY_HOME", str(tmp_path / "another-home"))
+    injection_scan.scan_key.cache_clear()
+    try:
+        assert injection_scan.valid_scans(records, stored) == {}  # scored again, not trusted
+        assert (tmp_path / "another-home" / injection_scan.SCAN_KEY).stat().st_mode & 0o077 == 0
+    finally:
+        injection_scan.scan_key.cache_clear()
+        catalog.close()
+
+
 def test_a_scan_of_other_text_or_by_another_detector_is_not_used(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run_index(str(project))
     catalog = Catalog(project)

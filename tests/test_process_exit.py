@@ -135,3 +135,24 @@ def test_exit_now_ends_a_worker_pool_a_run_left_open() -> None:
         "exit_now(0)\n"
     )
     assert done.returncode == 0 and done.stdout == "3\n" and done.stderr == ""
+
+
+def test_exit_now_kills_every_worker_spawned_even_one_its_pool_no_longer_lists() -> None:
+    """The index run's pools end with `shutdown(wait=False)` when its client hangs up, which empties the pool's own
+    list of workers; a worker left behind held the exit, since multiprocessing's exit handler joins it (verify5).
+    Every worker is kept in a list of its own as it is spawned; here one that outlives its pool stands in."""
+    done = _run(
+        "import multiprocessing, time\n"
+        "from assay.stages.core import workers\n"
+        "from assay.flows.process_exit import exit_now\n"
+        "pool = workers.worker_pool(1)\n"
+        "assert pool.submit(abs, -3).result() == 3\n"
+        "assert set(pool._processes.values()) <= set(workers._spawned)\n"  # each worker listed as it is spawned
+        "pool.shutdown()\n"
+        "left = multiprocessing.get_context('spawn').Process(target=time.sleep, args=(120,))\n"
+        "left.start()\n"
+        "workers._spawned.add(left)\n"
+        "print('up', flush=True)\n"
+        "exit_now(0)\n"
+    )
+    assert done.returncode == 0 and done.stdout == "up\n"

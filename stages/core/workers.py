@@ -27,6 +27,7 @@ class _Pool(ProcessPoolExecutor):
     def _spawn_process(self) -> None:
         with _sigint_blocked():
             super()._spawn_process()
+        _spawned.update(self._processes.values())
 
 
 def worker_pool(workers: int) -> ProcessPoolExecutor:
@@ -39,18 +40,19 @@ def worker_pool(workers: int) -> ProcessPoolExecutor:
 
 
 _open_pools: weakref.WeakSet[ProcessPoolExecutor] = weakref.WeakSet()
+_spawned: weakref.WeakSet[multiprocessing.process.BaseProcess] = weakref.WeakSet()  # every worker, until collected
 
 
 def end_pools() -> None:
-    """Stop the pools still open as the process ends, their workers killed: an MCP server whose client hung up
-    mid-index ended through the exit handlers, and multiprocessing's joined a worker that waited for its next job
-    forever (the server never exited). A pool a run shut down itself holds no process; this is no-op then."""
+    """Stop the pools still open as the process ends and kill every worker still alive: an MCP server whose client
+    hung up mid-index ended through the exit handlers, and multiprocessing's joined a worker that waited for its
+    next job forever (the server never exited). A pool shut down without waiting no longer lists its workers,
+    so they are killed from the list kept as they were spawned. After a finished run nothing is alive: no-op."""
     for pool in list(_open_pools):
-        processes = list((getattr(pool, "_processes", None) or {}).values())  # before shutdown clears it
         pool.shutdown(wait=False, cancel_futures=True)
-        for process in processes:
-            if process.is_alive():
-                process.kill()
+    for process in list(_spawned):
+        if process.is_alive():
+            process.kill()
 
 
 @contextmanager

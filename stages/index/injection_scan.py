@@ -11,6 +11,7 @@ again at query time until an index run rescans it. Full index of the pytest sdis
 from __future__ import annotations
 
 import hashlib
+import hmac
 import importlib.util
 import sys
 from concurrent.futures import Future
@@ -55,9 +56,41 @@ def worth_scanning(count: int) -> bool:
 
 
 def digest(entity: Entity) -> str:
-    """What a scan was computed from: the detector and the exact text scored (a scan of anything else is void)."""
+    """What a scan was computed from: the detector and the exact text scored (a scan of anything else is void),
+    keyed with this installation's `scan_key`."""
     text = "\0".join((detector_version(), entity.language or "text", entity.docstring, entity.body))
-    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:32]
+    return hmac.new(scan_key(), text.encode("utf-8", "replace"), hashlib.sha256).hexdigest()[:32]
+
+
+SCAN_KEY = "scan.key"  # in ASSAY_HOME
+
+
+@lru_cache(maxsize=1)
+def scan_key() -> bytes:
+    """This installation's secret for scan digests, made once in ASSAY_HOME. A `.assay/` that came from elsewhere
+    (an unpacked archive, a clone) holds scans whose digests no key here made, so its passages are scored again
+    rather than trusted: an unkeyed digest anyone could compute, and a forged score of 0.00 let a payload past the
+    guard. b'' (unkeyed, as before) where ASSAY_HOME cannot hold it."""
+    import os
+    import tempfile
+
+    from assay.stages.core.registry import assay_home
+
+    try:
+        path = assay_home() / SCAN_KEY
+        if not path.exists():
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".scan-key-")  # mode 0600
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(os.urandom(32))
+                os.link(tmp, path)  # made whole or not at all; another process's, if it came first, stays
+            except FileExistsError:
+                pass
+            finally:
+                os.unlink(tmp)
+        return path.read_bytes()
+    except (OSError, ValueError):
+        return b""
 
 
 def scan(entities: list[Entity], progress=None) -> list[tuple[str, str, float, list[str]]]:
