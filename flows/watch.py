@@ -15,9 +15,7 @@ from assay.flows.index import run_index
 from assay.stages.core.artifacts import IndexReport
 from assay.stages.core.config import Settings
 from assay.stages.core.workspace import STATE_DIR, root_identity, unindexable_here
-from assay.stages.index.incremental import NewerIndex, refuse_newer
-from assay.stages.index.storage_errors import StoreError
-from assay.stages.index.store import load_manifest
+from assay.stages.index.incremental import NewerIndex
 from assay.stages.index.watch import WatchedFolderGone, batches, check_watched
 
 OnRun = Callable[[list[str], IndexReport | None, BaseException | None], None]
@@ -77,7 +75,7 @@ def watch_workspace(root: Path, settings: Settings, stop: threading.Event | None
 def _catch_up(root: Path, settings: Settings, on_run: OnRun | None, halt: _Halt) -> None:
     """The first run; its failure ends the watch when the folder cannot be indexed where it is."""
     try:
-        report, error = _index(root, settings), None
+        report, error = run_index(str(root), settings), None  # refuses a newer Assay's index first
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:  # noqa: BLE001 - reported below, or the watch's own error (a Rust panic too)
@@ -101,7 +99,7 @@ def _run(root: Path, settings: Settings, changed: list[str], on_run: OnRun | Non
     """One run for a batch, reported to `on_run`; returns its error (a `NewerIndex` is left to the caller: it ends
     the watch, in one line)."""
     try:
-        report, error = _index(root, settings), None
+        report, error = run_index(str(root), settings), None  # refuses a newer Assay's index first
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:  # noqa: BLE001 - a watcher must outlive one bad run (a panic in Chroma's Rust
@@ -109,16 +107,6 @@ def _run(root: Path, settings: Settings, changed: list[str], on_run: OnRun | Non
     if on_run is not None and not isinstance(error, NewerIndex):
         on_run(changed, report, error)
     return error
-
-
-def _index(root: Path, settings: Settings) -> IndexReport:
-    """`run_index`, but none over an index a newer Assay wrote: it would hash every file only to refuse it, and mark
-    the run failed in the status file the newer process reads. (A manifest that cannot be read is the run's to say.)"""
-    try:
-        refuse_newer(load_manifest(root))
-    except StoreError:
-        pass
-    return run_index(str(root), settings)
 
 
 _watchers: dict[str, tuple[threading.Thread, threading.Event]] = {}

@@ -155,11 +155,6 @@ def refuse_shared_state(root: Path) -> None:
                              "and index again")
 
 
-# Read-only git calls that run nothing the repository configures: no fsmonitor hook (`core.fsmonitor` is a shell
-# command), and a folder of bare-repository files (`HEAD`, `objects/`, `config`) is never taken as a repository.
-GIT_SAFE = ("git", "-c", "core.fsmonitor=false", "-c", "safe.bareRepository=explicit", "--no-optional-locks")
-
-
 def refuse_committed_state(root: Path) -> None:
     """Refuse a workspace whose `.assay/` git tracks: it came with the repository (a clone of one that committed its
     index), not from this machine's runs, and every part of it would be trusted as Assay's own: forged injection
@@ -171,9 +166,7 @@ def refuse_committed_state(root: Path) -> None:
     import shlex
 
     folder = state_dir(root)
-    top = next(f for f in (root, *root.parents) if os.path.lexists(f / ".git"))  # the repository, as tracked_state asks
-    rel = root.relative_to(top).as_posix()
-    spec = STATE_DIR if rel == "." else f"{rel}/{STATE_DIR}"
+    top, spec = _state_in_repository(root)  # (a repository there: tracked_state found files)
     untrack = f"`git -C {shlex.quote(str(top))} rm -r -q --cached {shlex.quote(spec)}`"
     raise WorkspaceError(
         f"{folder} is tracked by git ({len(tracked)} file(s), e.g. {tracked[0]!r}): an index committed to the repository "
@@ -186,27 +179,37 @@ def tracked_state(root: Path) -> list[str]:
     """The paths under the workspace's `.assay/` that git tracks: [] when there is no `.assay/`, no git checkout
     around the workspace, or git cannot tell (not installed, a broken repository). One `git ls-files` (a few ms),
     run only when both folders exist."""
-    top = next((f for f in (root, *root.parents) if os.path.lexists(f / ".git")), None)  # where git finds the repository
+    top, spec = _state_in_repository(root)
     if not os.path.lexists(state_dir(root)) or top is None:
         return []
     import subprocess
+
+    from assay.stages.core.safe_git import git_environment
 
     # Another user's clone (a shared folder, a container volume, a clone made with sudo) is refused by git as of
     # "dubious ownership", which would skip this check. This one command runs nothing the repository configures, so
     # it may read it: `safe.directory` given on the command line is honoured (protected configuration).
     trusted = ("-c", f"safe.directory={os.path.realpath(top)}")
-    # Asked from the folder holding `.git`: from the workspace, git would stop at bare-repository files (HEAD,
-    # objects/, refs/, config) committed between the two, refuse them, and skip this check.
-    rel = root.relative_to(top).as_posix()
-    spec = STATE_DIR if rel == "." else f"{rel}/{STATE_DIR}"
     try:
-        done = subprocess.run([*GIT_SAFE, *trusted, "--literal-pathspecs", "-C", str(top), "ls-files", "-z", "--",
-                               spec], capture_output=True, stdin=subprocess.DEVNULL, timeout=30, check=False)
+        done = subprocess.run(["git", "--no-pager", *trusted, "--literal-pathspecs", "-C", str(top), "ls-files", "-z",
+                               "--", spec], capture_output=True, stdin=subprocess.DEVNULL, timeout=30, check=False,
+                              env=git_environment())  # no program the repository configures runs (fsmonitor...)
     except (OSError, subprocess.SubprocessError):
         return []
     if done.returncode != 0:
         return []
     return [p for p in done.stdout.decode("utf-8", "replace").split("\0") if p]
+
+
+def _state_in_repository(root: Path) -> tuple[Path | None, str]:
+    """The folder holding the `.git` around the workspace (None: none), and the workspace's `.assay` as a path from
+    it. Asked from there: from the workspace, git would stop at bare-repository files (HEAD, objects/, refs/,
+    config) committed between the two, refuse them, and skip the tracked-state check."""
+    top = next((f for f in (root, *root.parents) if os.path.lexists(f / ".git")), None)
+    if top is None:
+        return None, STATE_DIR
+    rel = root.relative_to(top).as_posix()
+    return top, STATE_DIR if rel == "." else f"{rel}/{STATE_DIR}"
 
 
 STATE_GITIGNORE = "# Assay's index of this workspace: local state, never to be committed (written by assay)\n*\n"

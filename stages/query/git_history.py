@@ -28,7 +28,6 @@ defines is compared unfiltered, and `changed` says so in its note. git never rea
 
 from __future__ import annotations
 
-import os
 import posixpath
 import re
 import subprocess
@@ -39,6 +38,7 @@ from pydantic import BaseModel, Field
 
 from assay.stages.core.artifacts import Entity, FileRecord
 from assay.stages.core.fs_names import on_disk
+from assay.stages.core.safe_git import NO_PROGRAMS, git_environment
 from assay.stages.core.visible import visible
 from assay.stages.index.edges import definition_spans
 from assay.stages.query.git_diff import (GITLINK_MODE, Gitlink, binary_files, diff_files, diff_gitlinks, diff_hunks,
@@ -128,22 +128,6 @@ def _label(args: tuple[str, ...]) -> str:
     return "git " + " ".join(args[:2])
 
 
-# Settings by which a repository's own config (`.git/config`, `config.worktree`, an include) makes a reading command
-# run a program; overridden from the command line, whose settings win over every config file.
-_NO_PROGRAMS = (
-    ("core.fsmonitor", "false"),  # a command git runs to learn which files changed
-    ("core.hooksPath", "/dev/null"),  # `git diff` rewrites the index, which runs the post-index-change hook
-    ("safe.bareRepository", "explicit"),  # bare-repository files (HEAD, objects/, refs/, config) in a plain folder
-    ("log.showSignature", "false"),  # gpg.program, run on every signed commit `log` shows
-    ("diff.submodule", "short"),  # `log`/`diff` would run `git diff` inside a submodule, under its own config
-    ("submodule.recurse", "false"),
-)
-_ENVIRONMENT = {
-    "GIT_ALLOW_PROTOCOL": "none",  # no transport: a partial clone's lazy fetch runs remote.*.uploadpack, ssh, helpers
-    "GIT_NO_LAZY_FETCH": "1",  # the same, said plainly to a git that knows it (2.44+)
-    "GIT_OPTIONAL_LOCKS": "0",  # a read need not rewrite the index where git lets it skip that
-    "GIT_TERMINAL_PROMPT": "0",
-}
 # Flags a subcommand always gets: no diff driver (`diff.external`, `diff.<driver>.command`/`textconv`), and no `git
 # status` inside submodules (`dirty`: their moved commits still show; their own files are read by `_repo_changes`).
 _COMMAND_FLAGS = {"diff": ("--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty"),
@@ -161,20 +145,6 @@ def _subcommand(args: tuple[str, ...]) -> int:
     while i + 1 < len(args) and args[i] == "-c":
         i += 2
     return i
-
-
-def _environment(settings) -> dict[str, str]:
-    """This process's environment plus `settings` as command-line config (GIT_CONFIG_COUNT, after any the user set:
-    a name with `=` or spaces, which `-c` cannot carry, passes intact) and `_ENVIRONMENT`."""
-    env = {**os.environ, **_ENVIRONMENT}
-    try:
-        first = max(int(env.get("GIT_CONFIG_COUNT", "0")), 0)
-    except ValueError:
-        first = 0
-    for i, (key, value) in enumerate(settings, start=first):
-        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
-    env["GIT_CONFIG_COUNT"] = str(first + len(settings))
-    return env
 
 
 # Config scopes that are the user's own: their system and global files (where `git lfs install` puts its filter, and
@@ -198,7 +168,7 @@ def repository_filters(root: Path) -> set[str]:
 
 def _list_filters(root: Path, *flags: str) -> subprocess.CompletedProcess:
     """`git config --get-regexp ^filter.` (names only); exit 1 is "none"; a config git cannot read is git's error."""
-    env = _environment(_NO_PROGRAMS)
+    env = git_environment(NO_PROGRAMS)
     env.pop("GIT_CONFIG", None)  # `git config` would read only that file, and miss the repository's
     try:
         done = subprocess.run(["git", "--no-pager", "-C", str(root), "config", "-z", *flags, "--name-only",
@@ -224,9 +194,9 @@ def git_command(root: Path, args: tuple[str, ...]) -> tuple[list[str], dict[str,
     repositories it did not make (an unpacked archive with its `.git/`), and reading must never execute them."""
     at = _subcommand(args)
     command = args[at] if at < len(args) else ""
-    settings = [*_NO_PROGRAMS, *([] if command in _NO_FILTERS else _filters_off(root))]
+    settings = [*NO_PROGRAMS, *([] if command in _NO_FILTERS else _filters_off(root))]
     argv = [*args[:at + 1], *_COMMAND_FLAGS.get(command, ()), *args[at + 1:]]
-    return ["git", "--no-pager", "-C", str(root), *argv], _environment(settings)
+    return ["git", "--no-pager", "-C", str(root), *argv], git_environment(settings)
 
 
 def _run(root: Path, args: tuple[str, ...], timeout: float = 30.0) -> subprocess.CompletedProcess:
